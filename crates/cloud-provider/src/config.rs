@@ -1,0 +1,184 @@
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::CloudProvider;
+
+/// The contents of the `--cloud-config` file, read by the app before the
+/// provider sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CloudConfig {
+    /// Where the file was read from, for error messages.
+    pub path: PathBuf,
+    /// The file's text.
+    pub contents: String,
+}
+
+impl CloudConfig {
+    /// A config with the given origin and text.
+    pub fn new(path: impl Into<PathBuf>, contents: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            contents: contents.into(),
+        }
+    }
+
+    /// A [`ConfigError`] about this file.
+    pub fn error(&self, message: impl Into<String>) -> ConfigError {
+        ConfigError::new(message).in_file(&self.path)
+    }
+}
+
+/// A snapshot of the process environment handed to [`ProviderFactory::build`].
+///
+/// Providers read variables (such as `DO_ACCESS_TOKEN`) from here rather than
+/// from the process, so tests give each provider its own environment.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Environment {
+    vars: BTreeMap<String, String>,
+}
+
+impl Environment {
+    /// The current process environment (variables that are valid UTF-8).
+    pub fn from_process() -> Self {
+        Self {
+            vars: std::env::vars().collect(),
+        }
+    }
+
+    /// Adds or replaces one variable.
+    #[must_use]
+    pub fn with(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.vars.insert(name.into(), value.into());
+        self
+    }
+
+    /// The value of `name`, `None` when unset or empty.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+}
+
+impl FromIterator<(String, String)> for Environment {
+    fn from_iter<I: IntoIterator<Item = (String, String)>>(iter: I) -> Self {
+        Self {
+            vars: iter.into_iter().collect(),
+        }
+    }
+}
+
+impl fmt::Debug for Environment {
+    // Values may be secrets (API tokens): show names only.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Environment")
+            .field("names", &self.vars.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// A cloud config or environment the provider cannot work with.
+///
+/// The app prints it as one line and exits with code 64, so its message
+/// names the file, the line when known, and the field at fault, and never
+/// contains a secret.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.render())]
+pub struct ConfigError {
+    file: Option<PathBuf>,
+    line: Option<usize>,
+    message: String,
+}
+
+impl ConfigError {
+    /// An error with a message naming what is wrong (include the field).
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            file: None,
+            line: None,
+            message: message.into(),
+        }
+    }
+
+    /// Locates the error in `file`.
+    #[must_use]
+    pub fn in_file(mut self, file: &Path) -> Self {
+        self.file = Some(file.to_owned());
+        self
+    }
+
+    /// Locates the error at 1-based `line`.
+    #[must_use]
+    pub fn at_line(mut self, line: usize) -> Self {
+        self.line = Some(line);
+        self
+    }
+
+    /// The message without its location.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    fn render(&self) -> String {
+        match (&self.file, self.line) {
+            (Some(file), Some(line)) => format!("{}:{line}: {}", file.display(), self.message),
+            (Some(file), None) => format!("{}: {}", file.display(), self.message),
+            (None, _) => self.message.clone(),
+        }
+    }
+}
+
+/// Builds a provider from its configuration: how a `cmd/` binary hands its
+/// cloud to the app (upstream's `RegisterCloudProvider` factory).
+///
+/// # Guarantees the app relies on
+/// `build` does no network I/O and fails fast: anything wrong with the
+/// config or environment is a [`ConfigError`] here, not a runtime failure
+/// later. Network setup belongs in [`CloudProvider::initialize`].
+pub trait ProviderFactory {
+    /// The name `--cloud-provider` accepts for this provider.
+    const NAME: &'static str;
+
+    /// Builds the provider from the `--cloud-config` file, if one was given,
+    /// and the environment.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the file, line and field at fault.
+    fn build(
+        config: Option<&CloudConfig>,
+        env: &Environment,
+    ) -> Result<Arc<dyn CloudProvider>, ConfigError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_error_names_file_and_line() {
+        let err = ConfigError::new("unknown key `Zonne` in [Global]")
+            .in_file(Path::new("/etc/cloud.conf"))
+            .at_line(3);
+        assert_eq!(
+            err.to_string(),
+            "/etc/cloud.conf:3: unknown key `Zonne` in [Global]"
+        );
+    }
+
+    #[test]
+    fn environment_debug_hides_values() {
+        let env = Environment::default().with("DO_ACCESS_TOKEN", "secret-token");
+        let shown = format!("{env:?}");
+        assert!(shown.contains("DO_ACCESS_TOKEN"));
+        assert!(!shown.contains("secret-token"));
+    }
+
+    #[test]
+    fn empty_variables_read_as_unset() {
+        let env = Environment::default().with("REGION", "");
+        assert_eq!(env.get("REGION"), None);
+    }
+}

@@ -1,0 +1,39 @@
+//! The cloud-provider interface: the API boundary between the cloud-agnostic
+//! controllers and the code that knows one cloud.
+//!
+//! Start with [`CloudProvider`]. A provider implements it and exposes each
+//! capability it has — [`Instances`], [`LoadBalancer`], [`Routes`] — through
+//! an accessor that returns `None` when the capability is absent, in which
+//! case the controller that needs it stays off. [`ProviderFactory`] builds a
+//! provider from its cloud-config file and environment.
+//!
+//! The model is Kubernetes' `k8s.io/cloud-provider` `Interface` with
+//! `InstancesV2` semantics, with one addition: instance lookups come in batch
+//! form ([`Instances::instances_metadata`] and friends) with a provider-declared
+//! [`Instances::max_batch_size`], so that N nodes cost ceil(N / batch) cloud
+//! calls instead of N.
+//!
+//! This crate depends on `k8s-openapi` types only: it has no Kubernetes client
+//! and no cloud SDK, and it never will.
+
+mod config;
+mod error;
+mod instances;
+mod load_balancer;
+mod provider;
+mod routes;
+
+pub use config::{CloudConfig, ConfigError, Environment, ProviderFactory};
+pub use error::{BoxError, CloudError};
+pub use instances::{BatchResult, InstanceMetadata, Instances, NodeAddress, NodeAddressType};
+pub use load_balancer::{
+    EnsuredLoadBalancer, IpMode, LoadBalancer, LoadBalancerIngress, LoadBalancerStatus, PortStatus,
+    default_load_balancer_name,
+};
+pub use provider::{CloudProvider, InitContext};
+pub use routes::{Route, Routes};
+
+/// Re-exported so providers name the same CIDR type as [`Route`].
+pub use ipnet;
+/// Re-exported so providers name the same Kubernetes types as the interface.
+pub use k8s_openapi;

@@ -1,0 +1,76 @@
+use async_trait::async_trait;
+
+use crate::{CloudError, Instances, LoadBalancer, Routes};
+
+/// What a provider learns about its cluster when it is initialized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct InitContext {
+    /// `--cluster-name`: the ownership tag for everything the provider
+    /// creates.
+    pub cluster_name: String,
+}
+
+impl InitContext {
+    /// A context for `cluster_name`.
+    pub fn new(cluster_name: impl Into<String>) -> Self {
+        Self {
+            cluster_name: cluster_name.into(),
+        }
+    }
+}
+
+/// A cloud (upstream's `cloudprovider.Interface`).
+///
+/// Capabilities are optional: each accessor returns `None` by default, and a
+/// controller whose capability is absent stays off and says why in the log.
+///
+/// # Contract for implementers
+/// - A provider never talks to the Kubernetes API: everything it needs
+///   arrives as arguments.
+/// - The accessors are cheap and always return the same answer.
+#[async_trait]
+pub trait CloudProvider: Send + Sync + std::fmt::Debug + 'static {
+    /// The name `--cloud-provider` accepts and events and metrics use, such
+    /// as `aws`.
+    fn provider_name(&self) -> &'static str;
+
+    /// Whether the provider can tell this cluster's cloud resources from
+    /// other clusters' (upstream's `HasClusterID`). A provider that cannot
+    /// is only run with `--allow-untagged-cloud`.
+    fn has_cluster_id(&self) -> bool {
+        true
+    }
+
+    /// Called once before any controller starts. Set up clients and
+    /// credentials here; return an error only when the provider cannot work
+    /// at all.
+    async fn initialize(&self, ctx: &InitContext) -> Result<(), CloudError> {
+        let _ = ctx;
+        Ok(())
+    }
+
+    /// Instance lookups, if this cloud has them.
+    fn instances(&self) -> Option<&dyn Instances> {
+        None
+    }
+
+    /// Load balancers, if this cloud has them.
+    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
+        None
+    }
+
+    /// Pod-CIDR routes, if this cloud has them.
+    fn routes(&self) -> Option<&dyn Routes> {
+        None
+    }
+
+    /// Appends the provider's own metrics (such as upstream's
+    /// `cloudprovider_aws_api_request_duration_seconds`) to `out`, in the
+    /// OpenMetrics text format without the final `# EOF` line. They are
+    /// served on `/metrics` after the framework's metrics, which already
+    /// count and time every interface call by operation and outcome.
+    fn encode_metrics(&self, out: &mut String) {
+        let _ = out;
+    }
+}

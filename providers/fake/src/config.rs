@@ -1,0 +1,268 @@
+//! The fake cloud's `--cloud-config` file, in TOML.
+//!
+//! ```toml
+//! [settings]
+//! latency_ms = 50          # added to every call
+//! error_rate = 0.0         # fraction of calls that fail at random
+//! rate_limit_qps = 20.0    # token bucket; beyond it calls answer Throttled
+//! rate_limit_burst = 20
+//! batch_size = 100         # most nodes one batch call answers for
+//! auto_instances = true    # any node name has a running instance
+//!
+//! [[instances]]
+//! name = "node-1"
+//! provider_id = "fake://node-1"
+//! instance_type = "fake.large"
+//! zone = "fake-1a"
+//! region = "fake-1"
+//! addresses = [{ type = "InternalIP", address = "10.0.0.1" }]
+//! state = "running"        # or "stopped", "terminated"
+//! ```
+
+use std::collections::{BTreeMap, HashSet};
+
+use cloud_provider::{CloudConfig, ConfigError, NodeAddress, NodeAddressType};
+use serde::Deserialize;
+
+use crate::state::{Instance, InstanceState};
+
+/// The parsed cloud config.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FakeConfig {
+    /// Behaviour settings.
+    #[serde(default)]
+    pub settings: Settings,
+    /// Instances that exist from the start.
+    #[serde(default)]
+    pub instances: Vec<InstanceSpec>,
+}
+
+/// How the fake cloud behaves.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Settings {
+    /// Milliseconds added to every call.
+    pub latency_ms: u64,
+    /// Fraction of calls, in [0, 1], that fail with a general error.
+    pub error_rate: f64,
+    /// Seed of the generator behind `error_rate`.
+    pub seed: u64,
+    /// Calls per second allowed; beyond it calls answer Throttled. Unlimited when unset.
+    pub rate_limit_qps: Option<f64>,
+    /// Calls that may be made at once after a quiet period. Defaults to the qps, rounded up.
+    pub rate_limit_burst: Option<u32>,
+    /// The most nodes one batch call answers for.
+    pub batch_size: usize,
+    /// Answer for any node name with a synthesized running instance.
+    pub auto_instances: bool,
+    /// Region of synthesized instances.
+    pub region: String,
+    /// Zones synthesized instances are spread over.
+    pub zones: Vec<String>,
+    /// Instance type of synthesized instances.
+    pub instance_type: String,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            latency_ms: 0,
+            error_rate: 0.0,
+            seed: 0x5eed,
+            rate_limit_qps: None,
+            rate_limit_burst: None,
+            batch_size: 100,
+            auto_instances: false,
+            region: "fake-region-1".into(),
+            zones: vec![
+                "fake-region-1a".into(),
+                "fake-region-1b".into(),
+                "fake-region-1c".into(),
+            ],
+            instance_type: "fake.standard".into(),
+        }
+    }
+}
+
+/// One seeded instance.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstanceSpec {
+    /// The node name this instance answers to.
+    pub name: String,
+    /// Defaults to `fake://<name>`.
+    pub provider_id: Option<String>,
+    /// Defaults to `settings.instance_type`.
+    pub instance_type: Option<String>,
+    /// Defaults to the first of `settings.zones`.
+    pub zone: Option<String>,
+    /// Defaults to `settings.region`.
+    pub region: Option<String>,
+    /// Addresses, in order.
+    #[serde(default)]
+    pub addresses: Vec<AddressSpec>,
+    /// Defaults to running.
+    #[serde(default)]
+    pub state: InstanceState,
+    /// Additional labels the node gets.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// One address of a seeded instance.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddressSpec {
+    /// `InternalIP`, `ExternalIP`, `InternalDNS`, `ExternalDNS` or `Hostname`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The address.
+    pub address: String,
+}
+
+impl FakeConfig {
+    /// Parses and validates a cloud config.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the file, the line when TOML reports one,
+    /// and the field at fault.
+    pub fn parse(file: &CloudConfig) -> Result<Self, ConfigError> {
+        let config: Self = toml::from_str(&file.contents).map_err(|e| {
+            let line = e.span().map(|span| line_of(&file.contents, span.start));
+            let field = line.and_then(|l| field_at(&file.contents, l));
+            let message = match field {
+                Some(field) if !e.message().contains(&field) => format!("{field}: {}", e.message()),
+                _ => e.message().to_owned(),
+            };
+            let err = file.error(message.trim_end().replace('\n', "; "));
+            match line {
+                Some(line) => err.at_line(line),
+                None => err,
+            }
+        })?;
+        config.validate().map_err(|message| file.error(message))?;
+        Ok(config)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let s = &self.settings;
+        if !(0.0..=1.0).contains(&s.error_rate) {
+            return Err(format!(
+                "settings.error_rate: {} is not between 0 and 1",
+                s.error_rate
+            ));
+        }
+        if let Some(qps) = s.rate_limit_qps
+            && !(qps.is_finite() && qps > 0.0)
+        {
+            return Err(format!(
+                "settings.rate_limit_qps: {qps} must be a positive number"
+            ));
+        }
+        if s.rate_limit_burst == Some(0) {
+            return Err("settings.rate_limit_burst: must be at least 1".into());
+        }
+        if s.batch_size == 0 {
+            return Err("settings.batch_size: must be at least 1".into());
+        }
+        if s.zones.is_empty() {
+            return Err("settings.zones: must name at least one zone".into());
+        }
+        let (mut names, mut ids) = (HashSet::new(), HashSet::new());
+        for (i, spec) in self.instances.iter().enumerate() {
+            if spec.name.is_empty() {
+                return Err(format!("instances[{i}].name: must not be empty"));
+            }
+            if !names.insert(spec.name.as_str()) {
+                return Err(format!(
+                    "instances[{i}].name: `{}` is used twice",
+                    spec.name
+                ));
+            }
+            let id = spec
+                .provider_id
+                .clone()
+                .unwrap_or_else(|| default_provider_id(&spec.name));
+            if !ids.insert(id.clone()) {
+                return Err(format!("instances[{i}].provider_id: `{id}` is used twice"));
+            }
+            for (j, a) in spec.addresses.iter().enumerate() {
+                if NodeAddressType::parse(&a.kind).is_none() {
+                    return Err(format!(
+                        "instances[{i}].addresses[{j}].type: `{}` is not one of InternalIP, ExternalIP, InternalDNS, ExternalDNS, Hostname",
+                        a.kind
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The seeded instances, with defaults filled in.
+    pub(crate) fn seeded_instances(&self) -> Vec<Instance> {
+        let s = &self.settings;
+        self.instances
+            .iter()
+            .map(|spec| Instance {
+                name: spec.name.clone(),
+                provider_id: spec
+                    .provider_id
+                    .clone()
+                    .unwrap_or_else(|| default_provider_id(&spec.name)),
+                instance_type: spec
+                    .instance_type
+                    .clone()
+                    .unwrap_or_else(|| s.instance_type.clone()),
+                zone: spec.zone.clone().unwrap_or_else(|| s.zones[0].clone()),
+                region: spec.region.clone().unwrap_or_else(|| s.region.clone()),
+                addresses: spec
+                    .addresses
+                    .iter()
+                    .filter_map(|a| {
+                        Some(NodeAddress::new(
+                            NodeAddressType::parse(&a.kind)?,
+                            &a.address,
+                        ))
+                    })
+                    .collect(),
+                state: spec.state,
+                labels: spec.labels.clone(),
+            })
+            .collect()
+    }
+}
+
+/// The provider ID the fake gives an instance named `name`.
+pub(crate) fn default_provider_id(name: &str) -> String {
+    format!("fake://{name}")
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// `section.key` for the `key = value` on 1-based `line`, so errors about a
+/// value (a wrong type) name the field as well as the line.
+fn field_at(text: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let here = lines.get(line - 1)?.trim();
+    if here.starts_with('[') {
+        // An error about a whole table (a missing field) names the table.
+        return Some(here.trim_matches(|c| c == '[' || c == ']').to_owned());
+    }
+    let key = here.split_once('=')?.0.trim();
+    if key.is_empty() {
+        return None;
+    }
+    let section = lines[..line - 1]
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .find(|l| l.starts_with('['))
+        .map(|l| l.trim_matches(|c| c == '[' || c == ']').to_owned());
+    Some(match section {
+        Some(section) => format!("{section}.{key}"),
+        None => key.to_owned(),
+    })
+}

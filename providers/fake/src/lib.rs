@@ -1,0 +1,259 @@
+//! An in-memory cloud for tests, the sandbox and benchmarks.
+//!
+//! Start with [`FakeCloud`]: it implements every capability of the
+//! [`cloud_provider`] interface — instances, load balancers, routes — and
+//! records every call in a log tests assert on ([`FakeCloud::calls`]). It can
+//! be made to behave like a real cloud: per-call latency, a random error
+//! rate, errors injected for the next calls, and a token-bucket rate limit
+//! that answers [`CloudError::Throttled`] when exceeded.
+//!
+//! Tests drive it through its methods; the real binary, run as a separate
+//! process by the sandbox and the benchmark, reads the same settings and
+//! seeded instances from its cloud-config file ([`FakeConfig`]).
+
+mod calls;
+mod config;
+mod factory;
+mod faults;
+mod instances;
+mod load_balancer;
+mod routes;
+mod state;
+
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use cloud_provider::{CloudError, CloudProvider, Instances, LoadBalancer, Route, Routes};
+use tokio::time::Instant;
+
+pub use calls::{Call, Operation};
+pub use config::{AddressSpec, FakeConfig, InstanceSpec, Settings};
+pub use factory::FakeProviderFactory;
+pub use faults::InjectedError;
+pub use load_balancer::{
+    ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_HOSTNAME, ANNOTATION_LOAD_BALANCER_ID,
+    ANNOTATION_TYPE,
+};
+pub use state::{FakeLoadBalancer, ForwardedPort, Instance, InstanceState, OwnedRoute};
+
+use faults::{Faults, TokenBucket};
+use state::State;
+
+/// The provider name: `--cloud-provider=fake`.
+pub const PROVIDER_NAME: &str = "fake";
+
+/// An in-memory cloud. Cloning gives another handle to the same cloud.
+#[derive(Debug, Clone)]
+pub struct FakeCloud {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    state: Mutex<State>,
+    faults: Mutex<Faults>,
+    calls: Mutex<Vec<Call>>,
+    settings: Mutex<Settings>,
+}
+
+/// Locks a mutex, recovering the data if a panicking test poisoned it: the
+/// fake's state is always consistent between statements.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Default for FakeCloud {
+    fn default() -> Self {
+        Self::new(FakeConfig::default())
+    }
+}
+
+impl FakeCloud {
+    /// A cloud seeded from `config`.
+    pub fn new(config: FakeConfig) -> Self {
+        let mut state = State::default();
+        for instance in config.seeded_instances() {
+            state.insert_instance(instance);
+        }
+        let s = &config.settings;
+        let mut faults = Faults::new(s.seed);
+        faults.latency = Duration::from_millis(s.latency_ms);
+        faults.error_rate = s.error_rate;
+        faults.bucket = s
+            .rate_limit_qps
+            .map(|qps| TokenBucket::new(qps, s.rate_limit_burst.unwrap_or(qps.ceil() as u32)));
+        Self {
+            inner: Arc::new(Inner {
+                state: Mutex::new(state),
+                faults: Mutex::new(faults),
+                calls: Mutex::new(Vec::new()),
+                settings: Mutex::new(config.settings),
+            }),
+        }
+    }
+
+    /// Every call so far, in order.
+    pub fn calls(&self) -> Vec<Call> {
+        lock(&self.inner.calls).clone()
+    }
+
+    /// How many calls of `op` were made.
+    pub fn count(&self, op: Operation) -> usize {
+        lock(&self.inner.calls)
+            .iter()
+            .filter(|c| c.op == op)
+            .count()
+    }
+
+    /// How many calls changed the cloud.
+    pub fn mutation_count(&self) -> usize {
+        lock(&self.inner.calls)
+            .iter()
+            .filter(|c| c.op.is_mutation())
+            .count()
+    }
+
+    /// Forgets the calls made so far.
+    pub fn clear_calls(&self) {
+        lock(&self.inner.calls).clear();
+    }
+
+    /// Adds `latency` to every call from now on.
+    pub fn set_latency(&self, latency: Duration) {
+        lock(&self.inner.faults).latency = latency;
+    }
+
+    /// Makes a fraction `rate` (0 to 1) of calls fail with a general error.
+    pub fn set_error_rate(&self, rate: f64) {
+        lock(&self.inner.faults).error_rate = rate.clamp(0.0, 1.0);
+    }
+
+    /// Limits calls to `qps` per second with bursts of `burst`; beyond it
+    /// they answer Throttled. `None` removes the limit.
+    pub fn set_rate_limit(&self, limit: Option<(f64, u32)>) {
+        lock(&self.inner.faults).bucket = limit.map(|(qps, burst)| TokenBucket::new(qps, burst));
+    }
+
+    /// Sets the most nodes one batch call answers for.
+    pub fn set_batch_size(&self, size: NonZeroUsize) {
+        lock(&self.inner.settings).batch_size = size.get();
+    }
+
+    /// Answers for any node name with a synthesized running instance.
+    pub fn set_auto_instances(&self, on: bool) {
+        lock(&self.inner.settings).auto_instances = on;
+    }
+
+    /// Makes the next `times` calls of `op` (of any operation when `None`)
+    /// fail with `error`.
+    pub fn fail_next(&self, op: Option<Operation>, error: InjectedError, times: u32) {
+        lock(&self.inner.faults).inject(op, error, times);
+    }
+
+    /// Adds or replaces an instance.
+    pub fn add_instance(&self, instance: Instance) {
+        lock(&self.inner.state).insert_instance(instance);
+    }
+
+    /// Removes an instance entirely, as if it never existed.
+    pub fn remove_instance(&self, name: &str) -> Option<Instance> {
+        lock(&self.inner.state).remove_instance(name)
+    }
+
+    /// Sets an instance's state; `false` when there is no such instance.
+    pub fn set_instance_state(&self, name: &str, state: InstanceState) -> bool {
+        match lock(&self.inner.state).instances.get_mut(name) {
+            Some(instance) => {
+                instance.state = state;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The instance answering to node `name`, if any.
+    pub fn instance(&self, name: &str) -> Option<Instance> {
+        lock(&self.inner.state).instances.get(name).cloned()
+    }
+
+    /// All instances, by name.
+    pub fn instances(&self) -> Vec<Instance> {
+        lock(&self.inner.state)
+            .instances
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// All load balancers, by name.
+    pub fn load_balancers(&self) -> Vec<FakeLoadBalancer> {
+        lock(&self.inner.state)
+            .load_balancers
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// All routes of every cluster.
+    pub fn routes(&self) -> Vec<OwnedRoute> {
+        lock(&self.inner.state).routes.clone()
+    }
+
+    /// Puts a route in the table directly, as another tool or cluster would.
+    pub fn insert_route(&self, cluster_name: &str, route: Route) {
+        let owned = OwnedRoute {
+            cluster_name: cluster_name.to_owned(),
+            route,
+        };
+        lock(&self.inner.state).routes.push(owned);
+    }
+
+    /// Records a call, waits the configured latency, and decides whether it
+    /// is throttled or fails. Every provider method starts here.
+    async fn enter(
+        &self,
+        op: Operation,
+        args: Vec<String>,
+        batch_size: Option<usize>,
+    ) -> Result<(), CloudError> {
+        lock(&self.inner.calls).push(Call {
+            op,
+            args,
+            batch_size,
+        });
+        let latency = lock(&self.inner.faults).latency;
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        lock(&self.inner.faults).admit(op, Instant::now())
+    }
+
+    fn settings(&self) -> Settings {
+        lock(&self.inner.settings).clone()
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.inner.state)
+    }
+}
+
+#[async_trait]
+impl CloudProvider for FakeCloud {
+    fn provider_name(&self) -> &'static str {
+        PROVIDER_NAME
+    }
+
+    fn instances(&self) -> Option<&dyn Instances> {
+        Some(self)
+    }
+
+    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
+        Some(self)
+    }
+
+    fn routes(&self) -> Option<&dyn Routes> {
+        Some(self)
+    }
+}

@@ -1,0 +1,204 @@
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use cloud_provider::{
+    CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerIngress, LoadBalancerStatus,
+};
+
+use crate::state::{FakeLoadBalancer, ForwardedPort};
+use crate::{FakeCloud, Operation};
+
+/// `external` hands the Service to another controller (ImplementedElsewhere),
+/// as `aws-load-balancer-type: external` does on AWS.
+pub const ANNOTATION_TYPE: &str = "service.beta.kubernetes.io/fake-load-balancer-type";
+/// Seconds between health checks, an integer from 5 to 300.
+pub const ANNOTATION_HEALTHCHECK_INTERVAL: &str =
+    "service.beta.kubernetes.io/fake-load-balancer-healthcheck-interval";
+/// The fake's name for a Service's load balancer, recorded on the Service
+/// (as DigitalOcean records its load-balancer ID).
+pub const ANNOTATION_LOAD_BALANCER_ID: &str = "service.beta.kubernetes.io/fake-load-balancer-id";
+/// Report this hostname as the ingress instead of an IP.
+pub const ANNOTATION_HOSTNAME: &str = "service.beta.kubernetes.io/fake-load-balancer-hostname";
+
+fn service_key(service: &Service) -> String {
+    let m = &service.metadata;
+    format!(
+        "{}/{}",
+        m.namespace.as_deref().unwrap_or("default"),
+        m.name.as_deref().unwrap_or_default()
+    )
+}
+
+fn annotation<'a>(service: &'a Service, key: &str) -> Option<&'a str> {
+    service
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(key)
+        .map(String::as_str)
+}
+
+/// Checks the Service's annotations, as a real provider must, before any
+/// change.
+fn validate(service: &Service) -> Result<(), CloudError> {
+    match annotation(service, ANNOTATION_TYPE) {
+        None | Some("" | "nlb") => {}
+        Some("external") => return Err(CloudError::ImplementedElsewhere),
+        Some(other) => {
+            return Err(CloudError::invalid(
+                ANNOTATION_TYPE,
+                format!("`{other}` is not a load-balancer type; expected `nlb` or `external`"),
+            ));
+        }
+    }
+    if let Some(v) = annotation(service, ANNOTATION_HEALTHCHECK_INTERVAL)
+        && !v.parse::<u32>().is_ok_and(|n| (5..=300).contains(&n))
+    {
+        return Err(CloudError::invalid(
+            ANNOTATION_HEALTHCHECK_INTERVAL,
+            format!("`{v}` is not an integer number of seconds from 5 to 300"),
+        ));
+    }
+    Ok(())
+}
+
+fn node_names(nodes: &[Arc<Node>]) -> Vec<String> {
+    let mut names: Vec<String> = nodes
+        .iter()
+        .filter_map(|n| n.metadata.name.clone())
+        .collect();
+    names.sort();
+    names
+}
+
+fn forwarded_ports(service: &Service) -> Vec<ForwardedPort> {
+    let Some(spec) = &service.spec else {
+        return Vec::new();
+    };
+    spec.ports
+        .iter()
+        .flatten()
+        .map(|p| ForwardedPort {
+            protocol: p.protocol.clone().unwrap_or_else(|| "TCP".into()),
+            port: p.port,
+            node_port: p.node_port.unwrap_or_default(),
+        })
+        .collect()
+}
+
+fn status_of(lb: &FakeLoadBalancer) -> LoadBalancerStatus {
+    let ingress = match &lb.hostname {
+        Some(hostname) => LoadBalancerIngress {
+            hostname: Some(hostname.clone()),
+            ..Default::default()
+        },
+        None => LoadBalancerIngress {
+            ip: Some(lb.ip.clone()),
+            ..Default::default()
+        },
+    };
+    LoadBalancerStatus {
+        ingress: vec![ingress],
+    }
+}
+
+#[async_trait]
+impl LoadBalancer for FakeCloud {
+    async fn get_load_balancer(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
+        self.enter(Operation::GetLoadBalancer, vec![service_key(service)], None)
+            .await?;
+        validate(service)?;
+        let name = self.load_balancer_name(cluster_name, service);
+        Ok(self.state().load_balancers.get(&name).map(status_of))
+    }
+
+    async fn ensure_load_balancer(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<EnsuredLoadBalancer, CloudError> {
+        self.enter(
+            Operation::EnsureLoadBalancer,
+            vec![service_key(service)],
+            None,
+        )
+        .await?;
+        validate(service)?;
+        let name = self.load_balancer_name(cluster_name, service);
+        let spec = service.spec.clone().unwrap_or_default();
+        let mut state = self.state();
+        let ip = match state.load_balancers.get(&name) {
+            Some(existing) => existing.ip.clone(),
+            None => state.allocate_ip(),
+        };
+        let lb = FakeLoadBalancer {
+            name: name.clone(),
+            cluster_name: cluster_name.to_owned(),
+            service: service_key(service),
+            ports: forwarded_ports(service),
+            nodes: node_names(nodes),
+            source_ranges: spec.load_balancer_source_ranges.unwrap_or_default(),
+            external_traffic_policy: spec.external_traffic_policy,
+            health_check_node_port: spec.health_check_node_port,
+            ip,
+            hostname: annotation(service, ANNOTATION_HOSTNAME).map(str::to_owned),
+        };
+        let status = status_of(&lb);
+        state.load_balancers.insert(name.clone(), lb);
+        let service_annotations = [(ANNOTATION_LOAD_BALANCER_ID.to_owned(), name)].into();
+        Ok(EnsuredLoadBalancer {
+            status,
+            service_annotations,
+        })
+    }
+
+    async fn update_load_balancer(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<(), CloudError> {
+        self.enter(
+            Operation::UpdateLoadBalancer,
+            vec![service_key(service)],
+            None,
+        )
+        .await?;
+        validate(service)?;
+        let name = self.load_balancer_name(cluster_name, service);
+        match self.state().load_balancers.get_mut(&name) {
+            Some(lb) => {
+                lb.nodes = node_names(nodes);
+                Ok(())
+            }
+            None => Err(CloudError::msg(format!(
+                "load balancer {name} does not exist"
+            ))),
+        }
+    }
+
+    async fn ensure_load_balancer_deleted(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+    ) -> Result<(), CloudError> {
+        self.enter(
+            Operation::EnsureLoadBalancerDeleted,
+            vec![service_key(service)],
+            None,
+        )
+        .await?;
+        if annotation(service, ANNOTATION_TYPE) == Some("external") {
+            return Err(CloudError::ImplementedElsewhere);
+        }
+        let name = self.load_balancer_name(cluster_name, service);
+        self.state().load_balancers.remove(&name);
+        Ok(())
+    }
+}

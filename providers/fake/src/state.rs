@@ -1,0 +1,195 @@
+use std::collections::{BTreeMap, HashMap};
+
+use cloud_provider::{InstanceMetadata, NodeAddress, NodeAddressType, Route};
+use serde::Deserialize;
+
+use crate::config::{Settings, default_provider_id};
+
+/// The life-cycle state of a fake instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InstanceState {
+    /// Running: exists, not shut down.
+    #[default]
+    Running,
+    /// Stopped: exists, shut down.
+    Stopped,
+    /// Terminated: does not exist any more.
+    Terminated,
+}
+
+/// A fake instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Instance {
+    /// The node name it answers to.
+    pub name: String,
+    /// Its provider ID.
+    pub provider_id: String,
+    /// Its instance type.
+    pub instance_type: String,
+    /// Its zone.
+    pub zone: String,
+    /// Its region.
+    pub region: String,
+    /// Its addresses, in order.
+    pub addresses: Vec<NodeAddress>,
+    /// Running, stopped or terminated.
+    pub state: InstanceState,
+    /// Additional labels for its node.
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Instance {
+    /// A running instance named `name` with addresses derived from the name,
+    /// as `auto_instances` creates them.
+    pub fn synthesized(name: &str, settings: &Settings) -> Self {
+        let h = fnv1a(name.as_bytes());
+        let ip = format!(
+            "10.{}.{}.{}",
+            (h >> 16) & 0xff,
+            (h >> 8) & 0xff,
+            (h & 0xfe) + 1
+        );
+        Self {
+            name: name.to_owned(),
+            provider_id: default_provider_id(name),
+            instance_type: settings.instance_type.clone(),
+            zone: settings.zones[(h as usize) % settings.zones.len()].clone(),
+            region: settings.region.clone(),
+            addresses: vec![
+                NodeAddress::new(NodeAddressType::InternalIp, ip),
+                NodeAddress::new(NodeAddressType::Hostname, name),
+            ],
+            state: InstanceState::Running,
+            labels: BTreeMap::new(),
+        }
+    }
+
+    pub(crate) fn metadata(&self) -> InstanceMetadata {
+        InstanceMetadata {
+            provider_id: self.provider_id.clone(),
+            instance_type: self.instance_type.clone(),
+            zone: self.zone.clone(),
+            region: self.region.clone(),
+            node_addresses: self.addresses.clone(),
+            additional_labels: self.labels.clone(),
+        }
+    }
+}
+
+/// One port a fake load balancer forwards.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ForwardedPort {
+    /// `TCP`, `UDP` or `SCTP`.
+    pub protocol: String,
+    /// The Service port.
+    pub port: i32,
+    /// The NodePort traffic goes to.
+    pub node_port: i32,
+}
+
+/// A fake load balancer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FakeLoadBalancer {
+    /// Its cloud name.
+    pub name: String,
+    /// The cluster that owns it.
+    pub cluster_name: String,
+    /// `namespace/name` of its Service.
+    pub service: String,
+    /// The ports it forwards.
+    pub ports: Vec<ForwardedPort>,
+    /// Names of the nodes it sends traffic to, sorted.
+    pub nodes: Vec<String>,
+    /// `spec.loadBalancerSourceRanges`.
+    pub source_ranges: Vec<String>,
+    /// `spec.externalTrafficPolicy`.
+    pub external_traffic_policy: Option<String>,
+    /// `spec.healthCheckNodePort`.
+    pub health_check_node_port: Option<i32>,
+    /// Its ingress IP.
+    pub ip: String,
+    /// Its ingress hostname, when the Service asked for one.
+    pub hostname: Option<String>,
+}
+
+/// A route and the cluster that owns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnedRoute {
+    /// The owning cluster.
+    pub cluster_name: String,
+    /// The route.
+    pub route: Route,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    pub(crate) instances: BTreeMap<String, Instance>,
+    pub(crate) by_provider_id: HashMap<String, String>,
+    pub(crate) load_balancers: BTreeMap<String, FakeLoadBalancer>,
+    pub(crate) routes: Vec<OwnedRoute>,
+    pub(crate) next_ip: u32,
+}
+
+impl State {
+    pub(crate) fn insert_instance(&mut self, instance: Instance) {
+        if let Some(old) = self.instances.get(&instance.name) {
+            self.by_provider_id.remove(&old.provider_id);
+        }
+        self.by_provider_id
+            .insert(instance.provider_id.clone(), instance.name.clone());
+        self.instances.insert(instance.name.clone(), instance);
+    }
+
+    pub(crate) fn remove_instance(&mut self, name: &str) -> Option<Instance> {
+        let instance = self.instances.remove(name)?;
+        self.by_provider_id.remove(&instance.provider_id);
+        Some(instance)
+    }
+
+    /// The instance for a node: by provider ID when the node has one,
+    /// otherwise by name; synthesized when `auto` allows it.
+    pub(crate) fn lookup(
+        &mut self,
+        node_name: &str,
+        provider_id: Option<&str>,
+        auto: Option<&Settings>,
+    ) -> Option<&Instance> {
+        let name = match provider_id {
+            Some(id) => self.by_provider_id.get(id).cloned(),
+            None => self
+                .instances
+                .contains_key(node_name)
+                .then(|| node_name.to_owned()),
+        };
+        let name = match (name, auto) {
+            (Some(name), _) => name,
+            (None, Some(settings))
+                if provider_id.is_none_or(|id| id == default_provider_id(node_name)) =>
+            {
+                self.insert_instance(Instance::synthesized(node_name, settings));
+                node_name.to_owned()
+            }
+            (None, _) => return None,
+        };
+        self.instances.get(&name)
+    }
+
+    pub(crate) fn allocate_ip(&mut self) -> String {
+        self.next_ip += 1;
+        // 100.64.0.0/10 (shared address space) holds four million addresses.
+        let n = self.next_ip;
+        format!(
+            "100.{}.{}.{}",
+            64 + ((n >> 16) & 0x3f),
+            (n >> 8) & 0xff,
+            n & 0xff
+        )
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(*b)).wrapping_mul(0x0100_0193)
+    })
+}
