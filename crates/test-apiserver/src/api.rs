@@ -1,0 +1,182 @@
+//! Serving one HTTP request: routing, accounting, fault injection, then
+//! the verb's handler.
+
+mod continue_token;
+mod discovery;
+mod params;
+mod read;
+mod render;
+mod route;
+mod testapi;
+mod watch;
+mod write;
+
+use std::sync::Arc;
+
+use http::{Request, Response, header};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::{Bytes, Incoming};
+
+use crate::server::{Shared, lock};
+use crate::stats::{RequestRecord, Verb};
+use crate::status::ApiError;
+use params::Params;
+use render::Body;
+use route::{Discovery, ResourceRequest, Route};
+
+/// kube-apiserver's request body limit.
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// Serves one request.
+pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    let path = parts.uri.path().to_owned();
+    let query = parts.uri.query().unwrap_or("").to_owned();
+    if let Some(rest) = path.strip_prefix("/testapi/") {
+        return testapi::handle(&shared, &parts.method, rest);
+    }
+    let latency = lock(&shared.faults).latency;
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    let params = Params::parse(&query);
+    let header = |name: header::HeaderName| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let user_agent = header(header::USER_AGENT).unwrap_or_default();
+    let mut record = RequestRecord {
+        verb: parts.method.as_str().to_ascii_lowercase(),
+        method: parts.method.as_str().to_owned(),
+        path: path.clone(),
+        query,
+        group: String::new(),
+        resource: String::new(),
+        subresource: String::new(),
+        namespace: String::new(),
+        name: String::new(),
+        user_agent,
+        status: 0,
+    };
+    let response = match route::parse(&parts.method, &path, &params) {
+        Ok(Route::Resource(request)) => {
+            record.verb = request.verb.as_str().to_owned();
+            record.group = request.rt.group.to_owned();
+            record.resource = request.rt.plural.to_owned();
+            record.subresource = request.subresource.as_str().to_owned();
+            record.namespace = request.namespace.clone().unwrap_or_default();
+            record.name = request.name.clone().unwrap_or_default();
+            let key = request.key();
+            lock(&shared.accounting).count(key.clone());
+            let failure = lock(&shared.faults).take(&key);
+            match failure {
+                Some(f) if f.code == 410 && request.verb == Verb::Watch => {
+                    render::json_response(200, watch::error_event(&f.to_api_error()), &[])
+                }
+                Some(f) => render::error_response(&f.to_api_error()),
+                None => {
+                    let accept = header(header::ACCEPT);
+                    let content_type = header(header::CONTENT_TYPE);
+                    serve_resource(
+                        &shared,
+                        &request,
+                        &params,
+                        accept.as_deref(),
+                        content_type.as_deref(),
+                        body,
+                    )
+                    .await
+                    .unwrap_or_else(|e| render::error_response(&e))
+                }
+            }
+        }
+        Ok(Route::Discovery(Discovery::Health)) => {
+            lock(&shared.accounting).count_non_resource(&path);
+            render::text_response(200, "ok")
+        }
+        Ok(Route::Discovery(path_kind)) => {
+            lock(&shared.accounting).count_non_resource(&path);
+            match discovery::body(&path_kind, &shared.address) {
+                Ok(doc) => render::json_response(
+                    200,
+                    Bytes::from(serde_json::to_vec(&doc).unwrap_or_default()),
+                    &[],
+                ),
+                Err(e) => render::error_response(&e),
+            }
+        }
+        Err(e) => {
+            lock(&shared.accounting).count_non_resource(&path);
+            render::error_response(&e)
+        }
+    };
+    record.status = response.status().as_u16();
+    lock(&shared.accounting).log(record);
+    response
+}
+
+async fn read_body(body: Incoming) -> Result<Bytes, ApiError> {
+    Limited::new(body, MAX_BODY)
+        .collect()
+        .await
+        .map(|collected| collected.to_bytes())
+        .map_err(|e| {
+            ApiError::new(
+                413,
+                "RequestEntityTooLarge",
+                format!("request body rejected: {e}"),
+            )
+        })
+}
+
+async fn serve_resource(
+    shared: &Arc<Shared>,
+    req: &ResourceRequest,
+    params: &Params,
+    accept: Option<&str>,
+    content_type: Option<&str>,
+    body: Incoming,
+) -> Result<Response<Body>, ApiError> {
+    let list = matches!(req.verb, Verb::List | Verb::DeleteCollection);
+    let repr = render::negotiate(accept, list)?;
+    let name = req.name.as_deref().unwrap_or("");
+    let (code, bytes, warnings) = match req.verb {
+        Verb::Get => (200, read::get(shared, req, name, repr)?, Vec::new()),
+        Verb::List => (200, read::list(shared, req, params, repr)?, Vec::new()),
+        Verb::Watch => return watch::start(shared.clone(), req, params, repr),
+        Verb::Create => write::create(
+            shared,
+            req,
+            params,
+            content_type,
+            &read_body(body).await?,
+            repr,
+        )?,
+        Verb::Update => write::update(
+            shared,
+            req,
+            name,
+            params,
+            content_type,
+            &read_body(body).await?,
+            repr,
+        )?,
+        Verb::Patch => write::patch(
+            shared,
+            req,
+            name,
+            params,
+            content_type,
+            &read_body(body).await?,
+            repr,
+        )?,
+        Verb::Delete => write::delete(shared, req, name, params, &read_body(body).await?, repr)?,
+        Verb::DeleteCollection => {
+            write::delete_collection(shared, req, params, &read_body(body).await?, repr)?
+        }
+    };
+    Ok(render::json_response(code, bytes, &warnings))
+}

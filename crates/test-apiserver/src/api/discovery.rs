@@ -1,0 +1,131 @@
+//! Discovery: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/<group>` and
+//! `/apis/<group>/<version>`, in the legacy (unaggregated) format, which
+//! kubectl and kube fall back to when the aggregated format is not served.
+
+use serde_json::{Value, json};
+
+use super::route::Discovery;
+use crate::resources::{self, GROUPS, VERBS};
+use crate::status::ApiError;
+
+/// The Kubernetes release this server stands in for.
+const GIT_VERSION: &str = "v1.33.0";
+
+/// The JSON body for a discovery path.
+pub(crate) fn body(path: &Discovery, address: &str) -> Result<Value, ApiError> {
+    Ok(match path {
+        Discovery::Root => json!({"paths": root_paths()}),
+        Discovery::Version => json!({
+            "major": "1",
+            "minor": "33",
+            "gitVersion": GIT_VERSION,
+            "gitCommit": "test-apiserver",
+            "gitTreeState": "clean",
+            "buildDate": "2025-04-23T00:00:00Z",
+            "goVersion": "go1.24.2",
+            "compiler": "gc",
+            "platform": "linux/amd64"
+        }),
+        Discovery::CoreVersions => json!({
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}]
+        }),
+        Discovery::Groups => json!({
+            "kind": "APIGroupList",
+            "apiVersion": "v1",
+            "groups": GROUPS.iter().map(|g| group(g)).collect::<Vec<_>>()
+        }),
+        Discovery::Group(g) => {
+            let mut group = group(g);
+            group["kind"] = json!("APIGroup");
+            group["apiVersion"] = json!("v1");
+            group
+        }
+        Discovery::Resources(g, v) => resource_list(g, v),
+        Discovery::Health => json!("ok"),
+        Discovery::OpenApi => {
+            return Err(ApiError::new(
+                404,
+                "NotFound",
+                "test-apiserver does not serve OpenAPI documents: run kubectl with --validate=false",
+            ));
+        }
+    })
+}
+
+fn group(name: &str) -> Value {
+    let version = json!({"groupVersion": format!("{name}/v1"), "version": "v1"});
+    json!({"name": name, "versions": [version], "preferredVersion": version})
+}
+
+fn resource_list(group: &str, version: &str) -> Value {
+    let mut list = Vec::new();
+    for r in resources::in_group_version(group, version) {
+        let mut entry = json!({
+            "name": r.plural,
+            "singularName": r.singular,
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": VERBS,
+        });
+        if !r.short_names.is_empty() {
+            entry["shortNames"] = json!(r.short_names);
+        }
+        list.push(entry);
+        for sub in r.subresources {
+            let verbs: &[&str] = if *sub == "finalize" {
+                &["update"]
+            } else {
+                &["get", "patch", "update"]
+            };
+            list.push(json!({
+                "name": format!("{}/{sub}", r.plural),
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": verbs,
+            }));
+        }
+    }
+    let group_version = if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    };
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": list})
+}
+
+fn root_paths() -> Vec<String> {
+    let mut paths = vec!["/api".to_owned(), "/api/v1".to_owned(), "/apis".to_owned()];
+    for g in GROUPS {
+        paths.push(format!("/apis/{g}"));
+        paths.push(format!("/apis/{g}/v1"));
+    }
+    paths.extend(["/healthz", "/livez", "/readyz", "/version"].map(String::from));
+    paths
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+        APIGroupList, APIResourceList, APIVersions,
+    };
+
+    use super::*;
+
+    #[test]
+    fn discovery_documents_decode_as_the_kubernetes_types() {
+        let core: APIResourceList =
+            serde_json::from_value(body(&Discovery::Resources("", "v1"), "x").expect("served"))
+                .expect("APIResourceList");
+        assert!(core.resources.iter().any(|r| r.name == "nodes/status"));
+        let groups: APIGroupList =
+            serde_json::from_value(body(&Discovery::Groups, "x").expect("served"))
+                .expect("APIGroupList");
+        assert_eq!(groups.groups.len(), GROUPS.len());
+        let _: APIVersions =
+            serde_json::from_value(body(&Discovery::CoreVersions, "x").expect("served"))
+                .expect("APIVersions");
+    }
+}

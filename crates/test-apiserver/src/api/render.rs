@@ -1,0 +1,173 @@
+//! Response bodies: objects as a resource shows them, in the representation
+//! the client accepts (the object, or `PartialObjectMetadata`).
+
+use std::convert::Infallible;
+
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use serde_json::{Value, json};
+
+use crate::registry;
+use crate::resources::{Kind, ResourceType};
+use crate::status::ApiError;
+use crate::store::StoredObject;
+
+/// Every response body.
+pub(crate) type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+/// What the client asked to receive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Representation {
+    Object,
+    /// `as=PartialObjectMetadata` (`...List` for lists): metadata only.
+    Metadata,
+}
+
+/// Picks a representation from `Accept`.
+///
+/// `as=Table` is not served; clients that also accept plain JSON (kubectl
+/// does) get objects and print them themselves.
+///
+/// # Errors
+///
+/// 406 when nothing acceptable is offered.
+pub(crate) fn negotiate(accept: Option<&str>, list: bool) -> Result<Representation, ApiError> {
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+        return Ok(Representation::Object);
+    };
+    let wanted_partial = if list {
+        "PartialObjectMetadataList"
+    } else {
+        "PartialObjectMetadata"
+    };
+    for range in accept.split(',') {
+        let mut pieces = range.split(';').map(str::trim);
+        let media = pieces.next().unwrap_or("").to_ascii_lowercase();
+        let params: Vec<(&str, &str)> = pieces.filter_map(|p| p.split_once('=')).collect();
+        let param = |name: &str| {
+            params
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| *v)
+        };
+        if !matches!(media.as_str(), "application/json" | "application/*" | "*/*") {
+            continue;
+        }
+        match param("as") {
+            None => return Ok(Representation::Object),
+            Some(as_) if as_ == wanted_partial && param("g") == Some("meta.k8s.io") => {
+                return Ok(Representation::Metadata);
+            }
+            Some(_) => {}
+        }
+    }
+    Err(ApiError::not_acceptable(format!(
+        "only the following media types are accepted: application/json, application/json;as={wanted_partial};g=meta.k8s.io;v=v1 (got {accept:?})"
+    )))
+}
+
+/// `metadata` alone, as `PartialObjectMetadata`.
+pub(crate) fn metadata_only(value: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": value.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+/// Whether stored bytes can be sent as they are.
+pub(crate) fn is_verbatim(rt: &ResourceType, repr: Representation) -> bool {
+    repr == Representation::Object && rt.kind_id != Kind::EventV1
+}
+
+/// A stored object as `rt` shows it in `repr`.
+pub(crate) fn stored(rt: &ResourceType, repr: Representation, object: &StoredObject) -> Bytes {
+    if is_verbatim(rt, repr) {
+        object.json.clone()
+    } else {
+        value(rt, repr, &object.value)
+    }
+}
+
+/// A storage-representation value as `rt` shows it in `repr`.
+pub(crate) fn value(rt: &ResourceType, repr: Representation, stored: &Value) -> Bytes {
+    let shown = registry::view(rt, stored);
+    let shown = match repr {
+        Representation::Object => shown,
+        Representation::Metadata => metadata_only(&shown),
+    };
+    Bytes::from(serde_json::to_vec(&shown).unwrap_or_default())
+}
+
+/// A JSON response.
+pub(crate) fn json_response(code: u16, body: Bytes, warnings: &[String]) -> Response<Body> {
+    let mut response = Response::new(Full::new(body).boxed_unsync());
+    *response.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    for warning in warnings {
+        let text = format!("299 - {:?}", warning);
+        if let Ok(v) = HeaderValue::from_str(&text) {
+            headers.append(header::WARNING, v);
+        }
+    }
+    response
+}
+
+/// A `Status` response for `err`.
+pub(crate) fn error_response(err: &ApiError) -> Response<Body> {
+    let body = Bytes::from(serde_json::to_vec(&err.to_status()).unwrap_or_default());
+    let mut response = json_response(err.code, body, &[]);
+    if let Some(secs) = err.retry_after
+        && let Ok(v) = HeaderValue::from_str(&secs.to_string())
+    {
+        response.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    response
+}
+
+/// A plain-text response (health checks).
+pub(crate) fn text_response(code: u16, text: &'static str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed_unsync());
+    *response.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::OK);
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kubectl_table_requests_fall_back_to_json() {
+        let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        assert_eq!(negotiate(Some(accept), true), Ok(Representation::Object));
+    }
+
+    #[test]
+    fn metadata_representation_is_served_for_kube_metadata_clients() {
+        let one = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+        let list = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+        assert_eq!(negotiate(Some(one), false), Ok(Representation::Metadata));
+        assert_eq!(negotiate(Some(list), true), Ok(Representation::Metadata));
+        assert_eq!(negotiate(Some(one), true).map_err(|e| e.code), Err(406));
+    }
+
+    #[test]
+    fn protobuf_only_is_not_acceptable() {
+        let err = negotiate(Some("application/vnd.kubernetes.protobuf"), false).expect_err("406");
+        assert_eq!(err.code, 406);
+    }
+}

@@ -1,0 +1,246 @@
+//! POST, PUT, PATCH and DELETE.
+
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
+use hyper::body::Bytes;
+use serde_json::Value;
+
+use super::params::Params;
+use super::read::{Selection, list_body};
+use super::render::{self, Representation};
+use super::route::ResourceRequest;
+use crate::patch::{self, PatchType};
+use crate::registry::{
+    self, DeleteOptions, FieldValidation, Outcome, Target, UpdateError, WriteOptions, Written,
+};
+use crate::server::{Shared, lock};
+use crate::status::ApiError;
+use crate::store::StoredObject;
+
+/// A write's response: status code, body, warnings.
+pub(crate) type Reply = (u16, Bytes, Vec<String>);
+
+fn write_options(params: &Params) -> Result<WriteOptions, ApiError> {
+    Ok(WriteOptions {
+        dry_run: params.dry_run()?,
+        validation: FieldValidation::parse(params.get("fieldValidation"))?,
+    })
+}
+
+/// Bodies of POST and PUT must be JSON; this server reads no YAML or protobuf.
+fn json_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
+    let essence = content_type
+        .and_then(|c| c.split(';').next())
+        .map(|c| c.trim().to_ascii_lowercase())
+        .unwrap_or_default();
+    if !essence.is_empty() && essence != "application/json" {
+        return Err(ApiError::unsupported_media_type(format!(
+            "the body of the request was in an unknown format ({essence}) - accepted media types include: application/json \
+             (test-apiserver reads JSON only)"
+        )));
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding request body as JSON: {e}")))
+}
+
+fn reply(req: &ResourceRequest, repr: Representation, outcome: Outcome) -> Reply {
+    let body = match &outcome.written {
+        Written::Stored(object) => render::stored(req.rt, repr, object),
+        Written::Value(value) => render::value(req.rt, repr, value),
+        Written::Status(status) => Bytes::from(serde_json::to_vec(status).unwrap_or_default()),
+    };
+    (outcome.code, body, outcome.warnings)
+}
+
+pub(crate) fn create(
+    shared: &Shared,
+    req: &ResourceRequest,
+    params: &Params,
+    content_type: Option<&str>,
+    body: &[u8],
+    repr: Representation,
+) -> Result<Reply, ApiError> {
+    let opts = write_options(params)?;
+    let decoded = registry::decode(req.rt, json_body(content_type, body)?, opts.validation)?;
+    let outcome = registry::create(
+        &mut lock(&shared.store),
+        req.rt,
+        req.namespace.as_deref(),
+        decoded,
+        opts,
+    )?;
+    Ok(reply(req, repr, outcome))
+}
+
+/// How often an update is derived again after losing a race to another
+/// write of the same object before it is answered with 409.
+const ATTEMPTS: usize = 64;
+
+fn target<'a>(req: &'a ResourceRequest, name: &'a str) -> Target<'a> {
+    Target {
+        rt: req.rt,
+        namespace: req.namespace.as_deref(),
+        name,
+        sub: req.subresource,
+    }
+}
+
+fn raced(req: &ResourceRequest, name: &str) -> ApiError {
+    ApiError::stale(req.rt, name)
+}
+
+pub(crate) fn update(
+    shared: &Shared,
+    req: &ResourceRequest,
+    name: &str,
+    params: &Params,
+    content_type: Option<&str>,
+    body: &[u8],
+    repr: Representation,
+) -> Result<Reply, ApiError> {
+    let opts = write_options(params)?;
+    let decoded = registry::decode(req.rt, json_body(content_type, body)?, opts.validation)?;
+    for _ in 0..ATTEMPTS {
+        match registry::update(
+            &shared.store,
+            target(req, name),
+            decoded.clone(),
+            None,
+            opts,
+        ) {
+            Ok(outcome) => return Ok(reply(req, repr, outcome)),
+            Err(UpdateError::Api(e)) => return Err(e),
+            Err(UpdateError::Raced) => {}
+        }
+    }
+    Err(raced(req, name))
+}
+
+pub(crate) fn patch(
+    shared: &Shared,
+    req: &ResourceRequest,
+    name: &str,
+    params: &Params,
+    content_type: Option<&str>,
+    body: &[u8],
+    repr: Representation,
+) -> Result<Reply, ApiError> {
+    let patch_type = PatchType::from_content_type(content_type.unwrap_or(""))?;
+    let opts = write_options(params)?;
+    let key = registry::key(req.rt, req.namespace.as_deref(), name);
+    for _ in 0..ATTEMPTS {
+        let current = lock(&shared.store)
+            .get(req.rt.storage, &key)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(req.rt, name))?;
+        let patched = patch::apply(
+            req.rt.kind_id,
+            patch_type,
+            registry::view(req.rt, &current.value),
+            body,
+        )?;
+        let decoded = registry::decode(req.rt, patched, opts.validation)?;
+        match registry::update(
+            &shared.store,
+            target(req, name),
+            decoded,
+            Some(current),
+            opts,
+        ) {
+            Ok(outcome) => return Ok(reply(req, repr, outcome)),
+            Err(UpdateError::Api(e)) => return Err(e),
+            Err(UpdateError::Raced) => {}
+        }
+    }
+    Err(raced(req, name))
+}
+
+/// DeleteOptions from the body (JSON, possibly empty) and the query.
+fn delete_options(params: &Params, body: &[u8]) -> Result<DeleteOptions, ApiError> {
+    let mut opts: DeleteOptions = if body.iter().all(u8::is_ascii_whitespace) {
+        DeleteOptions::default()
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?
+    };
+    if let Some(policy) = params.get("propagationPolicy") {
+        opts.propagation_policy = Some(policy.to_owned());
+    }
+    if let Some(grace) = params.get("gracePeriodSeconds") {
+        let grace = grace
+            .parse()
+            .map_err(|_| ApiError::bad_request(format!("invalid gracePeriodSeconds {grace:?}")))?;
+        opts.grace_period_seconds = Some(grace);
+    }
+    if params.dry_run()? {
+        opts.dry_run = Some(vec!["All".into()]);
+    }
+    if let Some(dry) = &opts.dry_run
+        && dry.iter().any(|d| d != "All")
+    {
+        return Err(ApiError::bad_request(format!(
+            "dryRun: Unsupported value: {dry:?}: supported values: \"All\""
+        )));
+    }
+    Ok(opts)
+}
+
+pub(crate) fn delete(
+    shared: &Shared,
+    req: &ResourceRequest,
+    name: &str,
+    params: &Params,
+    body: &[u8],
+    repr: Representation,
+) -> Result<Reply, ApiError> {
+    let opts = delete_options(params, body)?;
+    let outcome = registry::delete(
+        &mut lock(&shared.store),
+        req.rt,
+        req.namespace.as_deref(),
+        name,
+        &opts,
+    )?;
+    Ok(reply(req, repr, outcome))
+}
+
+/// Deletes every selected object; answers with the list of what was deleted
+/// or marked for deletion.
+pub(crate) fn delete_collection(
+    shared: &Shared,
+    req: &ResourceRequest,
+    params: &Params,
+    body: &[u8],
+    repr: Representation,
+) -> Result<Reply, ApiError> {
+    let opts = delete_options(params, body)?;
+    let selection = Selection::parse(params, req.rt)?;
+    let mut store = lock(&shared.store);
+    let mut names = Vec::new();
+    store.scan_at(
+        req.rt.storage,
+        None,
+        req.namespace.as_deref(),
+        None,
+        |key, object| {
+            if selection.matches(&object.value) {
+                names.push(key.clone());
+            }
+            ControlFlow::Continue(())
+        },
+    )?;
+    let mut items: Vec<Arc<StoredObject>> = Vec::new();
+    for key in names {
+        let before = store.get(req.rt.storage, &key).cloned();
+        let namespace = (!key.0.is_empty()).then_some(key.0.as_str());
+        let outcome = registry::delete(&mut store, req.rt, namespace, &key.1, &opts)?;
+        match outcome.written {
+            Written::Stored(object) => items.push(object),
+            _ => items.extend(before),
+        }
+    }
+    let metadata = serde_json::json!({"resourceVersion": store.current_rv().to_string()});
+    drop(store);
+    Ok((200, list_body(req, repr, &items, &metadata), Vec::new()))
+}

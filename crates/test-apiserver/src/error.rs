@@ -1,0 +1,53 @@
+//! Errors starting a [`TestApiServer`](crate::TestApiServer).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The listening socket could not be bound.
+    #[error("cannot listen on {addr}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Why binding failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The kubeconfig file could not be written.
+    #[error("cannot write the kubeconfig {path}")]
+    Kubeconfig {
+        /// Where it was to be written (empty for a temporary file).
+        path: PathBuf,
+        /// Why writing failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The server's URL did not make a client URL.
+    #[error("{url} is not a valid URL")]
+    Url {
+        /// The URL.
+        url: String,
+        /// Why it is invalid.
+        #[source]
+        source: http::uri::InvalidUri,
+    },
+    /// The kube client for the server could not be built.
+    #[error("cannot build a kube client for {url}")]
+    Client {
+        /// The server's URL.
+        url: String,
+        /// Why the client failed.
+        #[source]
+        source: kube::Error,
+    },
+    /// A seeded object was refused.
+    #[error("cannot seed {object}: {message}")]
+    Seed {
+        /// The object, `kind/name`.
+        object: String,
+        /// The API error it got.
+        message: String,
+    },
+}

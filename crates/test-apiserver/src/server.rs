@@ -1,0 +1,328 @@
+//! Starting, configuring and stopping a server.
+
+use std::convert::Infallible;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::{AbortHandle, JoinSet};
+
+use crate::api;
+use crate::error::Error;
+use crate::faults::{Failure, Faults, RequestMatch};
+use crate::kubeconfig::KubeconfigFile;
+use crate::seed;
+use crate::stats::{Accounting, RequestRecord, Stats};
+use crate::store::Store;
+
+/// State shared by every connection.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) store: Mutex<Store>,
+    pub(crate) accounting: Mutex<Accounting>,
+    pub(crate) faults: Mutex<Faults>,
+    pub(crate) bookmark_interval: Duration,
+    /// Bumped to end every open watch.
+    pub(crate) close_watches: watch::Sender<u64>,
+    /// `host:port`, as discovery reports the server's address.
+    pub(crate) address: String,
+}
+
+/// Locks a mutex, recovering the data if a panicking thread poisoned it:
+/// every critical section leaves its data consistent.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Configures a [`TestApiServer`] before it starts.
+#[derive(Debug, Clone)]
+pub struct Builder {
+    bind: SocketAddr,
+    kubeconfig: Option<PathBuf>,
+    bookmark_interval: Duration,
+    history_limit: usize,
+    request_log_limit: usize,
+    nodes: usize,
+    services: usize,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self {
+            bind: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            kubeconfig: None,
+            bookmark_interval: Duration::from_secs(60),
+            history_limit: 10_000,
+            request_log_limit: 100_000,
+            nodes: 0,
+            services: 0,
+        }
+    }
+}
+
+impl Builder {
+    /// Listens on `addr` instead of an ephemeral port on 127.0.0.1.
+    #[must_use]
+    pub fn bind(mut self, addr: SocketAddr) -> Self {
+        self.bind = addr;
+        self
+    }
+
+    /// Writes the kubeconfig to `path` (kept after the server stops) instead
+    /// of a temporary file (removed when it stops).
+    #[must_use]
+    pub fn kubeconfig_path(mut self, path: impl Into<PathBuf>) -> Self {
+        self.kubeconfig = Some(path.into());
+        self
+    }
+
+    /// How often watches that asked for bookmarks get one (default 60 s, as
+    /// kube-apiserver).
+    #[must_use]
+    pub fn bookmark_interval(mut self, interval: Duration) -> Self {
+        self.bookmark_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How many changes per resource the watch history keeps (default
+    /// 10,000); watches and lists from older resourceVersions get 410 Gone.
+    #[must_use]
+    pub fn history_limit(mut self, changes: usize) -> Self {
+        self.history_limit = changes.max(1);
+        self
+    }
+
+    /// How many requests the request log keeps: the newest, 100,000 by
+    /// default. Counts in [`Stats`] are never dropped.
+    #[must_use]
+    pub fn request_log_limit(mut self, records: usize) -> Self {
+        self.request_log_limit = records;
+        self
+    }
+
+    /// Starts with nodes `node-1` to `node-<count>`, as kubelet registers
+    /// them under `--cloud-provider=external`: the
+    /// `node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule`
+    /// taint, a Ready=True condition, a Hostname address, and pod CIDR
+    /// [`pod_cidr(i)`](crate::pod_cidr) (`10.244.<i>.0/24` for i < 256).
+    #[must_use]
+    pub fn seed_nodes(mut self, count: usize) -> Self {
+        self.nodes = count;
+        self
+    }
+
+    /// Starts with Services `lb-1` to `lb-<count>` in `default`: type
+    /// LoadBalancer, one TCP port 80 with an allocated nodePort.
+    #[must_use]
+    pub fn seed_services(mut self, count: usize) -> Self {
+        self.services = count;
+        self
+    }
+
+    /// Binds, seeds, writes the kubeconfig and starts serving.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Bind`] when the address is taken, [`Error::Kubeconfig`] when
+    /// the kubeconfig cannot be written, [`Error::Client`] when no kube
+    /// client can be built for the server.
+    pub async fn start(self) -> Result<TestApiServer, Error> {
+        let listener = TcpListener::bind(self.bind)
+            .await
+            .map_err(|source| Error::Bind {
+                addr: self.bind,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| Error::Bind {
+            addr: self.bind,
+            source,
+        })?;
+        let mut store = Store::new(self.history_limit);
+        seed::cluster_basics(&mut store)?;
+        seed::nodes(&mut store, self.nodes)?;
+        seed::services(&mut store, self.services)?;
+        // Like a compacted etcd: watches start at or after the seeded state.
+        store.compact();
+        let shared = Arc::new(Shared {
+            store: Mutex::new(store),
+            accounting: Mutex::new(Accounting::new(self.request_log_limit)),
+            faults: Mutex::new(Faults::default()),
+            bookmark_interval: self.bookmark_interval,
+            close_watches: watch::Sender::new(0),
+            address: addr.to_string(),
+        });
+        let url = format!("http://{addr}");
+        let kubeconfig = KubeconfigFile::write(&url, self.kubeconfig.as_deref())?;
+        let serving = tokio::spawn(serve(listener, shared.clone())).abort_handle();
+        let uri = url.parse().map_err(|source| Error::Url {
+            url: url.clone(),
+            source,
+        })?;
+        let client =
+            kube::Client::try_from(kube::Config::new(uri)).map_err(|source| Error::Client {
+                url: url.clone(),
+                source,
+            })?;
+        Ok(TestApiServer {
+            shared,
+            url,
+            addr,
+            kubeconfig,
+            client,
+            serving,
+        })
+    }
+}
+
+/// An in-memory Kubernetes API server on loopback. See the [crate
+/// documentation](crate) for what it serves.
+///
+/// Dropping it stops serving and ends every open connection.
+pub struct TestApiServer {
+    shared: Arc<Shared>,
+    url: String,
+    addr: SocketAddr,
+    kubeconfig: KubeconfigFile,
+    client: kube::Client,
+    serving: AbortHandle,
+}
+
+impl std::fmt::Debug for TestApiServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestApiServer")
+            .field("url", &self.url)
+            .field("kubeconfig", &self.kubeconfig.path())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TestApiServer {
+    /// A server on an ephemeral port of 127.0.0.1 with default settings.
+    ///
+    /// # Errors
+    ///
+    /// As [`Builder::start`].
+    pub async fn start() -> Result<Self, Error> {
+        Builder::default().start().await
+    }
+
+    /// A [`Builder`] to configure a server.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A kube client for the server (cheap to clone).
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// A kubeconfig file whose current context points at the server.
+    pub fn kubeconfig_path(&self) -> &Path {
+        self.kubeconfig.path()
+    }
+
+    /// The request counters and open watches now.
+    pub fn stats(&self) -> Stats {
+        lock(&self.shared.accounting).snapshot()
+    }
+
+    /// Every logged request, oldest first.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        lock(&self.shared.accounting).records().0
+    }
+
+    /// Forgets request counts and the request log (open watches stay counted).
+    pub fn reset_stats(&self) {
+        lock(&self.shared.accounting).reset();
+    }
+
+    /// Answers the next `times` requests that `matcher` matches with `failure`.
+    pub fn fail_next(&self, matcher: RequestMatch, failure: Failure, times: u32) {
+        lock(&self.shared.faults).inject(matcher, failure, times);
+    }
+
+    /// Delays every request by `latency` before it is served.
+    pub fn set_latency(&self, latency: Duration) {
+        lock(&self.shared.faults).latency = latency;
+    }
+
+    /// Removes pending injected failures and the added latency.
+    pub fn clear_faults(&self) {
+        lock(&self.shared.faults).clear();
+    }
+
+    /// Ends every open watch, as an API server restart or a load balancer
+    /// timeout would; clients see the stream end cleanly and re-watch.
+    pub fn close_all_watches(&self) {
+        self.shared.close_watches.send_modify(|n| *n += 1);
+    }
+
+    /// Forgets the watch history, as an etcd compaction does: watches and
+    /// lists from any resourceVersion before now get 410 Gone.
+    pub fn compact_history(&self) {
+        lock(&self.shared.store).compact();
+    }
+
+    /// The newest resourceVersion issued.
+    pub fn resource_version(&self) -> u64 {
+        lock(&self.shared.store).current_rv()
+    }
+
+    /// Stops serving and ends every open connection.
+    pub fn shutdown(self) {
+        drop(self);
+    }
+}
+
+impl Drop for TestApiServer {
+    fn drop(&mut self) {
+        self.serving.abort();
+    }
+}
+
+/// Accepts connections until aborted; aborting drops the connection set,
+/// which ends every connection and the watches on them.
+async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else {
+                    // Out of file descriptors or similar: give it a moment.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
+                // Small responses must not wait for Nagle.
+                let _ = stream.set_nodelay(true);
+                let shared = shared.clone();
+                connections.spawn(async move {
+                    let service = service_fn(move |req| {
+                        let shared = shared.clone();
+                        async move { Ok::<_, Infallible>(api::handle(shared, req).await) }
+                    });
+                    let _ = http1::Builder::new()
+                        .timer(TokioTimer::new())
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! Name rules Kubernetes enforces on `metadata.name`.
+
+use crate::resources::Kind;
+
+/// RFC 1123 subdomain: lowercase alphanumerics, `-` and `.`, at most 253.
+pub(crate) fn is_dns_subdomain(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_label_chars)
+}
+
+/// RFC 1123 label: lowercase alphanumerics and `-`, at most 63.
+pub(crate) fn is_dns_label(s: &str) -> bool {
+    s.len() <= 63 && is_label_chars(s)
+}
+
+/// RFC 1035 label: an RFC 1123 label that starts with a letter.
+pub(crate) fn is_dns1035_label(s: &str) -> bool {
+    is_dns_label(s) && s.starts_with(|c: char| c.is_ascii_lowercase())
+}
+
+fn is_label_chars(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+}
+
+/// Checks `metadata.name` for `kind`; the message is Kubernetes' wording.
+pub(crate) fn validate_name(kind: Kind, name: &str) -> Result<(), String> {
+    match kind {
+        Kind::Namespace if !is_dns_label(name) => Err(format!(
+            "Invalid value: {name:?}: a lowercase RFC 1123 label must consist of lower case \
+             alphanumeric characters or '-', and must start and end with an alphanumeric character"
+        )),
+        Kind::Service if !is_dns1035_label(name) => Err(format!(
+            "Invalid value: {name:?}: a DNS-1035 label must consist of lower case alphanumeric \
+             characters or '-', start with an alphabetic character, and end with an alphanumeric character"
+        )),
+        Kind::Event | Kind::EventV1 => validate_path_segment(name),
+        Kind::Namespace | Kind::Service => Ok(()),
+        _ if !is_dns_subdomain(name) => Err(format!(
+            "Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case \
+             alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// What any name must satisfy to be one URL path segment.
+pub(crate) fn validate_path_segment(name: &str) -> Result<(), String> {
+    if name == "." || name == ".." {
+        return Err(format!("Invalid value: {name:?}: may not be '.' or '..'"));
+    }
+    if name.contains('/') || name.contains('%') {
+        return Err(format!(
+            "Invalid value: {name:?}: may not contain '/' or '%'"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn services_need_a_leading_letter_nodes_may_have_dots() {
+        assert!(validate_name(Kind::Service, "lb-1").is_ok());
+        assert!(validate_name(Kind::Service, "1lb").is_err());
+        assert!(validate_name(Kind::Node, "ip-10-0-0-1.ec2.internal").is_ok());
+        assert!(validate_name(Kind::Node, "Upper").is_err());
+        assert!(validate_name(Kind::Namespace, "a.b").is_err());
+        assert!(validate_name(Kind::Event, "node-1.17a2b3c4d5e6f").is_ok());
+        assert!(validate_name(Kind::Event, "a/b").is_err());
+    }
+}

@@ -1,0 +1,190 @@
+//! The real `kubectl` against the `test-apiserver` binary, through the
+//! kubeconfig the binary writes. `create` needs `--validate=false`: the
+//! server serves no OpenAPI document to validate against.
+
+mod support;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use support::process::{Binary, kubectl, kubectl_command};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const CONFIG_MAP: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: demo
+  labels:
+    app: demo
+data:
+  a: \"1\"
+";
+
+#[tokio::test]
+async fn kubectl_gets_describes_creates_patches_watches_and_deletes() -> anyhow::Result<()> {
+    support::process::kubectl_path()?;
+    let server = Binary::start(&["--nodes", "2", "--services", "1"]).await?;
+
+    let nodes = kubectl(&server, &["get", "nodes", "-o", "name"]).await?;
+    assert_eq!(
+        nodes.lines().collect::<Vec<_>>(),
+        ["node/node-1", "node/node-2"]
+    );
+    let taint = kubectl(
+        &server,
+        &[
+            "get",
+            "node",
+            "node-1",
+            "-o",
+            "jsonpath={.spec.taints[0].key}",
+        ],
+    )
+    .await?;
+    assert_eq!(taint, test_apiserver::UNINITIALIZED_TAINT);
+    let described = kubectl(&server, &["describe", "node", "node-1"]).await?;
+    let taint = format!("{}=true:NoSchedule", test_apiserver::UNINITIALIZED_TAINT);
+    assert!(described.contains(&taint), "{described}");
+    let lb = kubectl(
+        &server,
+        &[
+            "get",
+            "service",
+            "lb-1",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.spec.type}",
+        ],
+    )
+    .await?;
+    assert_eq!(lb, "LoadBalancer");
+
+    let manifest = server.dir().join("configmap.yaml");
+    std::fs::write(&manifest, CONFIG_MAP)?;
+    let manifest = manifest.to_str().context("utf-8 path")?;
+    let created = kubectl(&server, &["create", "--validate=false", "-f", manifest]).await?;
+    assert_eq!(created.trim(), "configmap/demo created");
+
+    let mut watch = kubectl_command(&server)?
+        .args([
+            "get",
+            "configmaps",
+            "--watch",
+            "-o",
+            "name",
+            "-l",
+            "app=demo",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut lines = BufReader::new(watch.stdout.take().context("stdout")?).lines();
+    let mut watched = Vec::new();
+    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .context("no listing from kubectl get -w")??;
+    watched.extend(first);
+
+    kubectl(
+        &server,
+        &[
+            "patch",
+            "configmap",
+            "demo",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"data":{"b":"2"}}"#,
+        ],
+    )
+    .await?;
+    kubectl(
+        &server,
+        &[
+            "patch",
+            "configmap",
+            "demo",
+            "--type",
+            "json",
+            "-p",
+            r#"[{"op":"replace","path":"/data/a","value":"3"}]"#,
+        ],
+    )
+    .await?;
+    kubectl(
+        &server,
+        &[
+            "patch",
+            "configmap",
+            "demo",
+            "--type",
+            "strategic",
+            "-p",
+            r#"{"metadata":{"finalizers":["example.com/x"]}}"#,
+        ],
+    )
+    .await?;
+    let patched = kubectl(
+        &server,
+        &[
+            "get",
+            "configmap",
+            "demo",
+            "-o",
+            "jsonpath={.data.a},{.data.b},{.metadata.finalizers[0]}",
+        ],
+    )
+    .await?;
+    assert_eq!(patched, "3,2,example.com/x");
+
+    kubectl(&server, &["delete", "configmap", "demo", "--wait=false"]).await?;
+    let held = kubectl(
+        &server,
+        &[
+            "get",
+            "configmap",
+            "demo",
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+        ],
+    )
+    .await?;
+    assert!(!held.is_empty(), "the finalizer holds the object");
+    kubectl(
+        &server,
+        &[
+            "patch",
+            "configmap",
+            "demo",
+            "--type",
+            "json",
+            "-p",
+            r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+        ],
+    )
+    .await?;
+    kubectl(
+        &server,
+        &["delete", "configmap", "demo", "--ignore-not-found"],
+    )
+    .await?;
+    let left = kubectl(
+        &server,
+        &["get", "configmaps", "-l", "app=demo", "-o", "name"],
+    )
+    .await?;
+    assert_eq!(left.trim(), "");
+
+    // Listing, three patches, the deletion mark, the finalizer removal that deleted it.
+    while watched.len() < 6 {
+        match tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await {
+            Ok(Ok(Some(line))) => watched.push(line),
+            other => bail!("kubectl get -w stopped early after {watched:?}: {other:?}"),
+        }
+    }
+    watch.kill().await?;
+    assert!(watched.iter().all(|l| l == "configmap/demo"), "{watched:?}");
+    Ok(())
+}
