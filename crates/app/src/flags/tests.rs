@@ -1,0 +1,316 @@
+//! Every flag: its default, a good value, and a bad value with its message.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ccm_controllers::ControllerId;
+
+use super::{Command, Settings, parse};
+
+fn run(args: &[&str]) -> Result<Settings, String> {
+    let argv = std::iter::once("fake-cloud-controller-manager")
+        .chain(args.iter().copied())
+        .map(str::to_owned);
+    match parse("fake", argv)? {
+        Command::Run(settings) => Ok(*settings),
+        other => panic!("expected a run, got {other:?}"),
+    }
+}
+
+fn ok(args: &[&str]) -> Settings {
+    run(args).unwrap_or_else(|e| panic!("{args:?} should parse: {e}"))
+}
+
+fn bad(args: &[&str], expected: &str) {
+    let err = run(args).expect_err(&format!("{args:?} should be refused"));
+    assert!(
+        err.contains(expected),
+        "{args:?}: `{err}` does not mention `{expected}`"
+    );
+    assert!(!err.contains('\n'), "one line: {err}");
+}
+
+#[test]
+fn defaults_match_upstream() {
+    let s = ok(&[]);
+    assert_eq!(s.kubeconfig, None);
+    assert_eq!(s.master, None);
+    assert_eq!(s.cloud_config, None);
+    assert_eq!(s.cluster_name, "kubernetes");
+    assert_eq!(
+        s.controllers,
+        ControllerId::ALL.into_iter().collect::<BTreeSet<_>>()
+    );
+    assert!(s.configure_cloud_routes);
+    assert!(!s.allocate_node_cidrs);
+    assert!(s.cluster_cidrs.is_empty());
+    assert_eq!(s.concurrent_service_syncs, 1);
+    assert_eq!(s.concurrent_node_syncs, 1);
+    assert_eq!(s.node_status_update_frequency, Duration::from_secs(300));
+    assert_eq!(s.node_monitor_period, Duration::from_secs(5));
+    assert_eq!(s.route_reconciliation_period, Duration::from_secs(10));
+    assert_eq!(s.node_sync_period, Duration::ZERO);
+    let le = s.leader_election.expect("leader election is on by default");
+    assert_eq!(
+        (le.lease_duration, le.renew_deadline, le.retry_period),
+        (
+            Duration::from_secs(15),
+            Duration::from_secs(10),
+            Duration::from_secs(2)
+        )
+    );
+    assert_eq!(
+        (le.lease_name.as_str(), le.lease_namespace.as_str()),
+        ("cloud-controller-manager", "kube-system")
+    );
+    assert!((s.kube_api_qps - 20.0).abs() < f64::EPSILON);
+    assert_eq!(s.kube_api_burst, 30);
+    assert_eq!(
+        s.serve,
+        Some("0.0.0.0:10258".parse::<SocketAddr>().unwrap())
+    );
+    assert!(!s.allow_untagged_cloud);
+    assert_eq!(s.verbosity, 0);
+    assert!(!s.json_logs);
+}
+
+#[test]
+fn client_and_cloud_flags() {
+    assert_eq!(
+        ok(&["--kubeconfig=/etc/kubernetes/ccm.conf"])
+            .kubeconfig
+            .unwrap()
+            .to_str(),
+        Some("/etc/kubernetes/ccm.conf")
+    );
+    bad(&["--kubeconfig"], "--kubeconfig");
+    assert_eq!(
+        ok(&["--master", "https://10.0.0.1:6443"]).master.as_deref(),
+        Some("https://10.0.0.1:6443")
+    );
+    bad(
+        &["--master=not a url"],
+        "--master: `not a url` is not a URL",
+    );
+    assert!(ok(&["--cloud-provider=fake"]).cloud_config.is_none());
+    assert!(ok(&["--cloud-provider="]).cloud_config.is_none());
+    bad(
+        &["--cloud-provider=aws"],
+        "--cloud-provider=`aws`: this binary runs the `fake` provider",
+    );
+    assert_eq!(
+        ok(&["--cloud-config=/etc/cloud.toml"])
+            .cloud_config
+            .unwrap()
+            .to_str(),
+        Some("/etc/cloud.toml")
+    );
+    bad(&["--cloud-config"], "--cloud-config");
+    assert_eq!(ok(&["--cluster-name=prod-eu"]).cluster_name, "prod-eu");
+    bad(&["--cluster-name="], "--cluster-name must not be empty");
+}
+
+#[test]
+fn controller_selection() {
+    let s = ok(&["--controllers=*,-route"]);
+    assert!(!s.controllers.contains(&ControllerId::Route) && s.controllers.len() == 3);
+    let s = ok(&["--controllers=service,cloud-node-controller"]);
+    assert_eq!(
+        s.controllers,
+        [ControllerId::CloudNode, ControllerId::Service]
+            .into_iter()
+            .collect()
+    );
+    bad(
+        &["--controllers=service,nodeipam"],
+        "--controllers: unknown controller `nodeipam`",
+    );
+}
+
+#[test]
+fn route_flags() {
+    let s = ok(&[
+        "--allocate-node-cidrs",
+        "--cluster-cidr=10.244.0.0/16,fd00:10:244::/56",
+        "--configure-cloud-routes=false",
+    ]);
+    assert!(s.allocate_node_cidrs && !s.configure_cloud_routes);
+    assert_eq!(s.cluster_cidrs.len(), 2);
+    bad(&["--allocate-node-cidrs=maybe"], "`maybe` is not a boolean");
+    bad(
+        &["--configure-cloud-routes", "false"],
+        "unexpected argument `false`",
+    );
+    bad(
+        &["--cluster-cidr=10.244.0.0/33"],
+        "--cluster-cidr: `10.244.0.0/33` is not a CIDR",
+    );
+    bad(
+        &["--cluster-cidr=10.244.0.0/16,10.245.0.0/16"],
+        "two CIDRs of one IP family",
+    );
+    bad(
+        &["--cluster-cidr=10.244.0.0/16,fd00::/56,10.9.0.0/16"],
+        "at most 2",
+    );
+}
+
+#[test]
+fn concurrency_flags() {
+    assert_eq!(
+        ok(&["--concurrent-service-syncs=5"]).concurrent_service_syncs,
+        5
+    );
+    bad(
+        &["--concurrent-service-syncs=0"],
+        "`0` is not a whole number from 1 to 65535",
+    );
+    assert_eq!(ok(&["--concurrent-node-syncs=4"]).concurrent_node_syncs, 4);
+    bad(
+        &["--concurrent-node-syncs=many"],
+        "`many` is not a whole number",
+    );
+}
+
+#[test]
+fn period_flags() {
+    assert_eq!(
+        ok(&["--node-status-update-frequency=1m30s"]).node_status_update_frequency,
+        Duration::from_secs(90)
+    );
+    bad(&["--node-status-update-frequency=5"], "missing a unit");
+    bad(
+        &["--node-status-update-frequency=0"],
+        "--node-status-update-frequency must be above zero",
+    );
+    assert_eq!(
+        ok(&["--node-monitor-period=500ms"]).node_monitor_period,
+        Duration::from_millis(500)
+    );
+    bad(&["--node-monitor-period=5x"], "unknown unit `x`");
+    assert_eq!(
+        ok(&["--route-reconciliation-period=1m"]).route_reconciliation_period,
+        Duration::from_secs(60)
+    );
+    bad(&["--route-reconciliation-period=-1s"], "negative");
+    assert_eq!(
+        ok(&["--node-sync-period=100s"]).node_sync_period,
+        Duration::from_secs(100)
+    );
+    bad(&["--node-sync-period=soon"], "not a duration");
+}
+
+#[test]
+fn leader_election_flags() {
+    assert!(ok(&["--leader-elect=false"]).leader_election.is_none());
+    bad(&["--leader-elect=yes"], "`yes` is not a boolean");
+    let le = ok(&[
+        "--leader-elect-lease-duration=30s",
+        "--leader-elect-renew-deadline=20s",
+        "--leader-elect-retry-period=5s",
+        "--leader-elect-resource-name=my-ccm",
+        "--leader-elect-resource-namespace=ccm-system",
+    ])
+    .leader_election
+    .unwrap();
+    assert_eq!(
+        (
+            le.lease_duration.as_secs(),
+            le.renew_deadline.as_secs(),
+            le.retry_period.as_secs()
+        ),
+        (30, 20, 5)
+    );
+    assert_eq!(
+        (le.lease_name.as_str(), le.lease_namespace.as_str()),
+        ("my-ccm", "ccm-system")
+    );
+    bad(&["--leader-elect-lease-duration=15"], "missing a unit");
+    bad(
+        &["--leader-elect-renew-deadline=20s"],
+        "must be shorter than --leader-elect-lease-duration",
+    );
+    bad(
+        &["--leader-elect-retry-period=10s"],
+        "shorter than --leader-elect-renew-deadline",
+    );
+    bad(
+        &["--leader-elect-resource-lock=endpoints"],
+        "only `leases` is supported",
+    );
+    assert!(
+        ok(&["--leader-elect-resource-lock=leases"])
+            .leader_election
+            .is_some()
+    );
+    bad(
+        &["--leader-elect-resource-name=My_CCM"],
+        "`My_CCM` is not a valid Kubernetes name",
+    );
+    bad(
+        &["--leader-elect-resource-namespace="],
+        "--leader-elect-resource-namespace must not be empty",
+    );
+}
+
+#[test]
+fn api_client_flags() {
+    assert!((ok(&["--kube-api-qps=100.5"]).kube_api_qps - 100.5).abs() < f64::EPSILON);
+    bad(
+        &["--kube-api-qps=-1"],
+        "`-1` is not a positive number of queries per second",
+    );
+    assert_eq!(ok(&["--kube-api-burst=200"]).kube_api_burst, 200);
+    bad(
+        &["--kube-api-burst=0"],
+        "`0` is not a positive whole number",
+    );
+}
+
+#[test]
+fn serving_flags() {
+    assert_eq!(
+        ok(&["--bind-address=127.0.0.1", "--secure-port=9443"]).serve,
+        Some("127.0.0.1:9443".parse().unwrap())
+    );
+    assert_eq!(ok(&["--secure-port=0"]).serve, None, "0 disables serving");
+    bad(
+        &["--bind-address=localhost:1"],
+        "invalid value `localhost:1` for `--bind-address",
+    );
+    bad(
+        &["--secure-port=70000"],
+        "invalid value `70000` for `--secure-port",
+    );
+}
+
+#[test]
+fn logging_and_misc_flags() {
+    assert!(ok(&["--allow-untagged-cloud"]).allow_untagged_cloud);
+    bad(&["--allow-untagged-cloud=sometimes"], "not a boolean");
+    assert_eq!(ok(&["--v=4"]).verbosity, 4);
+    assert_eq!(ok(&["-v", "2"]).verbosity, 2);
+    bad(&["--v=loud"], "invalid value `loud` for `--v");
+    assert!(ok(&["--log-format=json"]).json_logs);
+    assert!(
+        ok(&["--logging-format=json"]).json_logs,
+        "upstream's spelling works too"
+    );
+    bad(
+        &["--log-format=xml"],
+        "invalid value `xml` for `--log-format",
+    );
+    bad(&["--no-such-flag"], "unexpected argument `--no-such-flag`");
+    bad(&["stray"], "unexpected argument `stray`");
+}
+
+#[test]
+fn version_and_help_are_commands() {
+    let argv = |a: &str| vec!["ccm".to_owned(), a.to_owned()];
+    assert_eq!(parse("fake", argv("--version")), Ok(Command::Version));
+    match parse("fake", argv("--help")) {
+        Ok(Command::Help(text)) => assert!(text.contains("--node-monitor-period")),
+        other => panic!("expected help, got {other:?}"),
+    }
+}

@@ -1,0 +1,97 @@
+//! Flags, configuration and wiring of a cloud-controller-manager binary.
+//!
+//! Start with [`run`]: a `cmd/` binary calls it with its provider's
+//! [`ProviderFactory`] and nothing else. It parses upstream-compatible flags,
+//! builds the provider from `--cloud-config`, the Kubernetes client, the
+//! health and metrics server, runs leader election and, while this process
+//! leads, the enabled controllers.
+//!
+//! # Exit codes
+//! - 0: stopped by SIGTERM or SIGINT (the lease is released first), or
+//!   `--help` / `--version`.
+//! - 64: bad input — an unknown flag, a malformed value, an unreadable or
+//!   invalid cloud config — with one line saying what and where.
+//! - 1: a runtime failure, such as losing leadership (as upstream, the
+//!   process exits and is restarted) or a provider that cannot initialize.
+
+mod client;
+mod flags;
+mod logging;
+mod server;
+mod start;
+
+use std::process::ExitCode;
+
+use cloud_provider::{Environment, ProviderFactory};
+
+/// Exit code for bad input (BSD's `EX_USAGE`).
+pub const EXIT_USAGE: u8 = 64;
+
+/// Runs the cloud-controller-manager for provider `F` with the process's
+/// arguments and environment.
+pub fn run<F: ProviderFactory>() -> ExitCode {
+    run_with::<F>(std::env::args().collect(), Environment::from_process())
+}
+
+/// [`run`] with explicit arguments (program name first) and environment.
+pub fn run_with<F: ProviderFactory>(args: Vec<String>, env: Environment) -> ExitCode {
+    let program = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .map_or_else(
+            || format!("{}-cloud-controller-manager", F::NAME),
+            |n| n.to_string_lossy().into_owned(),
+        );
+    #[allow(
+        clippy::print_stdout,
+        clippy::print_stderr,
+        reason = "the entry point reports to the terminal"
+    )]
+    let settings = match flags::parse(F::NAME, args) {
+        Ok(flags::Command::Run(settings)) => settings,
+        Ok(flags::Command::Help(text)) => {
+            print!("{text}");
+            return ExitCode::SUCCESS;
+        }
+        Ok(flags::Command::Version) => {
+            println!(
+                "{program} {} (provider {})",
+                env!("CARGO_PKG_VERSION"),
+                F::NAME
+            );
+            return ExitCode::SUCCESS;
+        }
+        Err(message) => {
+            eprintln!("{program}: {message}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    logging::init(settings.verbosity, settings.json_logs);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            tracing::error!(error = %err, "could not start the async runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(start::run::<F>(*settings, env));
+    #[allow(
+        clippy::print_stderr,
+        reason = "the entry point reports to the terminal"
+    )]
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(start::Failure::Usage(message)) => {
+            eprintln!("{program}: {message}");
+            ExitCode::from(EXIT_USAGE)
+        }
+        Err(start::Failure::Runtime(message)) => {
+            tracing::error!("{message}");
+            eprintln!("{program}: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

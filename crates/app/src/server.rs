@@ -1,0 +1,106 @@
+//! The HTTP endpoints: `/healthz`, `/livez`, `/readyz`, `/metrics`.
+//!
+//! Plain HTTP for now; TLS with delegated authentication is future work.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use ccm_runtime::Metrics;
+use cloud_provider::CloudProvider;
+use leader_election::LeaderHandle;
+use tokio_util::sync::CancellationToken;
+
+/// What the health endpoints report.
+#[derive(Debug, Default)]
+pub(crate) struct Health {
+    /// The provider is initialized and the client built.
+    pub(crate) initialized: AtomicBool,
+    /// This process leads and its controllers' caches are filled.
+    pub(crate) synced: AtomicBool,
+}
+
+#[derive(Clone)]
+struct AppState {
+    health: Arc<Health>,
+    metrics: Metrics,
+    cloud: Arc<dyn CloudProvider>,
+    leader: LeaderHandle,
+}
+
+/// Serves the endpoints on `listener` until `shutdown`.
+pub(crate) async fn serve(
+    listener: tokio::net::TcpListener,
+    health: Arc<Health>,
+    metrics: Metrics,
+    cloud: Arc<dyn CloudProvider>,
+    leader: LeaderHandle,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    let state = AppState {
+        health,
+        metrics,
+        cloud,
+        leader,
+    };
+    let router = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/livez", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics_text))
+        .with_state(state);
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+}
+
+/// Binds the serving address (before anything slow happens, so a busy port
+/// fails at start-up).
+pub(crate) async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr).await
+}
+
+/// Healthy unless this process leads but has not renewed its lease in time:
+/// then it is about to lose leadership and should be restarted.
+async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
+    if state.leader.is_leader()
+        && let Err(err) = state.leader.fence()
+    {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("leaderElection failed: {err}\n"),
+        );
+    }
+    (StatusCode::OK, "ok\n".to_owned())
+}
+
+/// Ready once initialized; a leader also needs its caches filled. Standby
+/// replicas are ready: they serve metrics and wait to lead.
+async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
+    if !state.health.initialized.load(Ordering::SeqCst) {
+        return (StatusCode::SERVICE_UNAVAILABLE, "not ready: initializing\n");
+    }
+    if state.leader.is_leader() && !state.health.synced.load(Ordering::SeqCst) {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: filling caches\n",
+        );
+    }
+    (StatusCode::OK, "ok\n")
+}
+
+async fn metrics_text(State(state): State<AppState>) -> impl IntoResponse {
+    let body = state.metrics.encode(Some(state.cloud.as_ref()));
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        body,
+    )
+}

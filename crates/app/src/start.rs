@@ -1,0 +1,333 @@
+//! From validated settings to running controllers, and back down on a
+//! signal or a lost lease.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use ccm_controllers::{ControllerSettings, Started};
+use ccm_runtime::{Context, Fence, Informers, MeteredCloud, Metrics};
+use cloud_provider::{CloudConfig, CloudProvider, Environment, InitContext, ProviderFactory};
+use leader_election::{LeaderElectionConfig, LeaderElector, LeaderHandle};
+use tokio_util::sync::CancellationToken;
+
+use crate::client;
+use crate::flags::Settings;
+use crate::server::{self, Health};
+
+/// How a run ends badly.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Bad input: exit 64.
+    Usage(String),
+    /// Anything else: exit 1.
+    Runtime(String),
+}
+
+/// How long controllers and the lease release get after a signal.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// The leader-election handle as the runtime's fence.
+#[derive(Debug)]
+struct LeaderFence(LeaderHandle);
+
+impl Fence for LeaderFence {
+    fn check(&self) -> Result<(), String> {
+        self.0.fence().map_err(|err| err.to_string())
+    }
+}
+
+pub(crate) async fn run<F: ProviderFactory>(
+    settings: Settings,
+    env: Environment,
+) -> Result<(), Failure> {
+    let provider = build_provider::<F>(&settings, &env)?;
+    let config = client::config(settings.kubeconfig.as_deref(), settings.master.as_deref())
+        .await
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+    // Leader election gets a client of its own, with its own QPS budget, as
+    // upstream does: a burst of controller writes queued behind the shared
+    // rate limit must never delay a lease renewal past its deadline.
+    let user_agent = format!(
+        "{}-cloud-controller-manager/{}",
+        F::NAME,
+        env!("CARGO_PKG_VERSION")
+    );
+    let lease_client = client::build(
+        config.clone(),
+        settings.kube_api_qps,
+        settings.kube_api_burst,
+        &format!("{user_agent}/leader-election"),
+    )
+    .map_err(|e| Failure::Usage(e.to_string()))?;
+    let client = client::build(
+        config,
+        settings.kube_api_qps,
+        settings.kube_api_burst,
+        &user_agent,
+    )
+    .map_err(|e| Failure::Usage(e.to_string()))?;
+
+    let shutdown = CancellationToken::new();
+    tokio::spawn(cancel_on_signal(shutdown.clone()));
+
+    let identity = identity();
+    let (elector, leader) = match &settings.leader_election {
+        Some(le) => {
+            let config = LeaderElectionConfig::new(&le.lease_name, &le.lease_namespace, &identity)
+                .with_lease_duration(le.lease_duration)
+                .with_renew_deadline(le.renew_deadline)
+                .with_retry_period(le.retry_period);
+            let elector = LeaderElector::new(lease_client, config)
+                .map_err(|e| Failure::Usage(e.to_string()))?;
+            let handle = elector.handle();
+            (Some(elector), handle)
+        }
+        None => (None, LeaderHandle::always_leader()),
+    };
+
+    let metrics = Metrics::new();
+    let cloud = Arc::new(MeteredCloud::new(
+        provider,
+        metrics.clone(),
+        Arc::new(LeaderFence(leader.clone())),
+    ));
+    let health = Arc::new(Health::default());
+    if let Some(addr) = settings.serve {
+        let listener = server::bind(addr).await.map_err(|e| {
+            Failure::Runtime(format!(
+                "cannot serve on {addr} (--bind-address, --secure-port): {e}"
+            ))
+        })?;
+        tracing::info!(%addr, "serving /healthz, /readyz, /livez and /metrics");
+        let served = server::serve(
+            listener,
+            health.clone(),
+            metrics.clone(),
+            cloud.clone(),
+            leader.clone(),
+            shutdown.clone(),
+        );
+        tokio::spawn(async move {
+            if let Err(err) = served.await {
+                tracing::error!(error = %err, "the health and metrics server stopped");
+            }
+        });
+    }
+
+    cloud
+        .initialize(&InitContext::new(settings.cluster_name.clone()))
+        .await
+        .map_err(|e| {
+            Failure::Runtime(format!(
+                "the {} provider could not initialize: {e}",
+                F::NAME
+            ))
+        })?;
+    health.initialized.store(true, Ordering::SeqCst);
+
+    // The lease is released only after the controllers stopped: cancelling
+    // this token is the last step of a graceful shutdown.
+    let release = CancellationToken::new();
+    let mut elector_task = elector.map(|elector| tokio::spawn(elector.run(release.clone())));
+    tracing::info!(%identity, "waiting to lead");
+    let mut leading = leader.watch();
+    tokio::select! {
+        result = leading.wait_for(|leads| *leads) => {
+            if result.is_err() {
+                return Err(Failure::Runtime("leader election stopped before this process led".into()));
+            }
+        }
+        () = shutdown.cancelled() => return finish(elector_task, &release).await,
+    }
+    tracing::info!(%identity, "leading: starting controllers");
+
+    let ctx = Context {
+        client: client.clone(),
+        cloud,
+        metrics,
+        cluster_name: settings.cluster_name.clone(),
+        identity,
+        informers: Arc::new(Informers::new(client)),
+        shutdown: shutdown.clone(),
+    };
+    let controller_settings = controller_settings(&settings);
+    let mut controllers = Vec::new();
+    for id in &settings.controllers {
+        match ccm_controllers::start(*id, &ctx, &controller_settings) {
+            Started::Running(future) => {
+                tracing::info!(controller = %id, "started");
+                ctx.metrics.set_controller_running(id.alias(), true);
+                controllers.push(tokio::spawn(future));
+            }
+            Started::Off(reason) => {
+                tracing::info!(controller = %id, "off: {reason}");
+                ctx.metrics.set_controller_running(id.alias(), false);
+            }
+        }
+    }
+    let informers = ctx.informers.clone();
+    let informers_stop = shutdown.clone();
+    tokio::spawn(async move {
+        if let Err(err) = informers.run(informers_stop).await {
+            tracing::error!(error = %err, "informers stopped");
+        }
+    });
+    let informers = ctx.informers.clone();
+    let synced = health.clone();
+    tokio::spawn(async move {
+        informers.wait_until_ready().await;
+        synced.synced.store(true, Ordering::SeqCst);
+        tracing::info!("caches filled");
+    });
+
+    if let Some(task) = elector_task.as_mut() {
+        tokio::select! {
+            () = shutdown.cancelled() => {}
+            joined = task => {
+                // The elector only stops on its own when leadership is lost.
+                shutdown.cancel();
+                release.cancel();
+                return match joined {
+                    Ok(Err(err)) => Err(Failure::Runtime(err.to_string())),
+                    Ok(Ok(())) => Err(Failure::Runtime("leader election ended unexpectedly".into())),
+                    Err(err) => Err(Failure::Runtime(format!("leader election panicked: {err}"))),
+                };
+            }
+        }
+    } else {
+        shutdown.cancelled().await;
+    }
+    tracing::info!("stopping controllers");
+    let stopped = futures::future::join_all(controllers);
+    if tokio::time::timeout(SHUTDOWN_GRACE, stopped).await.is_err() {
+        tracing::warn!("controllers did not stop within {SHUTDOWN_GRACE:?}");
+    }
+    finish(elector_task, &release).await
+}
+
+/// Releases the lease (the controllers have stopped) and waits for the
+/// elector to finish.
+async fn finish(
+    elector_task: Option<tokio::task::JoinHandle<Result<(), leader_election::Error>>>,
+    release: &CancellationToken,
+) -> Result<(), Failure> {
+    release.cancel();
+    let Some(task) = elector_task else {
+        return Ok(());
+    };
+    match tokio::time::timeout(SHUTDOWN_GRACE, task).await {
+        Ok(Ok(Ok(()))) => {
+            tracing::info!("stopped; lease released");
+            Ok(())
+        }
+        Ok(Ok(Err(err))) => Err(Failure::Runtime(err.to_string())),
+        Ok(Err(err)) => Err(Failure::Runtime(format!("leader election panicked: {err}"))),
+        Err(_) => Err(Failure::Runtime(
+            "the lease was not released in time".into(),
+        )),
+    }
+}
+
+fn build_provider<F: ProviderFactory>(
+    settings: &Settings,
+    env: &Environment,
+) -> Result<Arc<dyn CloudProvider>, Failure> {
+    let cloud_config = match &settings.cloud_config {
+        Some(path) => {
+            let contents = std::fs::read_to_string(path).map_err(|e| {
+                Failure::Usage(format!(
+                    "--cloud-config {}: cannot read it: {e}",
+                    path.display()
+                ))
+            })?;
+            Some(CloudConfig::new(path, contents))
+        }
+        None => None,
+    };
+    let provider =
+        F::build(cloud_config.as_ref(), env).map_err(|e| Failure::Usage(e.to_string()))?;
+    // Upstream refuses to start when it would configure routes without
+    // knowing the pod network.
+    if settings
+        .controllers
+        .contains(&ccm_controllers::ControllerId::Route)
+        && settings.configure_cloud_routes
+        && provider.routes().is_some()
+        && settings.cluster_cidrs.is_empty()
+    {
+        return Err(Failure::Usage(format!(
+            "--cluster-cidr is required: --configure-cloud-routes is true and the {} provider has routes (or pass --configure-cloud-routes=false)",
+            F::NAME
+        )));
+    }
+    if settings.allocate_node_cidrs {
+        tracing::info!(
+            "--allocate-node-cidrs: this CCM runs no node-IPAM controller; pod CIDRs come from kube-controller-manager"
+        );
+    }
+    if !provider.has_cluster_id() {
+        if !settings.allow_untagged_cloud {
+            return Err(Failure::Usage(format!(
+                "the {} provider found no cluster ID, which it needs to tell this cluster's resources apart; set one in the cloud config, or pass --allow-untagged-cloud",
+                F::NAME
+            )));
+        }
+        tracing::warn!("running without a cluster ID (--allow-untagged-cloud)");
+    }
+    Ok(provider)
+}
+
+fn controller_settings(settings: &Settings) -> ControllerSettings {
+    ControllerSettings {
+        configure_cloud_routes: settings.configure_cloud_routes,
+        cluster_cidrs: settings.cluster_cidrs.clone(),
+        concurrent_service_syncs: settings.concurrent_service_syncs,
+        concurrent_node_syncs: settings.concurrent_node_syncs,
+        node_status_update_frequency: settings.node_status_update_frequency,
+        node_monitor_period: settings.node_monitor_period,
+        route_reconciliation_period: settings.route_reconciliation_period,
+        node_sync_period: settings.node_sync_period,
+        ..ControllerSettings::default()
+    }
+}
+
+/// Upstream's identity: the host name and a unique suffix.
+fn identity() -> String {
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_owned())
+        })
+        .unwrap_or_else(|| "localhost".into());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    format!(
+        "{host}_{:016x}",
+        (nanos as u64) ^ (u64::from(std::process::id()) << 32)
+    )
+}
+
+async fn cancel_on_signal(shutdown: CancellationToken) {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        () = terminate => tracing::info!("SIGTERM: shutting down"),
+        _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: shutting down"),
+    }
+    shutdown.cancel();
+}

@@ -1,0 +1,90 @@
+//! Per-object exponential backoff.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+/// Upstream's failure backoff: the first failure waits `base`, each further
+/// consecutive failure doubles it, up to `max`; a success resets it.
+#[derive(Debug)]
+pub struct FailureBackoff<K> {
+    base: Duration,
+    max: Duration,
+    failures: Mutex<HashMap<K, u32>>,
+}
+
+impl<K: Hash + Eq> FailureBackoff<K> {
+    /// A backoff from `base` doubling to `max`.
+    pub fn new(base: Duration, max: Duration) -> Self {
+        Self {
+            base,
+            max,
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Upstream's controller default: 5 s doubling to 300 s.
+    pub fn controller_default() -> Self {
+        Self::new(Duration::from_secs(5), Duration::from_secs(300))
+    }
+
+    /// Records a failure of `key` and returns how long to wait before the
+    /// next attempt.
+    pub fn fail(&self, key: K) -> Duration {
+        let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = failures.entry(key).or_insert(0);
+        let delay = self
+            .base
+            .saturating_mul(1u32.checked_shl(*n).unwrap_or(u32::MAX))
+            .min(self.max);
+        *n = n.saturating_add(1);
+        delay
+    }
+
+    /// Forgets the failures of `key`.
+    pub fn reset(&self, key: &K) {
+        self.failures
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key);
+    }
+
+    /// Consecutive failures recorded for `key`.
+    pub fn failures(&self, key: &K) -> u32 {
+        self.failures
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doubles_from_five_seconds_to_five_minutes_and_resets() {
+        let backoff = FailureBackoff::controller_default();
+        let delays: Vec<u64> = (0..9).map(|_| backoff.fail("svc").as_secs()).collect();
+        assert_eq!(delays, [5, 10, 20, 40, 80, 160, 300, 300, 300]);
+        assert_eq!(
+            backoff.fail("other").as_secs(),
+            5,
+            "keys back off independently"
+        );
+        backoff.reset(&"svc");
+        assert_eq!(backoff.failures(&"svc"), 0);
+        assert_eq!(backoff.fail("svc").as_secs(), 5);
+    }
+
+    #[test]
+    fn many_failures_never_overflow() {
+        let backoff = FailureBackoff::new(Duration::from_secs(5), Duration::from_secs(300));
+        for _ in 0..100 {
+            assert!(backoff.fail(1) <= Duration::from_secs(300));
+        }
+    }
+}

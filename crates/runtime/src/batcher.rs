@@ -1,0 +1,172 @@
+//! Coalescing per-node cloud lookups into the provider's batch calls.
+
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cloud_provider::k8s_openapi::api::core::v1::Node;
+use cloud_provider::{BatchResult, CloudError};
+use futures::future::BoxFuture;
+use futures::stream::{self, StreamExt};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+
+/// One batch call to the provider, such as `instances_metadata`.
+pub type BatchCall<T> =
+    Arc<dyn Fn(Vec<Arc<Node>>) -> BoxFuture<'static, BatchResult<T>> + Send + Sync>;
+
+struct Request<T> {
+    node: Arc<Node>,
+    reply: oneshot::Sender<Result<T, CloudError>>,
+}
+
+/// Turns concurrent single-node lookups into batch calls.
+///
+/// # Guarantees
+/// - Requests arriving within `window` of the first request of a batch, or
+///   while every call slot is busy, share one call, up to `max_batch` nodes:
+///   a burst of N lookups costs ceil(N / max_batch) calls.
+/// - At most `concurrency` batch calls run at once.
+/// - When a call fails as a whole, every node in it gets that error.
+#[derive(Debug)]
+pub struct Batcher<T> {
+    tx: mpsc::UnboundedSender<Request<T>>,
+}
+
+impl<T> Clone for Batcher<T> {
+    fn clone(&self) -> Self {
+        Self {
+            tx: self.tx.clone(),
+        }
+    }
+}
+
+/// The batcher's driver stopped (the runtime is shutting down).
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("the batcher has stopped")]
+pub struct BatcherStopped;
+
+impl<T: Send + 'static> Batcher<T> {
+    /// Starts a batcher on the current tokio runtime. It stops when every
+    /// handle is dropped.
+    pub fn spawn(
+        call: BatchCall<T>,
+        max_batch: NonZeroUsize,
+        window: Duration,
+        concurrency: NonZeroUsize,
+    ) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(drive(
+            rx,
+            call,
+            max_batch.get(),
+            window,
+            Arc::new(Semaphore::new(concurrency.get())),
+        ));
+        Self { tx }
+    }
+
+    /// Looks `node` up as part of the next batch.
+    pub async fn lookup(&self, node: Arc<Node>) -> Result<T, CloudError> {
+        let (reply, answer) = oneshot::channel();
+        let stopped = || CloudError::msg(BatcherStopped.to_string());
+        self.tx
+            .send(Request { node, reply })
+            .map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+}
+
+async fn drive<T: Send + 'static>(
+    mut rx: mpsc::UnboundedReceiver<Request<T>>,
+    call: BatchCall<T>,
+    max_batch: usize,
+    window: Duration,
+    slots: Arc<Semaphore>,
+) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        let deadline = tokio::time::Instant::now() + window;
+        while batch.len() < max_batch {
+            match tokio::time::timeout_at(deadline, rx.recv()).await {
+                Ok(Some(request)) => batch.push(request),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        let Ok(permit) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        // Requests that queued while we waited for a slot join this batch.
+        while batch.len() < max_batch {
+            match rx.try_recv() {
+                Ok(request) => batch.push(request),
+                Err(_) => break,
+            }
+        }
+        let call = call.clone();
+        tokio::spawn(async move {
+            let (nodes, replies): (Vec<_>, Vec<_>) =
+                batch.into_iter().map(|r| (r.node, r.reply)).unzip();
+            answer(replies, call(nodes).await);
+            drop(permit);
+        });
+    }
+}
+
+fn answer<T>(replies: Vec<oneshot::Sender<Result<T, CloudError>>>, result: BatchResult<T>) {
+    match result {
+        Ok(results) if results.len() == replies.len() => {
+            for (reply, result) in replies.into_iter().zip(results) {
+                let _ = reply.send(result);
+            }
+        }
+        Ok(results) => {
+            let err = CloudError::msg(format!(
+                "provider answered a batch of {} nodes with {} results",
+                replies.len(),
+                results.len()
+            ));
+            replies
+                .into_iter()
+                .for_each(|reply| drop(reply.send(Err(err.clone()))));
+        }
+        Err(err) => replies
+            .into_iter()
+            .for_each(|reply| drop(reply.send(Err(err.clone())))),
+    }
+}
+
+/// Nodes with their answers.
+pub type Answers<T> = Vec<(Arc<Node>, Result<T, CloudError>)>;
+
+/// Looks up every node in `nodes` with batch calls of at most `max_batch`
+/// nodes, `concurrency` calls at a time; for periodic passes over all nodes.
+///
+/// Returns each node with its answer, in input order.
+pub async fn lookup_all<T: Send + 'static>(
+    nodes: Vec<Arc<Node>>,
+    call: &BatchCall<T>,
+    max_batch: NonZeroUsize,
+    concurrency: NonZeroUsize,
+) -> Answers<T> {
+    let chunks: Vec<Vec<Arc<Node>>> = nodes.chunks(max_batch.get()).map(<[_]>::to_vec).collect();
+    let answered: Vec<Answers<T>> = stream::iter(chunks)
+        .map(|chunk| {
+            let call = call.clone();
+            async move {
+                let (tx, rx): (Vec<_>, Vec<_>) = chunk.iter().map(|_| oneshot::channel()).unzip();
+                answer(tx, call(chunk.clone()).await);
+                let mut out = Vec::with_capacity(chunk.len());
+                for (node, rx) in chunk.into_iter().zip(rx) {
+                    let result = rx
+                        .await
+                        .unwrap_or_else(|_| Err(CloudError::msg("batch answer lost")));
+                    out.push((node, result));
+                }
+                out
+            }
+        })
+        .buffered(concurrency.get())
+        .collect()
+        .await;
+    answered.into_iter().flatten().collect()
+}

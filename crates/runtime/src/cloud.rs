@@ -1,0 +1,328 @@
+//! The provider as controllers see it: every call counted and timed, and
+//! every mutation fenced by leadership.
+
+use std::future::Future;
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use cloud_provider::{
+    BatchResult, CloudError, CloudProvider, EnsuredLoadBalancer, InitContext, InstanceMetadata,
+    Instances, LoadBalancer, LoadBalancerStatus, Route, Routes,
+};
+use tokio::time::Instant;
+
+use crate::metrics::{CloudCallLabels, Metrics, OperationLabels};
+use crate::pacer::Pacer;
+
+/// Whether this process may change the cloud right now.
+///
+/// The leader-election crate's handle implements this in the app; tests use
+/// [`AlwaysLeader`].
+pub trait Fence: Send + Sync + std::fmt::Debug {
+    /// `Err` with the reason when mutations must be refused (not leader, or
+    /// the lease may have expired).
+    fn check(&self) -> Result<(), String>;
+}
+
+/// A fence that always allows mutations (`--leader-elect=false`, tests).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AlwaysLeader;
+
+impl Fence for AlwaysLeader {
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// How soon a fenced mutation is retried: by then this process has either
+/// renewed its lease or exited.
+const FENCED_RETRY: Duration = Duration::from_secs(2);
+
+/// Wraps a provider so that every interface call is counted and timed by
+/// operation and outcome, and every mutation first passes the [`Fence`].
+/// Once the cloud answers `Throttled`, calls are paced to the rate it allows
+/// instead of being refused in a herd.
+///
+/// It implements the interface itself, so controllers use it as a provider;
+/// a capability is present exactly when the wrapped provider has it.
+#[derive(Debug)]
+pub struct MeteredCloud {
+    inner: Arc<dyn CloudProvider>,
+    metrics: Metrics,
+    fence: Arc<dyn Fence>,
+    pacer: Pacer,
+}
+
+impl MeteredCloud {
+    /// Wraps `inner`.
+    pub fn new(inner: Arc<dyn CloudProvider>, metrics: Metrics, fence: Arc<dyn Fence>) -> Self {
+        Self {
+            inner,
+            metrics,
+            fence,
+            pacer: Pacer::default(),
+        }
+    }
+
+    /// The wrapped provider.
+    pub fn inner(&self) -> &Arc<dyn CloudProvider> {
+        &self.inner
+    }
+
+    async fn observe<T>(
+        &self,
+        operation: &'static str,
+        batch: Option<usize>,
+        call: impl Future<Output = Result<T, CloudError>>,
+    ) -> Result<T, CloudError> {
+        self.pacer.wait_turn().await;
+        let start = Instant::now();
+        let result = call.await;
+        match &result {
+            Ok(_) => self.pacer.succeeded(),
+            Err(CloudError::Throttled { retry_after }) => self.pacer.throttled(*retry_after),
+            Err(_) => {}
+        }
+        let op = OperationLabels {
+            operation: operation.into(),
+        };
+        self.metrics
+            .cloud_call_duration
+            .get_or_create(&op)
+            .observe(start.elapsed().as_secs_f64());
+        if let Some(n) = batch {
+            self.metrics
+                .cloud_batch_size
+                .get_or_create(&op)
+                .observe(n as f64);
+        }
+        let outcome = match &result {
+            Ok(_) => "success",
+            Err(err) => err.kind(),
+        };
+        self.metrics
+            .cloud_calls
+            .get_or_create(&CloudCallLabels {
+                operation: operation.into(),
+                outcome: outcome.into(),
+            })
+            .inc();
+        result
+    }
+
+    async fn mutate<T>(
+        &self,
+        operation: &'static str,
+        call: impl Future<Output = Result<T, CloudError>>,
+    ) -> Result<T, CloudError> {
+        if let Err(reason) = self.fence.check() {
+            self.metrics
+                .cloud_calls
+                .get_or_create(&CloudCallLabels {
+                    operation: operation.into(),
+                    outcome: "fenced".into(),
+                })
+                .inc();
+            return Err(CloudError::Retry {
+                after: FENCED_RETRY,
+                reason: format!("refusing to change the cloud: {reason}"),
+            });
+        }
+        self.observe(operation, None, call).await
+    }
+
+    fn instances_inner(&self) -> Result<&dyn Instances, CloudError> {
+        self.inner.instances().ok_or(CloudError::NotImplemented)
+    }
+
+    fn load_balancer_inner(&self) -> Result<&dyn LoadBalancer, CloudError> {
+        self.inner.load_balancer().ok_or(CloudError::NotImplemented)
+    }
+
+    fn routes_inner(&self) -> Result<&dyn Routes, CloudError> {
+        self.inner.routes().ok_or(CloudError::NotImplemented)
+    }
+}
+
+#[async_trait]
+impl CloudProvider for MeteredCloud {
+    fn provider_name(&self) -> &'static str {
+        self.inner.provider_name()
+    }
+
+    fn has_cluster_id(&self) -> bool {
+        self.inner.has_cluster_id()
+    }
+
+    async fn initialize(&self, ctx: &InitContext) -> Result<(), CloudError> {
+        self.observe("initialize", None, self.inner.initialize(ctx))
+            .await
+    }
+
+    fn instances(&self) -> Option<&dyn Instances> {
+        self.inner.instances().map(|_| self as &dyn Instances)
+    }
+
+    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
+        self.inner
+            .load_balancer()
+            .map(|_| self as &dyn LoadBalancer)
+    }
+
+    fn routes(&self) -> Option<&dyn Routes> {
+        self.inner.routes().map(|_| self as &dyn Routes)
+    }
+
+    fn encode_metrics(&self, out: &mut String) {
+        self.inner.encode_metrics(out);
+    }
+}
+
+#[async_trait]
+impl Instances for MeteredCloud {
+    async fn instance_exists(&self, node: &Node) -> Result<bool, CloudError> {
+        self.observe("instance_exists", None, async {
+            self.instances_inner()?.instance_exists(node).await
+        })
+        .await
+    }
+
+    async fn instance_shutdown(&self, node: &Node) -> Result<bool, CloudError> {
+        self.observe("instance_shutdown", None, async {
+            self.instances_inner()?.instance_shutdown(node).await
+        })
+        .await
+    }
+
+    async fn instance_metadata(&self, node: &Node) -> Result<InstanceMetadata, CloudError> {
+        self.observe("instance_metadata", None, async {
+            self.instances_inner()?.instance_metadata(node).await
+        })
+        .await
+    }
+
+    fn max_batch_size(&self) -> NonZeroUsize {
+        self.inner
+            .instances()
+            .map_or(NonZeroUsize::MIN, Instances::max_batch_size)
+    }
+
+    async fn instances_exist(&self, nodes: &[Arc<Node>]) -> BatchResult<bool> {
+        self.observe("instances_exist", Some(nodes.len()), async {
+            self.instances_inner()?.instances_exist(nodes).await
+        })
+        .await
+    }
+
+    async fn instances_shutdown(&self, nodes: &[Arc<Node>]) -> BatchResult<bool> {
+        self.observe("instances_shutdown", Some(nodes.len()), async {
+            self.instances_inner()?.instances_shutdown(nodes).await
+        })
+        .await
+    }
+
+    async fn instances_metadata(&self, nodes: &[Arc<Node>]) -> BatchResult<InstanceMetadata> {
+        self.observe("instances_metadata", Some(nodes.len()), async {
+            self.instances_inner()?.instances_metadata(nodes).await
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl LoadBalancer for MeteredCloud {
+    async fn get_load_balancer(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
+        self.observe("get_load_balancer", None, async {
+            self.load_balancer_inner()?
+                .get_load_balancer(cluster_name, service)
+                .await
+        })
+        .await
+    }
+
+    fn load_balancer_name(&self, cluster_name: &str, service: &Service) -> String {
+        match self.inner.load_balancer() {
+            Some(lb) => lb.load_balancer_name(cluster_name, service),
+            None => cloud_provider::default_load_balancer_name(service),
+        }
+    }
+
+    async fn ensure_load_balancer(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<EnsuredLoadBalancer, CloudError> {
+        self.mutate("ensure_load_balancer", async {
+            self.load_balancer_inner()?
+                .ensure_load_balancer(cluster_name, service, nodes)
+                .await
+        })
+        .await
+    }
+
+    async fn update_load_balancer(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<(), CloudError> {
+        self.mutate("update_load_balancer", async {
+            self.load_balancer_inner()?
+                .update_load_balancer(cluster_name, service, nodes)
+                .await
+        })
+        .await
+    }
+
+    async fn ensure_load_balancer_deleted(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+    ) -> Result<(), CloudError> {
+        self.mutate("ensure_load_balancer_deleted", async {
+            self.load_balancer_inner()?
+                .ensure_load_balancer_deleted(cluster_name, service)
+                .await
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl Routes for MeteredCloud {
+    async fn list_routes(&self, cluster_name: &str) -> Result<Vec<Route>, CloudError> {
+        self.observe("list_routes", None, async {
+            self.routes_inner()?.list_routes(cluster_name).await
+        })
+        .await
+    }
+
+    async fn create_route(
+        &self,
+        cluster_name: &str,
+        name_hint: &str,
+        route: &Route,
+    ) -> Result<(), CloudError> {
+        self.mutate("create_route", async {
+            self.routes_inner()?
+                .create_route(cluster_name, name_hint, route)
+                .await
+        })
+        .await
+    }
+
+    async fn delete_route(&self, cluster_name: &str, route: &Route) -> Result<(), CloudError> {
+        self.mutate("delete_route", async {
+            self.routes_inner()?.delete_route(cluster_name, route).await
+        })
+        .await
+    }
+}

@@ -1,0 +1,117 @@
+//! What every controller gets: clients, shared informers, the metered cloud,
+//! metrics and the shutdown signal.
+
+use std::sync::{Arc, OnceLock};
+
+use futures::future::join;
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::api::Api;
+use tokio_util::sync::CancellationToken;
+
+use crate::cloud::MeteredCloud;
+use crate::informer::Informer;
+use crate::metrics::Metrics;
+
+/// The shared informers of this process, created on first use: a kind no
+/// controller asks for is never watched.
+pub struct Informers {
+    client: kube::Client,
+    nodes: OnceLock<Arc<Informer<Node>>>,
+    services: OnceLock<Arc<Informer<Service>>>,
+}
+
+impl std::fmt::Debug for Informers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Informers")
+            .field("nodes", &self.nodes.get())
+            .field("services", &self.services.get())
+            .finish()
+    }
+}
+
+impl Informers {
+    /// No informers yet; they will use `client`.
+    pub fn new(client: kube::Client) -> Self {
+        Self {
+            client,
+            nodes: OnceLock::new(),
+            services: OnceLock::new(),
+        }
+    }
+
+    /// The Node informer.
+    pub fn nodes(&self) -> Arc<Informer<Node>> {
+        self.nodes
+            .get_or_init(|| Arc::new(Informer::new(Api::all(self.client.clone()))))
+            .clone()
+    }
+
+    /// The Service informer (all namespaces).
+    pub fn services(&self) -> Arc<Informer<Service>> {
+        self.services
+            .get_or_init(|| Arc::new(Informer::new(Api::all(self.client.clone()))))
+            .clone()
+    }
+
+    /// Runs every informer a controller asked for, until `shutdown`.
+    ///
+    /// # Errors
+    /// When an informer was already started.
+    pub async fn run(&self, shutdown: CancellationToken) -> Result<(), crate::InformerError> {
+        let nodes = self.nodes.get().cloned();
+        let services = self.services.get().cloned();
+        let nodes = async {
+            match nodes {
+                Some(informer) => informer.run(shutdown.clone()).await,
+                None => Ok(()),
+            }
+        };
+        let services = async {
+            match services {
+                Some(informer) => informer.run(shutdown.clone()).await,
+                None => Ok(()),
+            }
+        };
+        let (a, b) = join(nodes, services).await;
+        a.and(b)
+    }
+
+    /// Waits until every started informer has its first full list.
+    pub async fn wait_until_ready(&self) {
+        if let Some(nodes) = self.nodes.get() {
+            nodes.wait_until_ready().await;
+        }
+        if let Some(services) = self.services.get() {
+            services.wait_until_ready().await;
+        }
+    }
+}
+
+/// Everything a controller needs from the process it runs in.
+#[derive(Clone)]
+pub struct Context {
+    /// The Kubernetes client (rate-limited by `--kube-api-qps`).
+    pub client: kube::Client,
+    /// The provider, metered and fenced.
+    pub cloud: Arc<MeteredCloud>,
+    /// The process's metrics.
+    pub metrics: Metrics,
+    /// `--cluster-name`.
+    pub cluster_name: String,
+    /// This process's identity (pod name), for events.
+    pub identity: String,
+    /// The shared informers.
+    pub informers: Arc<Informers>,
+    /// Cancelled when the process stops.
+    pub shutdown: CancellationToken,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("cloud", &self.cloud)
+            .field("cluster_name", &self.cluster_name)
+            .field("identity", &self.identity)
+            .finish_non_exhaustive()
+    }
+}

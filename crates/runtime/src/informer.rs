@@ -1,0 +1,184 @@
+//! One watch and one cache per resource kind, shared by every controller.
+
+use std::fmt::Debug;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::StreamExt;
+use kube::Resource;
+use kube::api::Api;
+use kube::runtime::reflector::{self, ReflectHandle, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// Called with every watch event after the cache applied it: applies,
+/// deletes, and relists. Hooks must be quick and must not block.
+pub type EventHook<K> = Arc<dyn Fn(&watcher::Event<K>) + Send + Sync>;
+
+/// Events buffered per subscriber before the watch waits for slow readers.
+const SUBSCRIBER_BUFFER: usize = 4096;
+
+/// What went wrong with an informer.
+#[derive(Debug, thiserror::Error)]
+pub enum InformerError {
+    /// Subscriptions and hooks must be set up before the informer runs.
+    #[error("the {kind} informer is already running: subscribe before it starts")]
+    AlreadyStarted {
+        /// The resource kind.
+        kind: String,
+    },
+}
+
+/// A watch on one kind of object, its cache, and fan-out to subscribers.
+///
+/// # Guarantees
+/// - One list+watch per informer, however many controllers subscribe.
+/// - Subscribers receive every object that is created or changes (from the
+///   cache, after it is updated); hooks additionally see deletions and
+///   relists.
+///
+/// # Assumptions
+/// Subscribers and hooks are registered before [`Informer::run`] starts, and
+/// every subscriber is polled: a subscriber that stops reading stalls the
+/// watch once its buffer is full.
+///
+/// Wait for the first list with [`Informer::wait_until_ready`], never with
+/// the store's own `Store::wait_until_ready`: kube-runtime's readiness
+/// (a oneshot receiver) wakes only the last of several concurrent waiters,
+/// and the store's Controller is one of them.
+pub struct Informer<K>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    api: Api<K>,
+    reader: Store<K>,
+    writer: Mutex<Option<reflector::store::Writer<K>>>,
+    hooks: Mutex<Vec<EventHook<K>>>,
+    ready: watch::Sender<bool>,
+}
+
+impl<K> Debug for Informer<K>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Informer")
+            .field("kind", &K::kind(&()))
+            .field("cached", &self.reader.len())
+            .finish()
+    }
+}
+
+impl<K> Informer<K>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    /// An informer over every object `api` can list.
+    pub fn new(api: Api<K>) -> Self {
+        let (reader, writer) = reflector::store_shared(SUBSCRIBER_BUFFER);
+        Self {
+            api,
+            reader,
+            writer: Mutex::new(Some(writer)),
+            hooks: Mutex::new(Vec::new()),
+            ready: watch::Sender::new(false),
+        }
+    }
+
+    /// Waits until the cache holds its first complete list. Any number of
+    /// tasks may wait at once.
+    pub async fn wait_until_ready(&self) {
+        let mut ready = self.ready.subscribe();
+        // The sender lives as long as `self`, so this cannot fail.
+        let _ = ready.wait_for(|ready| *ready).await;
+    }
+
+    /// Whether the cache holds its first complete list.
+    pub fn is_ready(&self) -> bool {
+        *self.ready.borrow()
+    }
+
+    /// The cache. Empty until the first list completes
+    /// ([`Informer::wait_until_ready`]).
+    pub fn store(&self) -> Store<K> {
+        self.reader.clone()
+    }
+
+    /// A stream of every object that is created or changes, for a
+    /// `kube::runtime::Controller`.
+    ///
+    /// # Errors
+    /// [`InformerError::AlreadyStarted`] once the informer runs.
+    pub fn subscribe(&self) -> Result<ReflectHandle<K>, InformerError> {
+        let writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        writer
+            .as_ref()
+            .and_then(reflector::store::Writer::subscribe)
+            .ok_or_else(|| InformerError::AlreadyStarted {
+                kind: K::kind(&()).into_owned(),
+            })
+    }
+
+    /// Calls `hook` with every event, deletions included.
+    ///
+    /// # Errors
+    /// [`InformerError::AlreadyStarted`] once the informer runs.
+    pub fn on_event(
+        &self,
+        hook: impl Fn(&watcher::Event<K>) + Send + Sync + 'static,
+    ) -> Result<(), InformerError> {
+        if self
+            .writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
+        {
+            return Err(InformerError::AlreadyStarted {
+                kind: K::kind(&()).into_owned(),
+            });
+        }
+        self.hooks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Arc::new(hook));
+        Ok(())
+    }
+
+    /// Lists and watches until `shutdown`, keeping the cache current and
+    /// feeding subscribers and hooks. Watch errors are retried with
+    /// client-go's backoff and logged.
+    ///
+    /// # Errors
+    /// [`InformerError::AlreadyStarted`] when called twice.
+    pub async fn run(&self, shutdown: CancellationToken) -> Result<(), InformerError> {
+        let kind = K::kind(&()).into_owned();
+        let writer = self
+            .writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .ok_or_else(|| InformerError::AlreadyStarted { kind: kind.clone() })?;
+        let hooks = std::mem::take(&mut *self.hooks.lock().unwrap_or_else(PoisonError::into_inner));
+        let events = watcher(self.api.clone(), watcher::Config::default())
+            .default_backoff()
+            .reflect_shared(writer)
+            .for_each(|event| {
+                match event {
+                    Ok(event) => {
+                        if matches!(event, watcher::Event::InitDone) {
+                            self.ready.send_replace(true);
+                        }
+                        hooks.iter().for_each(|hook| hook(&event));
+                    }
+                    Err(err) => tracing::warn!(%kind, error = %err, "watch failed; retrying"),
+                }
+                futures::future::ready(())
+            });
+        tokio::select! {
+            () = events => {}
+            () = shutdown.cancelled() => {}
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,41 @@
+//! The controller framework every controller shares, built on kube-runtime.
+//!
+//! Start with [`Context`]: what a controller receives from the process —
+//! the Kubernetes client, the shared [`Informers`] (one watch and cache per
+//! resource kind, however many controllers use it), the provider wrapped in
+//! [`MeteredCloud`] (every call counted and timed, every mutation fenced by
+//! leadership), [`Metrics`] and the shutdown signal.
+//!
+//! A controller is a kube-runtime `Controller` driven by [`controller::run`],
+//! which applies the framework's error policy ([`ReconcileError::retry`]:
+//! per-object exponential backoff from 5 s to 300 s, the exact delay a
+//! provider asked for, or waiting for a change), concurrency limit and
+//! metrics. Per-node cloud lookups go through a [`Batcher`], so N nodes cost
+//! ceil(N / batch) provider calls. [`Events`] publishes Kubernetes events.
+//!
+//! This crate never names a cloud.
+
+mod backoff;
+mod batcher;
+mod cloud;
+mod context;
+pub mod controller;
+mod error;
+mod events;
+mod informer;
+mod metrics;
+mod pacer;
+
+pub use backoff::FailureBackoff;
+pub use batcher::{Answers, BatchCall, Batcher, BatcherStopped, lookup_all};
+pub use cloud::{AlwaysLeader, Fence, MeteredCloud};
+pub use context::{Context, Informers};
+pub use error::{ReconcileError, Retry};
+pub use events::Events;
+pub use informer::{EventHook, Informer, InformerError};
+pub use metrics::Metrics;
+
+/// Re-exported so controllers use the same kube-runtime types.
+pub use kube::runtime::controller::Action;
+pub use kube::runtime::reflector::{ObjectRef, Store};
+pub use kube::runtime::watcher::Event as WatchEvent;

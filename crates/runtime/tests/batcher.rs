@@ -1,0 +1,152 @@
+//! Batching: N concurrent lookups cost ceil(N / batch) provider calls.
+
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ccm_runtime::{BatchCall, Batcher, lookup_all};
+use cloud_provider::k8s_openapi::api::core::v1::Node;
+use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use cloud_provider::{CloudError, InstanceMetadata, Instances};
+use futures::future::join_all;
+use provider_fake::{FakeCloud, InjectedError, Operation};
+
+fn node(name: &str) -> Arc<Node> {
+    Arc::new(Node {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        ..Node::default()
+    })
+}
+
+fn metadata_call(cloud: &FakeCloud) -> BatchCall<InstanceMetadata> {
+    let cloud = cloud.clone();
+    Arc::new(move |nodes| {
+        let cloud = cloud.clone();
+        Box::pin(async move { cloud.instances_metadata(&nodes).await })
+    })
+}
+
+fn auto_cloud(batch: usize) -> FakeCloud {
+    let cloud = FakeCloud::default();
+    cloud.set_auto_instances(true);
+    cloud.set_batch_size(NonZeroUsize::new(batch).unwrap());
+    cloud
+}
+
+const WINDOW: Duration = Duration::from_millis(100);
+
+#[tokio::test(start_paused = true)]
+async fn a_burst_of_lookups_costs_ceil_n_over_batch_calls() {
+    let cloud = auto_cloud(100);
+    let batcher = Batcher::spawn(
+        metadata_call(&cloud),
+        NonZeroUsize::new(100).unwrap(),
+        WINDOW,
+        NonZeroUsize::MIN,
+    );
+    let lookups = (0..1000).map(|i| batcher.lookup(node(&format!("node-{i}"))));
+    let results = join_all(lookups).await;
+    assert!(results.iter().all(Result::is_ok));
+    assert_eq!(
+        results[7].as_ref().unwrap().provider_id,
+        "fake://node-7",
+        "each node gets its own answer"
+    );
+    assert_eq!(
+        cloud.count(Operation::InstancesMetadata),
+        10,
+        "ceil(1000 / 100)"
+    );
+    assert_eq!(cloud.count(Operation::InstanceMetadata), 0);
+    assert!(cloud.calls().iter().all(|c| c.batch_size == Some(100)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lone_lookup_waits_one_window_then_goes_alone() {
+    let cloud = auto_cloud(100);
+    let batcher = Batcher::spawn(
+        metadata_call(&cloud),
+        NonZeroUsize::new(100).unwrap(),
+        WINDOW,
+        NonZeroUsize::MIN,
+    );
+    let start = tokio::time::Instant::now();
+    batcher.lookup(node("solo")).await.unwrap();
+    assert_eq!(start.elapsed(), WINDOW);
+    assert_eq!(cloud.calls()[0].batch_size, Some(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn lookups_arriving_while_calls_are_busy_join_the_next_batch() {
+    let cloud = auto_cloud(100);
+    cloud.set_latency(Duration::from_secs(1));
+    let batcher = Batcher::spawn(
+        metadata_call(&cloud),
+        NonZeroUsize::new(100).unwrap(),
+        WINDOW,
+        NonZeroUsize::MIN,
+    );
+    let first = tokio::spawn({
+        let batcher = batcher.clone();
+        async move { batcher.lookup(node("early")).await }
+    });
+    // Arrive one by one while the first call is in flight.
+    tokio::time::sleep(WINDOW * 2).await;
+    let late: Vec<_> = (0..30)
+        .map(|i| batcher.lookup(node(&format!("late-{i}"))))
+        .collect();
+    let (first, late) = tokio::join!(first, join_all(late));
+    assert!(first.unwrap().is_ok() && late.iter().all(Result::is_ok));
+    let sizes: Vec<_> = cloud.calls().iter().map(|c| c.batch_size).collect();
+    assert_eq!(sizes, [Some(1), Some(30)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_batch_answers_every_node_with_its_error() {
+    let cloud = auto_cloud(100);
+    cloud.fail_next(
+        None,
+        InjectedError::Throttled {
+            retry_after: Duration::from_secs(4),
+        },
+        1,
+    );
+    let batcher = Batcher::spawn(
+        metadata_call(&cloud),
+        NonZeroUsize::new(100).unwrap(),
+        WINDOW,
+        NonZeroUsize::MIN,
+    );
+    let results = join_all((0..5).map(|i| batcher.lookup(node(&format!("n{i}"))))).await;
+    for result in results {
+        assert!(
+            matches!(result, Err(CloudError::Throttled { retry_after }) if retry_after == Duration::from_secs(4))
+        );
+    }
+    assert_eq!(cloud.count(Operation::InstancesMetadata), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn periodic_passes_chunk_by_batch_size() {
+    let cloud = auto_cloud(40);
+    let nodes: Vec<_> = (0..100).map(|i| node(&format!("n{i}"))).collect();
+    let answers = lookup_all(
+        nodes,
+        &metadata_call(&cloud),
+        NonZeroUsize::new(40).unwrap(),
+        NonZeroUsize::new(2).unwrap(),
+    )
+    .await;
+    assert_eq!(answers.len(), 100);
+    assert_eq!(answers[99].0.metadata.name.as_deref(), Some("n99"));
+    assert_eq!(answers[99].1.as_ref().unwrap().provider_id, "fake://n99");
+    let sizes: Vec<_> = cloud
+        .calls()
+        .iter()
+        .map(|c| c.batch_size.unwrap())
+        .collect();
+    assert_eq!(sizes, [40, 40, 20]);
+}

@@ -1,0 +1,173 @@
+//! Shared informers and the controller runner against the test API server.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ccm_runtime::controller::{self, ControllerConfig, Triggers};
+use ccm_runtime::{Action, Informers, Metrics, WatchEvent};
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, DeleteParams, PostParams};
+use test_apiserver::TestApiServer;
+use tokio_util::sync::CancellationToken;
+
+fn node(name: &str) -> Node {
+    Node {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        ..Node::default()
+    }
+}
+
+#[tokio::test]
+async fn one_watch_per_kind_however_many_controllers_subscribe() {
+    let server = TestApiServer::start().await.unwrap();
+    let informers = Arc::new(Informers::new(server.client()));
+    let nodes = informers.nodes();
+    let subscribers: Vec<_> = (0..3).map(|_| nodes.subscribe().unwrap()).collect();
+    let deleted = Arc::new(Mutex::new(Vec::new()));
+    let seen = deleted.clone();
+    nodes
+        .on_event(move |event| {
+            if let WatchEvent::Delete(node) = event {
+                seen.lock()
+                    .unwrap()
+                    .push(node.metadata.name.clone().unwrap());
+            }
+        })
+        .unwrap();
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn({
+        let informers = informers.clone();
+        let shutdown = shutdown.clone();
+        async move { informers.run(shutdown).await }
+    });
+    // Many waiters are all woken when the first list arrives.
+    let waiters: Vec<_> = (0..5)
+        .map(|_| {
+            let nodes = nodes.clone();
+            tokio::spawn(async move { nodes.wait_until_ready().await })
+        })
+        .collect();
+    for waiter in waiters {
+        tokio::time::timeout(Duration::from_secs(2), waiter)
+            .await
+            .expect("every waiter wakes")
+            .unwrap();
+    }
+    assert!(nodes.is_ready());
+    assert!(
+        nodes.subscribe().is_err(),
+        "subscribing after the start is refused"
+    );
+
+    let api: Api<Node> = Api::all(server.client());
+    api.create(&PostParams::default(), &node("n1"))
+        .await
+        .unwrap();
+    // Each subscriber sees the new node.
+    for mut subscriber in subscribers {
+        let got = tokio::time::timeout(
+            Duration::from_secs(5),
+            futures::StreamExt::next(&mut subscriber),
+        )
+        .await
+        .unwrap();
+        assert_eq!(got.unwrap().metadata.name.as_deref(), Some("n1"));
+    }
+    api.delete("n1", &DeleteParams::default()).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while deleted.lock().unwrap().is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the hook sees the deletion");
+    assert_eq!(*deleted.lock().unwrap(), ["n1"]);
+
+    let stats = server.stats();
+    assert_eq!(stats.open_watches_on("nodes"), 1, "one watch on nodes");
+    assert_eq!(
+        stats.count(test_apiserver::Verb::List, "nodes"),
+        1,
+        "one list"
+    );
+    shutdown.cancel();
+    run.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn the_runner_never_exceeds_its_concurrency_and_records_metrics() {
+    let server = TestApiServer::start().await.unwrap();
+    let api: Api<Node> = Api::all(server.client());
+    for i in 0..8 {
+        api.create(&PostParams::default(), &node(&format!("n{i}")))
+            .await
+            .unwrap();
+    }
+    let informers = Arc::new(Informers::new(server.client()));
+    let metrics = Metrics::new();
+    let shutdown = CancellationToken::new();
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let reconciles = controller::run(
+        ControllerConfig {
+            name: "test",
+            concurrency: 2,
+        },
+        &informers.nodes(),
+        Triggers::default(),
+        metrics.clone(),
+        shutdown.clone(),
+        {
+            let (in_flight, peak, done) = (in_flight.clone(), peak.clone(), done.clone());
+            move |_node| {
+                let (in_flight, peak, done) = (in_flight.clone(), peak.clone(), done.clone());
+                async move {
+                    let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                    peak.fetch_max(now, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                    done.fetch_add(1, Ordering::SeqCst);
+                    Ok(Action::await_change())
+                }
+            }
+        },
+    )
+    .unwrap();
+    let reconciles = tokio::spawn(reconciles);
+    let run = tokio::spawn({
+        let informers = informers.clone();
+        let shutdown = shutdown.clone();
+        async move { informers.run(shutdown).await }
+    });
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while done.load(Ordering::SeqCst) < 8 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("all eight reconciled");
+    assert_eq!(
+        peak.load(Ordering::SeqCst),
+        2,
+        "two at a time, as configured"
+    );
+    assert_eq!(metrics.reconcile_count("test", "success"), 8);
+    let text = metrics.encode(None);
+    assert!(
+        text.contains("ccm_controller_reconcile_duration_seconds_count{controller=\"test\"} 8"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ccm_controller_queue_depth{controller=\"test\"} 0"),
+        "{text}"
+    );
+    shutdown.cancel();
+    reconciles.await.unwrap();
+    run.await.unwrap().unwrap();
+}

@@ -1,0 +1,179 @@
+//! Every provider call is counted by operation and outcome; mutations are
+//! fenced by leadership.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use ccm_runtime::{Fence, MeteredCloud, Metrics};
+use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use cloud_provider::{CloudError, CloudProvider, Instances};
+use provider_fake::{FakeCloud, InjectedError, Operation};
+
+#[derive(Debug, Default)]
+struct Toggle(AtomicBool);
+
+impl Fence for Toggle {
+    fn check(&self) -> Result<(), String> {
+        if self.0.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err("not the leader".into())
+        }
+    }
+}
+
+fn service() -> Service {
+    Service {
+        metadata: ObjectMeta {
+            name: Some("web".into()),
+            namespace: Some("default".into()),
+            uid: Some("u-1".into()),
+            ..ObjectMeta::default()
+        },
+        ..Service::default()
+    }
+}
+
+#[tokio::test]
+async fn calls_are_counted_by_operation_and_outcome() {
+    let fake = FakeCloud::default();
+    let metrics = Metrics::new();
+    let cloud = MeteredCloud::new(
+        Arc::new(fake.clone()),
+        metrics.clone(),
+        Arc::new(ccm_runtime::AlwaysLeader),
+    );
+    let node = Node {
+        metadata: ObjectMeta {
+            name: Some("ghost".into()),
+            ..ObjectMeta::default()
+        },
+        ..Node::default()
+    };
+
+    let instances = cloud.instances().expect("the fake has instances");
+    assert!(matches!(
+        instances.instance_metadata(&node).await,
+        Err(CloudError::InstanceNotFound)
+    ));
+    fake.fail_next(None, InjectedError::Other("boom".into()), 1);
+    assert!(instances.instance_exists(&node).await.is_err());
+    assert!(!instances.instance_exists(&node).await.unwrap());
+
+    assert_eq!(
+        metrics.cloud_call_count("instance_metadata", "not_found"),
+        1
+    );
+    assert_eq!(metrics.cloud_call_count("instance_exists", "error"), 1);
+    assert_eq!(metrics.cloud_call_count("instance_exists", "success"), 1);
+    let text = metrics.encode(Some(&cloud));
+    assert!(
+        text.contains(
+            r#"ccm_cloud_provider_calls_total{operation="instance_exists",outcome="success"} 1"#
+        ),
+        "{text}"
+    );
+    assert!(text.ends_with("# EOF\n"));
+}
+
+#[tokio::test]
+async fn mutations_are_refused_without_leadership_and_never_reach_the_cloud() {
+    let fake = FakeCloud::default();
+    let fence = Arc::new(Toggle::default());
+    let metrics = Metrics::new();
+    let cloud = MeteredCloud::new(Arc::new(fake.clone()), metrics.clone(), fence.clone());
+    let lb = cloud.load_balancer().unwrap();
+
+    let err = lb
+        .ensure_load_balancer("c1", &service(), &[])
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, CloudError::Retry { ref reason, .. } if reason.contains("not the leader")),
+        "{err:?}"
+    );
+    assert_eq!(fake.mutation_count(), 0, "the fake never saw the call");
+    assert_eq!(
+        metrics.cloud_call_count("ensure_load_balancer", "fenced"),
+        1
+    );
+    // Reads are not fenced.
+    assert!(lb.get_load_balancer("c1", &service()).await.is_ok());
+
+    fence.0.store(true, Ordering::SeqCst);
+    lb.ensure_load_balancer("c1", &service(), &[])
+        .await
+        .unwrap();
+    assert_eq!(fake.count(Operation::EnsureLoadBalancer), 1);
+}
+
+#[test]
+fn capabilities_follow_the_wrapped_provider() {
+    #[derive(Debug)]
+    struct Bare;
+    impl CloudProvider for Bare {
+        fn provider_name(&self) -> &'static str {
+            "bare"
+        }
+    }
+    let cloud = MeteredCloud::new(
+        Arc::new(Bare),
+        Metrics::new(),
+        Arc::new(ccm_runtime::AlwaysLeader),
+    );
+    assert!(
+        cloud.instances().is_none() && cloud.load_balancer().is_none() && cloud.routes().is_none()
+    );
+    let cloud = MeteredCloud::new(
+        Arc::new(FakeCloud::default()),
+        Metrics::new(),
+        Arc::new(ccm_runtime::AlwaysLeader),
+    );
+    assert!(
+        cloud.instances().is_some() && cloud.load_balancer().is_some() && cloud.routes().is_some()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_herd_meeting_a_rate_limit_is_paced_not_refused_again_and_again() {
+    let fake = FakeCloud::default();
+    fake.set_auto_instances(true);
+    fake.set_rate_limit(Some((20.0, 20)));
+    let metrics = Metrics::new();
+    let cloud = Arc::new(MeteredCloud::new(
+        Arc::new(fake.clone()),
+        metrics.clone(),
+        Arc::new(ccm_runtime::AlwaysLeader),
+    ));
+    // 200 callers at once, each retrying a refused call after the delay the
+    // cloud asked for, as the route controller does.
+    let callers = (0..200).map(|i| {
+        let cloud = cloud.clone();
+        async move {
+            let node = Node {
+                metadata: ObjectMeta {
+                    name: Some(format!("n{i}")),
+                    ..ObjectMeta::default()
+                },
+                ..Node::default()
+            };
+            for _ in 0..50 {
+                match cloud.instance_exists(&node).await {
+                    Err(CloudError::Throttled { retry_after }) => {
+                        tokio::time::sleep(retry_after).await;
+                    }
+                    other => return other,
+                }
+            }
+            panic!("still throttled after 50 attempts");
+        }
+    });
+    let results = futures::future::join_all(callers).await;
+    assert!(results.iter().all(Result::is_ok));
+    let refused = metrics.cloud_call_count("instance_exists", "throttled");
+    assert!(
+        refused <= 30,
+        "{refused} refused calls for 200 answers at the cloud's rate"
+    );
+}
