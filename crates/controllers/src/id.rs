@@ -1,0 +1,79 @@
+//! Controller IDs: used by `--controllers`, metrics, logs and events. They
+//! are upstream's and are never renamed.
+
+use std::fmt;
+
+/// One of the controllers a cloud-controller-manager runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ControllerId {
+    /// Initializes new nodes from cloud metadata and keeps their addresses current.
+    CloudNode,
+    /// Deletes nodes whose instances are gone; taints shut-down nodes.
+    CloudNodeLifecycle,
+    /// Provisions load balancers for Services of type LoadBalancer.
+    Service,
+    /// Programs cloud routes for pod CIDRs.
+    Route,
+}
+
+impl ControllerId {
+    /// Every controller, in start order.
+    pub const ALL: [Self; 4] = [
+        Self::CloudNode,
+        Self::CloudNodeLifecycle,
+        Self::Service,
+        Self::Route,
+    ];
+
+    /// Upstream's canonical name, such as `cloud-node-controller`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::CloudNode => "cloud-node-controller",
+            Self::CloudNodeLifecycle => "cloud-node-lifecycle-controller",
+            Self::Service => "service-lb-controller",
+            Self::Route => "node-route-controller",
+        }
+    }
+
+    /// Upstream's short alias, such as `cloud-node`.
+    pub fn alias(self) -> &'static str {
+        match self {
+            Self::CloudNode => "cloud-node",
+            Self::CloudNodeLifecycle => "cloud-node-lifecycle",
+            Self::Service => "service",
+            Self::Route => "route",
+        }
+    }
+
+    /// The controller named `name` (canonical name or alias).
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|id| id.name() == name || id.alias() == name)
+    }
+}
+
+impl fmt::Display for ControllerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.alias())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_aliases_both_parse() {
+        assert_eq!(ControllerId::parse("service"), Some(ControllerId::Service));
+        assert_eq!(
+            ControllerId::parse("service-lb-controller"),
+            Some(ControllerId::Service)
+        );
+        assert_eq!(
+            ControllerId::parse("node-route-controller"),
+            Some(ControllerId::Route)
+        );
+        assert_eq!(ControllerId::parse("nodeipam"), None);
+    }
+}

@@ -1,0 +1,57 @@
+//! The cloud-agnostic controllers of a cloud-controller-manager.
+//!
+//! Start with [`start`]: given a [`ControllerId`], the shared
+//! [`ccm_runtime::Context`] and [`ControllerSettings`], it sets the
+//! controller up and returns the future that runs it, or says why the
+//! controller is off (its cloud capability is absent, or the flags turn it
+//! off). Controllers never call a cloud SDK: they use the provider through
+//! the context's metered, fenced wrapper.
+
+mod calls;
+mod id;
+mod node;
+mod node_lifecycle;
+mod route;
+mod service;
+mod settings;
+mod taints;
+mod writes;
+
+use futures::future::BoxFuture;
+
+use ccm_runtime::Context;
+
+pub use id::ControllerId;
+pub use route::check_cluster_cidrs;
+pub use settings::ControllerSettings;
+
+/// The result of starting one controller.
+pub enum Started {
+    /// The controller runs as long as this future is polled (until the
+    /// context's shutdown).
+    Running(BoxFuture<'static, ()>),
+    /// The controller is off, and why (logged once by the app).
+    Off(String),
+}
+
+impl std::fmt::Debug for Started {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Running(_) => f.write_str("Running"),
+            Self::Off(reason) => f.debug_tuple("Off").field(reason).finish(),
+        }
+    }
+}
+
+/// Sets up controller `id` and returns how it runs.
+///
+/// Call it for every enabled controller before the context's informers
+/// start: controllers subscribe to the shared informers here.
+pub fn start(id: ControllerId, ctx: &Context, settings: &ControllerSettings) -> Started {
+    match id {
+        ControllerId::CloudNode => node::start(ctx, settings),
+        ControllerId::CloudNodeLifecycle => node_lifecycle::start(ctx, settings),
+        ControllerId::Service => service::start(ctx, settings),
+        ControllerId::Route => route::start(ctx, settings),
+    }
+}

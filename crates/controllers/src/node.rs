@@ -1,0 +1,234 @@
+//! The cloud-node controller: initializes nodes that carry the
+//! `node.cloudprovider.kubernetes.io/uninitialized` taint from their
+//! instance's metadata, and keeps addresses and labels current.
+//!
+//! # Guarantees
+//! - Instance lookups are batched: a burst of N new nodes costs
+//!   ceil(N / batch) metadata calls; so does each periodic refresh.
+//! - Initializing a node takes at most one write to `nodes/status` (its
+//!   addresses, first) and one write to the Node (provider ID, labels, and
+//!   the taint's removal, last), so the taint is only removed once the node
+//!   has its addresses.
+//! - The taint is removed with a resourceVersion precondition: a taint
+//!   another writer changed meanwhile is never undone.
+//! - A different non-empty provider ID is never overwritten; a kubelet node
+//!   IP that matches no cloud address, or an instance the cloud does not
+//!   know, keeps the taint and is retried with backoff; each gets a Warning
+//!   event.
+//! - No event on success, so initialization stays within two writes.
+
+mod addresses;
+mod labels;
+mod refresh;
+
+use std::collections::HashMap;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use ccm_runtime::controller::{self, ControllerConfig, Triggers};
+use ccm_runtime::{Action, Batcher, Context, Events, ReconcileError};
+use cloud_provider::{CloudError, CloudProvider, InstanceMetadata};
+use futures::FutureExt;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::Api;
+use kube::{Resource, ResourceExt};
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+
+use crate::calls;
+use crate::settings::ControllerSettings;
+use crate::taints::{self, UNINITIALIZED};
+use crate::writes::{self, NodeChange};
+use crate::{ControllerId, Started};
+
+/// How long the first lookup of a burst waits for others to share its call.
+const BATCH_WINDOW: Duration = Duration::from_millis(100);
+/// Upstream's component name for this controller's events.
+const EVENT_SOURCE: &str = "cloud-node-controller";
+
+struct NodeController {
+    api: Api<Node>,
+    batcher: Batcher<InstanceMetadata>,
+    events: Events,
+    taint_removal_delay: Histogram,
+    /// Node UID → the resourceVersion of this controller's own status write
+    /// during initialization. The watch delivers that version (still
+    /// tainted) before the final one; reconciling it would look the node up
+    /// again and write with a stale version, so it is skipped.
+    superseded: Mutex<HashMap<String, String>>,
+}
+
+pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
+    let Some(instances) = ctx.cloud.instances() else {
+        return Started::Off("the cloud provider has no instances capability".into());
+    };
+    let max_batch = instances.max_batch_size();
+    let concurrency =
+        NonZeroUsize::new(settings.concurrent_node_syncs.into()).unwrap_or(NonZeroUsize::MIN);
+    let taint_removal_delay = Histogram::new(exponential_buckets(0.25, 2.0, 14));
+    ctx.metrics.register(|registry| {
+        registry.register(
+            "node_controller_cloud_provider_taint_removal_delay_seconds",
+            "Seconds from node creation until the cloud-node controller removed its uninitialized taint",
+            taint_removal_delay.clone(),
+        );
+    });
+    let state = Arc::new(NodeController {
+        api: Api::all(ctx.client.clone()),
+        batcher: Batcher::spawn(calls::metadata(ctx), max_batch, BATCH_WINDOW, concurrency),
+        events: Events::new(ctx.client.clone(), EVENT_SOURCE, Some(ctx.identity.clone())),
+        taint_removal_delay,
+        superseded: Mutex::default(),
+    });
+    let informer = ctx.informers.nodes();
+    let config = ControllerConfig {
+        name: ControllerId::CloudNode.name(),
+        concurrency: 0,
+    };
+    let reconciles = match controller::run(
+        config,
+        &informer,
+        Triggers::default(),
+        ctx.metrics.clone(),
+        ctx.shutdown.clone(),
+        move |node| state.clone().reconcile(node),
+    ) {
+        Ok(future) => future,
+        Err(err) => return Started::Off(err.to_string()),
+    };
+    let refresh = refresh::Refresh {
+        api: Api::all(ctx.client.clone()),
+        informer: informer.clone(),
+        call: calls::metadata(ctx),
+        max_batch,
+        concurrency,
+        period: settings.node_status_update_frequency,
+    };
+    let shutdown = ctx.shutdown.clone();
+    Started::Running(
+        async move {
+            tokio::select! {
+                () = reconciles => {}
+                () = refresh.run() => {}
+                () = shutdown.cancelled() => {}
+            }
+        }
+        .boxed(),
+    )
+}
+
+impl NodeController {
+    async fn reconcile(self: Arc<Self>, node: Arc<Node>) -> Result<Action, ReconcileError> {
+        let uid = node.uid().unwrap_or_default();
+        if !taints::has(&node, UNINITIALIZED) {
+            self.superseded
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&uid);
+            return Ok(Action::await_change());
+        }
+        let superseded = self
+            .superseded
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&uid)
+            .cloned();
+        if superseded.is_some() && superseded == node.metadata.resource_version {
+            return Ok(Action::await_change());
+        }
+        let reference = node.object_ref(&());
+        let metadata = match self.batcher.lookup(node.clone()).await {
+            Ok(metadata) => metadata,
+            Err(CloudError::InstanceNotFound) => {
+                let note = format!(
+                    "the cloud has no instance for node {}; it stays uninitialized",
+                    node.name_any()
+                );
+                self.events
+                    .warning(&reference, "InstanceNotFound", note)
+                    .await;
+                return Err(CloudError::InstanceNotFound.into());
+            }
+            Err(err) => return Err(err.into()),
+        };
+
+        let current_id = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.provider_id.as_deref())
+            .unwrap_or_default();
+        if !current_id.is_empty()
+            && !metadata.provider_id.is_empty()
+            && current_id != metadata.provider_id
+        {
+            let note = format!(
+                "spec.providerID is {current_id:?} but the cloud says {:?}; it is never overwritten, so the node stays uninitialized",
+                metadata.provider_id
+            );
+            self.events
+                .warning(&reference, "ProviderIDMismatch", note.clone())
+                .await;
+            return Err(ReconcileError::Invalid(note));
+        }
+
+        let desired = match addresses::desired(&node, &metadata.node_addresses) {
+            Ok(desired) => desired,
+            Err(err) => {
+                self.events
+                    .warning(
+                        &reference,
+                        "NodeAddressesInvalid",
+                        format!("{err}; the node stays uninitialized"),
+                    )
+                    .await;
+                return Err(ReconcileError::NotReady(err.to_string()));
+            }
+        };
+
+        let name = node.name_any();
+        let mut base = (*node).clone();
+        if let Some(desired) = desired.filter(|d| d.as_slice() != addresses::current(&node)) {
+            base = writes::set_addresses(&self.api, &name, &desired).await?;
+        }
+        let status_version = base
+            .metadata
+            .resource_version
+            .clone()
+            .filter(|_| base.metadata.resource_version != node.metadata.resource_version);
+        let initialized = writes::patch_node(&self.api, &base, |current| {
+            if !taints::has(current, UNINITIALIZED) {
+                return None;
+            }
+            let id_unset = current
+                .spec
+                .as_ref()
+                .and_then(|s| s.provider_id.as_deref())
+                .unwrap_or_default()
+                .is_empty();
+            Some(NodeChange {
+                labels: labels::changes(current, &metadata),
+                provider_id: (id_unset && !metadata.provider_id.is_empty())
+                    .then(|| metadata.provider_id.clone()),
+                taints: Some(taints::without(current, UNINITIALIZED)),
+            })
+        })
+        .await?;
+        if initialized.is_some() {
+            if let Some(version) = status_version {
+                self.superseded
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(uid, version);
+            }
+            if let Some(created) = &node.metadata.creation_timestamp {
+                let delay = jiff::Timestamp::now()
+                    .duration_since(created.0)
+                    .as_secs_f64()
+                    .max(0.0);
+                self.taint_removal_delay.observe(delay);
+            }
+            tracing::info!(node = %name, provider_id = %metadata.provider_id, "initialized");
+        }
+        Ok(Action::await_change())
+    }
+}

@@ -1,0 +1,102 @@
+//! The periodic refresh of initialized nodes' addresses and labels.
+
+use std::num::NonZeroUsize;
+use std::time::Duration;
+
+use std::sync::Arc;
+
+use ccm_runtime::{BatchCall, Informer, lookup_all};
+use cloud_provider::{CloudError, InstanceMetadata};
+use k8s_openapi::api::core::v1::Node;
+use kube::ResourceExt;
+use kube::api::Api;
+use tokio::time::MissedTickBehavior;
+
+use super::{addresses, labels};
+use crate::taints::{self, UNINITIALIZED};
+use crate::writes::{self, NodeChange};
+
+/// Every `period` (`--node-status-update-frequency`), looks up every
+/// initialized node in batches and writes only what changed.
+pub(super) struct Refresh {
+    pub(super) api: Api<Node>,
+    pub(super) informer: Arc<Informer<Node>>,
+    pub(super) call: BatchCall<InstanceMetadata>,
+    pub(super) max_batch: NonZeroUsize,
+    pub(super) concurrency: NonZeroUsize,
+    pub(super) period: Duration,
+}
+
+impl Refresh {
+    pub(super) async fn run(self) {
+        self.informer.wait_until_ready().await;
+        let mut ticks = tokio::time::interval(self.period);
+        ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            self.pass().await;
+        }
+    }
+
+    /// One pass over every initialized node.
+    pub(super) async fn pass(&self) {
+        let nodes: Vec<_> = self
+            .informer
+            .store()
+            .state()
+            .into_iter()
+            .filter(|n| !taints::has(n, UNINITIALIZED))
+            .collect();
+        if nodes.is_empty() {
+            return;
+        }
+        let count = nodes.len();
+        let answers = lookup_all(nodes, &self.call, self.max_batch, self.concurrency).await;
+        let mut written = 0;
+        for (node, answer) in answers {
+            match answer {
+                Ok(metadata) => match self.apply(&node, &metadata).await {
+                    Ok(true) => written += 1,
+                    Ok(false) => {}
+                    Err(err) => {
+                        tracing::warn!(node = %node.name_any(), error = %err, "could not refresh node");
+                    }
+                },
+                // The lifecycle controller deals with vanished instances.
+                Err(CloudError::InstanceNotFound) => {}
+                Err(err) => {
+                    tracing::warn!(node = %node.name_any(), error = %err, "could not look node up");
+                }
+            }
+        }
+        tracing::debug!(
+            nodes = count,
+            written,
+            "refreshed node addresses and labels"
+        );
+    }
+
+    /// Writes the node's changed addresses and labels; `true` if anything
+    /// was written.
+    async fn apply(&self, node: &Node, metadata: &InstanceMetadata) -> Result<bool, kube::Error> {
+        let name = node.name_any();
+        let mut wrote = false;
+        match addresses::desired(node, &metadata.node_addresses) {
+            Ok(Some(desired)) if desired.as_slice() != addresses::current(node) => {
+                writes::set_addresses(&self.api, &name, &desired).await?;
+                wrote = true;
+            }
+            Ok(_) => {}
+            Err(err) => tracing::warn!(node = %name, error = %err, "keeping the node's addresses"),
+        }
+        let changed = writes::patch_node(&self.api, node, |current| {
+            let labels = labels::changes(current, metadata);
+            (!labels.is_empty()).then(|| NodeChange {
+                labels,
+                ..NodeChange::default()
+            })
+        })
+        .await?;
+        Ok(wrote || changed.is_some())
+    }
+}

@@ -1,0 +1,397 @@
+//! What the controller does to a Service's load balancer — claim the
+//! Service, ensure, update the nodes, clean up — with upstream's events and
+//! the provider's errors turned into the framework's retry rules.
+
+use std::collections::BTreeMap;
+
+use ccm_runtime::ReconcileError;
+use cloud_provider::{CloudError, LoadBalancer};
+use k8s_openapi::api::core::v1::{LoadBalancerIngress, Service};
+use kube::Resource;
+use tokio::time::Instant;
+
+use super::eligible::NodeSet;
+use super::records::{Parked, Record, Synced, key_of};
+use super::{ServiceController, spec, status};
+
+/// The resource versions one reconcile read and wrote, so that the versions
+/// it wrote over are recognized when the cache delivers them late.
+#[derive(Debug)]
+struct Versions(Vec<String>);
+
+impl Versions {
+    fn new(service: &Service) -> Self {
+        Self(service.metadata.resource_version.iter().cloned().collect())
+    }
+
+    fn wrote(&mut self, stored: &Service) {
+        self.0
+            .extend(stored.metadata.resource_version.iter().cloned());
+    }
+
+    /// Every version but the newest.
+    fn superseded(&self) -> Vec<String> {
+        let newest = self.0.last();
+        self.0
+            .iter()
+            .filter(|rv| Some(*rv) != newest)
+            .cloned()
+            .collect()
+    }
+}
+
+/// Whether the provider asked to be called again after a delay: no event,
+/// the framework retries after exactly that delay.
+fn is_retry(err: &CloudError) -> bool {
+    matches!(err, CloudError::Retry { .. } | CloudError::Throttled { .. })
+}
+
+impl ServiceController {
+    /// Ensures the load balancer of a Service that wants one. A Service
+    /// without our finalizer is claimed first; the finalizer's own watch
+    /// event brings it back for the ensure, so the finalizer is stored
+    /// before any creation and a failing ensure retries with backoff, not at
+    /// once.
+    pub(super) async fn ensure(
+        &self,
+        service: &Service,
+        nodes: &NodeSet,
+        fingerprint: u64,
+        check_owner: bool,
+    ) -> Result<(), ReconcileError> {
+        if !spec::has_finalizer(service) {
+            return self.claim(service, fingerprint, check_owner).await;
+        }
+        let reference = service.object_ref(&());
+        self.events
+            .normal(&reference, "EnsuringLoadBalancer", "Ensuring load balancer")
+            .await;
+        if nodes.nodes.is_empty() {
+            self.events
+                .warning(
+                    &reference,
+                    "UnAvailableLoadBalancer",
+                    "There are no available nodes for LoadBalancer",
+                )
+                .await;
+        }
+        self.metrics.syncs.inc();
+        let ensured = match self
+            .cloud
+            .ensure_load_balancer(&self.cluster_name, service, &nodes.nodes)
+            .await
+        {
+            Ok(ensured) => ensured,
+            Err(err) => {
+                if matches!(err, CloudError::ImplementedElsewhere) {
+                    self.release(service).await?;
+                }
+                return self
+                    .provider_failed(
+                        service,
+                        fingerprint,
+                        err,
+                        "SyncLoadBalancerFailed",
+                        "Error syncing load balancer",
+                    )
+                    .await;
+            }
+        };
+        tracing::info!(service = %key_of(service), nodes = nodes.nodes.len(), "ensured load balancer");
+        let mut versions = Versions::new(service);
+        let stored = self
+            .writes
+            .record_annotations(service, &ensured.service_annotations)
+            .await?;
+        versions.wrote(&stored);
+        self.events
+            .normal(&reference, "EnsuredLoadBalancer", "Ensured load balancer")
+            .await;
+        let ingress = status::ingress_of(&ensured.status);
+        {
+            let mut records = self.records();
+            let record = records.entry(service);
+            record.synced = Some(Synced {
+                service: spec::fingerprint(&stored, &BTreeMap::new()),
+                nodes: nodes.identity,
+                ingress: ingress.clone(),
+            });
+            record.parked = None;
+            record.ensure_next = false;
+        }
+        let written = self.write_ingress(&stored, &ingress, &mut versions).await;
+        self.records().entry(service).superseded = versions.superseded();
+        written
+    }
+
+    /// Removes the finalizer of a Service the provider says another
+    /// controller implements, when nothing shows that this controller ever
+    /// made it a load balancer (no success recorded, no ingress): the
+    /// Service is then left entirely alone.
+    async fn release(&self, service: &Service) -> Result<(), ReconcileError> {
+        let ever_synced = self
+            .records()
+            .get(&key_of(service))
+            .is_some_and(|r| r.synced.is_some());
+        if ever_synced || !status::current_ingress(service).is_empty() {
+            return Ok(());
+        }
+        let mut versions = Versions::new(service);
+        if let Some(stored) = self.writes.remove_finalizer(service).await? {
+            versions.wrote(&stored);
+        }
+        self.records().entry(service).superseded = versions.superseded();
+        Ok(())
+    }
+
+    /// Asks, when `check_owner`, whether another controller implements the
+    /// Service (read-only), then stores our finalizer.
+    async fn claim(
+        &self,
+        service: &Service,
+        fingerprint: u64,
+        check_owner: bool,
+    ) -> Result<(), ReconcileError> {
+        if check_owner
+            && let Err(err) = self
+                .cloud
+                .get_load_balancer(&self.cluster_name, service)
+                .await
+        {
+            return self
+                .provider_failed(
+                    service,
+                    fingerprint,
+                    err,
+                    "SyncLoadBalancerFailed",
+                    "Error syncing load balancer",
+                )
+                .await;
+        }
+        let stored = self.writes.add_finalizer(service).await?;
+        let mut versions = Versions::new(service);
+        versions.wrote(&stored);
+        let mut records = self.records();
+        let record = records.entry(service);
+        record.parked = None;
+        record.superseded = versions.superseded();
+        Ok(())
+    }
+
+    /// Points the load balancer at the current eligible nodes.
+    pub(super) async fn update_hosts(
+        &self,
+        service: &Service,
+        nodes: &NodeSet,
+        fingerprint: u64,
+    ) -> Result<(), ReconcileError> {
+        let reference = service.object_ref(&());
+        self.metrics.syncs.inc();
+        let start = Instant::now();
+        let result = self
+            .cloud
+            .update_load_balancer(&self.cluster_name, service, &nodes.nodes)
+            .await;
+        self.metrics
+            .update_latency
+            .observe(start.elapsed().as_secs_f64());
+        match result {
+            Ok(()) => {
+                if let Some(synced) = self.records().entry(service).synced.as_mut() {
+                    synced.nodes = nodes.identity;
+                }
+                tracing::info!(service = %key_of(service), nodes = nodes.nodes.len(), "updated load balancer hosts");
+                if nodes.nodes.is_empty() {
+                    self.events
+                        .warning(
+                            &reference,
+                            "UnAvailableLoadBalancer",
+                            "There are no available nodes for LoadBalancer",
+                        )
+                        .await;
+                } else {
+                    self.events
+                        .normal(
+                            &reference,
+                            "UpdatedLoadBalancer",
+                            "Updated load balancer with new hosts",
+                        )
+                        .await;
+                }
+                Ok(())
+            }
+            Err(err) => {
+                self.metrics.node_sync_errors.inc();
+                if matches!(err, CloudError::Other { .. } | CloudError::InstanceNotFound) {
+                    // The load balancer may be gone: the retry recreates it.
+                    self.records().entry(service).ensure_next = true;
+                }
+                let what = format!(
+                    "Error updating load balancer with new hosts [{}] [node names limited, total number of nodes: {}], error",
+                    nodes.loggable_names(),
+                    nodes.nodes.len()
+                );
+                self.provider_failed(service, fingerprint, err, "UpdateLoadBalancerFailed", &what)
+                    .await
+            }
+        }
+    }
+
+    /// Deletes the load balancer, clears the status, then removes the
+    /// finalizer — in that order, so a failure at any step keeps the
+    /// finalizer and the next attempt finishes the job.
+    pub(super) async fn cleanup(&self, service: &Service) -> Result<(), ReconcileError> {
+        let reference = service.object_ref(&());
+        self.events
+            .normal(&reference, "DeletingLoadBalancer", "Deleting load balancer")
+            .await;
+        match self
+            .cloud
+            .ensure_load_balancer_deleted(&self.cluster_name, service)
+            .await
+        {
+            Ok(()) => {}
+            Err(CloudError::ImplementedElsewhere) => {
+                tracing::debug!(service = %key_of(service), "implemented by another controller; nothing to delete");
+            }
+            Err(err) => {
+                if !is_retry(&err) {
+                    self.events
+                        .warning(
+                            &reference,
+                            "DeleteLoadBalancerFailed",
+                            format!("Error deleting load balancer: {err}"),
+                        )
+                        .await;
+                }
+                return Err(err.into());
+            }
+        }
+        let mut versions = Versions::new(service);
+        let written = async {
+            self.write_ingress(service, &[], &mut versions).await?;
+            if let Some(stored) = self.writes.remove_finalizer(service).await? {
+                versions.wrote(&stored);
+            }
+            Ok::<_, ReconcileError>(())
+        }
+        .await;
+        let uid = service.metadata.uid.clone().unwrap_or_default();
+        *self.records().entry(service) = Record {
+            uid,
+            superseded: versions.superseded(),
+            ..Record::default()
+        };
+        written?;
+        tracing::info!(service = %key_of(service), "deleted load balancer");
+        self.events
+            .normal(&reference, "DeletedLoadBalancer", "Deleted load balancer")
+            .await;
+        Ok(())
+    }
+
+    /// Rewrites the ingress of an up-to-date load balancer when the Service
+    /// no longer shows it.
+    pub(super) async fn restore_ingress(&self, service: &Service) -> Result<(), ReconcileError> {
+        let synced = self
+            .records()
+            .get(&key_of(service))
+            .and_then(|r| r.synced.as_ref())
+            .map(|s| s.ingress.clone());
+        let Some(ingress) = synced else { return Ok(()) };
+        let mut versions = Versions::new(service);
+        let written = self.write_ingress(service, &ingress, &mut versions).await;
+        if versions.0.len() > 1 {
+            self.records().entry(service).superseded = versions.superseded();
+        }
+        written
+    }
+
+    /// Writes `ingress` through `/status` unless the Service already shows it.
+    async fn write_ingress(
+        &self,
+        service: &Service,
+        ingress: &[LoadBalancerIngress],
+        versions: &mut Versions,
+    ) -> Result<(), ReconcileError> {
+        if status::same_ingress(status::current_ingress(service), ingress) {
+            return Ok(());
+        }
+        if let Some(stored) = self.writes.set_ingress(service, ingress).await? {
+            versions.wrote(&stored);
+        }
+        Ok(())
+    }
+
+    /// Reports a failed provider call and says what happens next.
+    async fn provider_failed(
+        &self,
+        service: &Service,
+        fingerprint: u64,
+        err: CloudError,
+        reason: &str,
+        what: &str,
+    ) -> Result<(), ReconcileError> {
+        let reference = service.object_ref(&());
+        let park = |why| self.records().entry(service).parked = Some((fingerprint, why));
+        match &err {
+            CloudError::ImplementedElsewhere => {
+                tracing::debug!(service = %key_of(service), "implemented by another controller; leaving it alone");
+                park(Parked::ImplementedElsewhere);
+                return Ok(());
+            }
+            err if is_retry(err) => {
+                tracing::info!(service = %key_of(service), error = %err, "the provider asked to retry later");
+            }
+            CloudError::InvalidInput { .. } | CloudError::NotImplemented => {
+                let note = format!(
+                    "{what}: {err}; nothing was changed in the cloud, and this is not retried until the Service changes"
+                );
+                self.events.warning(&reference, reason, note).await;
+                park(Parked::Refused);
+            }
+            _ => {
+                self.events
+                    .warning(&reference, reason, format!("{what}: {err}"))
+                    .await;
+            }
+        }
+        Err(err.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+
+    fn at(rv: &str) -> Service {
+        Service {
+            metadata: ObjectMeta {
+                resource_version: Some(rv.into()),
+                ..ObjectMeta::default()
+            },
+            ..Service::default()
+        }
+    }
+
+    #[test]
+    fn every_version_but_the_newest_is_superseded() {
+        let mut versions = Versions::new(&at("1"));
+        assert!(versions.superseded().is_empty(), "nothing written");
+        versions.wrote(&at("2"));
+        versions.wrote(&at("3"));
+        assert_eq!(versions.superseded(), ["1", "2"]);
+    }
+
+    #[test]
+    fn a_write_that_changed_nothing_supersedes_nothing() {
+        let mut versions = Versions::new(&at("7"));
+        versions.wrote(&at("7"));
+        assert!(
+            versions.superseded().is_empty(),
+            "the server kept version 7: it is current"
+        );
+    }
+}

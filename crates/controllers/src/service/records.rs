@@ -1,0 +1,408 @@
+//! What the controller remembers about each Service between reconciles, and
+//! the decision that memory drives: which provider call, if any, a Service
+//! needs now.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use ccm_runtime::Retry;
+use k8s_openapi::api::core::v1::{LoadBalancerIngress, Service};
+use kube::ResourceExt;
+use tokio::time::Instant;
+
+use super::spec;
+
+/// The longest the runtime waits before retrying a failed reconcile.
+const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+/// `namespace/name` of a Service.
+pub(crate) fn key_of(service: &Service) -> String {
+    format!(
+        "{}/{}",
+        service.namespace().unwrap_or_default(),
+        service.name_any()
+    )
+}
+
+/// The last successful ensure or update of a Service's load balancer.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Synced {
+    /// [`spec::fingerprint`] of the Service the provider saw.
+    pub(crate) service: u64,
+    /// [`super::eligible::NodeSet::identity`] of the nodes it was given.
+    pub(crate) nodes: u64,
+    /// The ingress the provider reported.
+    pub(crate) ingress: Vec<LoadBalancerIngress>,
+}
+
+/// Why a Service is left alone until it changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Parked {
+    /// The provider said another controller implements it.
+    ImplementedElsewhere,
+    /// The provider refused its input (already reported by a Warning event).
+    Refused,
+}
+
+/// A failed attempt and when the runtime retries it at the latest.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Failure {
+    /// When it failed.
+    pub(crate) at: Instant,
+    /// What the runtime does about it.
+    pub(crate) retry: Retry,
+}
+
+impl Failure {
+    /// Whether the runtime should have retried by `now`: only then does a
+    /// periodic pass step in (a safety net that never shortens a backoff).
+    fn overdue(&self, now: Instant) -> bool {
+        match self.retry {
+            Retry::Backoff => now >= self.at + MAX_BACKOFF,
+            Retry::After(delay) => now >= self.at + delay,
+            Retry::AwaitChange => false,
+        }
+    }
+}
+
+/// What the controller remembers about one Service.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct Record {
+    /// The Service's UID: a re-created Service starts afresh.
+    pub(crate) uid: String,
+    /// The last success.
+    pub(crate) synced: Option<Synced>,
+    /// The fingerprint it is parked at, and why.
+    pub(crate) parked: Option<(u64, Parked)>,
+    /// The last attempt, when it failed.
+    pub(crate) failure: Option<Failure>,
+    /// The next attempt must ensure, not merely update: the last update
+    /// failed, and the load balancer may be gone.
+    pub(crate) ensure_next: bool,
+    /// Resource versions this controller wrote over: when one of them
+    /// reaches a reconcile, the cache is behind our own writes and the
+    /// newer version is on its way.
+    pub(crate) superseded: Vec<String>,
+}
+
+/// What a Service needs now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Not ours: no load balancer wanted, no finalizer of ours.
+    LeaveAlone,
+    /// Delete its load balancer, clear its status, drop the finalizer.
+    Cleanup,
+    /// The load balancer is current; the status may need rewriting.
+    UpToDate,
+    /// Only the node set changed: point the load balancer at the new nodes.
+    UpdateHosts,
+    /// Create or bring up to date; `check_owner` first asks the provider,
+    /// read-only, whether another controller implements it.
+    Ensure {
+        /// Ask `get_load_balancer` before adding the finalizer.
+        check_owner: bool,
+    },
+}
+
+impl Next {
+    /// Whether this step calls the provider.
+    pub(crate) fn calls_provider(self) -> bool {
+        matches!(
+            self,
+            Self::Cleanup | Self::UpdateHosts | Self::Ensure { .. }
+        )
+    }
+}
+
+/// Decides what `service` needs, given what is remembered about it, its
+/// current fingerprint and the identity of the eligible node set.
+pub(crate) fn decide(
+    service: &Service,
+    record: Option<&Record>,
+    fingerprint: u64,
+    nodes: u64,
+) -> Next {
+    if spec::needs_cleanup(service) {
+        return Next::Cleanup;
+    }
+    if !spec::wants_load_balancer(service) || spec::is_deleting(service) {
+        return Next::LeaveAlone;
+    }
+    let uid = service.metadata.uid.as_deref().unwrap_or_default();
+    let record = record.filter(|r| r.uid == uid);
+    let has_finalizer = spec::has_finalizer(service);
+    let Some(record) = record else {
+        return Next::Ensure {
+            check_owner: !has_finalizer,
+        };
+    };
+    if record.parked.is_some_and(|(at, _)| at == fingerprint) {
+        return Next::UpToDate;
+    }
+    match &record.synced {
+        Some(synced) if synced.service == fingerprint && has_finalizer && !record.ensure_next => {
+            if synced.nodes == nodes {
+                Next::UpToDate
+            } else {
+                Next::UpdateHosts
+            }
+        }
+        // Once synced, the load balancer is ours: no need to ask again.
+        Some(_) => Next::Ensure { check_owner: false },
+        None => Next::Ensure {
+            check_owner: !has_finalizer,
+        },
+    }
+}
+
+/// Every Service's record, by `namespace/name`.
+#[derive(Debug, Default)]
+pub(crate) struct Records {
+    by_key: HashMap<String, Record>,
+}
+
+impl Records {
+    /// The record of `key`, if any.
+    pub(crate) fn get(&self, key: &str) -> Option<&Record> {
+        self.by_key.get(key)
+    }
+
+    /// The record of `service`, created or reset (new UID) as needed.
+    pub(crate) fn entry(&mut self, service: &Service) -> &mut Record {
+        let uid = service.metadata.uid.clone().unwrap_or_default();
+        let record = self.by_key.entry(key_of(service)).or_default();
+        if record.uid != uid {
+            *record = Record {
+                uid,
+                ..Record::default()
+            };
+        }
+        record
+    }
+
+    /// Forgets `key`.
+    pub(crate) fn forget(&mut self, key: &str) {
+        self.by_key.remove(key);
+    }
+
+    /// The last attempt for `key` succeeded.
+    pub(crate) fn succeeded(&mut self, key: &str) {
+        if let Some(record) = self.by_key.get_mut(key) {
+            record.failure = None;
+        }
+    }
+
+    /// Whether `service` is a version this controller already wrote over.
+    pub(crate) fn is_superseded(&self, service: &Service) -> bool {
+        let Some(rv) = service.metadata.resource_version.as_ref() else {
+            return false;
+        };
+        self.by_key.get(&key_of(service)).is_some_and(|r| {
+            r.uid == service.metadata.uid.as_deref().unwrap_or_default()
+                && r.superseded.contains(rv)
+        })
+    }
+
+    /// Whether a periodic pass should hand `service` to the controller: it
+    /// needs a provider call and no retry of an earlier failure is pending.
+    pub(crate) fn due(
+        &self,
+        service: &Service,
+        fingerprint: u64,
+        nodes: u64,
+        now: Instant,
+    ) -> bool {
+        if self.is_superseded(service) {
+            return false;
+        }
+        let record = self.by_key.get(&key_of(service));
+        if !decide(service, record, fingerprint, nodes).calls_provider() {
+            return false;
+        }
+        record
+            .and_then(|r| r.failure)
+            .is_none_or(|f| f.overdue(now))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ServiceSpec;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+
+    use super::*;
+    use crate::service::spec::CLEANUP_FINALIZER;
+
+    fn service(finalizer: bool) -> Service {
+        Service {
+            metadata: ObjectMeta {
+                name: Some("web".into()),
+                namespace: Some("default".into()),
+                uid: Some("u1".into()),
+                finalizers: finalizer.then(|| vec![CLEANUP_FINALIZER.to_owned()]),
+                ..ObjectMeta::default()
+            },
+            spec: Some(ServiceSpec {
+                type_: Some("LoadBalancer".into()),
+                ..ServiceSpec::default()
+            }),
+            status: None,
+        }
+    }
+
+    fn synced(service: u64, nodes: u64) -> Record {
+        Record {
+            uid: "u1".into(),
+            synced: Some(Synced {
+                service,
+                nodes,
+                ingress: Vec::new(),
+            }),
+            ..Record::default()
+        }
+    }
+
+    #[test]
+    fn a_new_service_is_checked_for_another_owner_only_without_our_finalizer() {
+        assert_eq!(
+            decide(&service(false), None, 1, 1),
+            Next::Ensure { check_owner: true }
+        );
+        assert_eq!(
+            decide(&service(true), None, 1, 1),
+            Next::Ensure { check_owner: false }
+        );
+    }
+
+    #[test]
+    fn an_unchanged_service_needs_nothing_and_a_new_node_set_only_an_update() {
+        let record = synced(1, 10);
+        assert_eq!(decide(&service(true), Some(&record), 1, 10), Next::UpToDate);
+        assert_eq!(
+            decide(&service(true), Some(&record), 1, 11),
+            Next::UpdateHosts
+        );
+        assert_eq!(
+            decide(&service(true), Some(&record), 2, 11),
+            Next::Ensure { check_owner: false }
+        );
+    }
+
+    #[test]
+    fn a_failed_update_is_retried_as_an_ensure() {
+        let record = Record {
+            ensure_next: true,
+            ..synced(1, 10)
+        };
+        assert_eq!(
+            decide(&service(true), Some(&record), 1, 11),
+            Next::Ensure { check_owner: false }
+        );
+    }
+
+    #[test]
+    fn a_lost_finalizer_is_restored_by_an_ensure() {
+        assert_eq!(
+            decide(&service(false), Some(&synced(1, 10)), 1, 10),
+            Next::Ensure { check_owner: false }
+        );
+    }
+
+    #[test]
+    fn a_parked_service_waits_for_its_fingerprint_to_change() {
+        let record = Record {
+            uid: "u1".into(),
+            parked: Some((1, Parked::ImplementedElsewhere)),
+            ..Record::default()
+        };
+        assert_eq!(
+            decide(&service(false), Some(&record), 1, 10),
+            Next::UpToDate
+        );
+        assert_eq!(
+            decide(&service(false), Some(&record), 2, 10),
+            Next::Ensure { check_owner: true }
+        );
+    }
+
+    #[test]
+    fn a_record_of_an_earlier_service_with_the_same_name_is_ignored() {
+        let mut record = synced(1, 10);
+        record.uid = "old".into();
+        assert_eq!(
+            decide(&service(true), Some(&record), 1, 10),
+            Next::Ensure { check_owner: false }
+        );
+    }
+
+    #[test]
+    fn cleanup_and_leaving_alone() {
+        let mut deleting = service(true);
+        deleting.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+        assert_eq!(decide(&deleting, Some(&synced(1, 1)), 1, 1), Next::Cleanup);
+        deleting.metadata.finalizers = None;
+        assert_eq!(decide(&deleting, None, 1, 1), Next::LeaveAlone);
+        let mut cluster_ip = service(false);
+        cluster_ip.spec.as_mut().unwrap().type_ = Some("ClusterIP".into());
+        assert_eq!(decide(&cluster_ip, None, 1, 1), Next::LeaveAlone);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn passes_never_cut_a_pending_retry_short() {
+        let svc = service(true);
+        let mut records = Records::default();
+        *records.entry(&svc) = synced(1, 10);
+        assert!(!records.due(&svc, 1, 10, Instant::now()), "up to date");
+        assert!(records.due(&svc, 1, 11, Instant::now()), "new node set");
+
+        records.entry(&svc).failure = Some(Failure {
+            at: Instant::now(),
+            retry: Retry::Backoff,
+        });
+        tokio::time::advance(Duration::from_secs(299)).await;
+        assert!(
+            !records.due(&svc, 1, 11, Instant::now()),
+            "the runtime's backoff retry is still pending"
+        );
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(
+            records.due(&svc, 1, 11, Instant::now()),
+            "past the longest backoff: the pass steps in"
+        );
+
+        records.entry(&svc).failure = Some(Failure {
+            at: Instant::now(),
+            retry: Retry::After(Duration::from_secs(7)),
+        });
+        tokio::time::advance(Duration::from_secs(6)).await;
+        assert!(!records.due(&svc, 1, 11, Instant::now()));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(records.due(&svc, 1, 11, Instant::now()));
+    }
+
+    #[test]
+    fn versions_we_wrote_over_are_superseded_and_not_due() {
+        let mut svc = service(true);
+        svc.metadata.resource_version = Some("5".into());
+        let mut records = Records::default();
+        records.entry(&svc).superseded = vec!["5".into(), "6".into()];
+        assert!(records.is_superseded(&svc));
+        assert!(
+            !records.due(&svc, 1, 1, Instant::now()),
+            "a newer version is on its way"
+        );
+        svc.metadata.resource_version = Some("7".into());
+        assert!(!records.is_superseded(&svc));
+        assert!(records.due(&svc, 1, 1, Instant::now()));
+    }
+
+    #[test]
+    fn a_new_uid_resets_the_record() {
+        let svc = service(true);
+        let mut records = Records::default();
+        *records.entry(&svc) = synced(1, 10);
+        let mut recreated = svc.clone();
+        recreated.metadata.uid = Some("u2".into());
+        assert_eq!(records.entry(&recreated).synced, None);
+    }
+}

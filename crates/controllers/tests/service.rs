@@ -1,0 +1,489 @@
+//! The service controller against the test API server and the fake cloud:
+//! creating, updating and cleaning up load balancers.
+
+mod support;
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use ccm_controllers::{ControllerId, ControllerSettings};
+use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use cloud_provider::{
+    CloudError, CloudProvider, EnsuredLoadBalancer, LoadBalancer, LoadBalancerStatus,
+};
+use kube::api::{DeleteParams, Patch, PatchParams};
+use provider_fake::{ANNOTATION_LOAD_BALANCER_ID, FakeCloud, FakeLoadBalancer, Operation};
+use support::{Harness, eventually, fast_settings, load_balancer_service, ready_node};
+
+const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
+const WAIT: Duration = Duration::from_secs(10);
+
+fn has_finalizer(service: &Service) -> bool {
+    service
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == FINALIZER)
+}
+
+fn ingress_ips(service: &Service) -> Vec<String> {
+    service
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|lb| lb.ingress.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i.ip.clone())
+        .collect()
+}
+
+fn load_balancer(h: &Harness, name: &str) -> Option<FakeLoadBalancer> {
+    h.cloud
+        .load_balancers()
+        .into_iter()
+        .find(|lb| lb.service == format!("default/{name}"))
+}
+
+async fn wait_ingress(h: &Harness, name: &str) -> Service {
+    eventually(&format!("{name} has an ingress"), WAIT, || async {
+        h.services()
+            .get(name)
+            .await
+            .ok()
+            .filter(|s| !ingress_ips(s).is_empty())
+    })
+    .await
+}
+
+async fn patch(h: &Harness, name: &str, patch: serde_json::Value) {
+    h.services()
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("service patched");
+}
+
+/// Starts the controller with two ready nodes and one synced Service `web`.
+async fn synced_web() -> Harness {
+    let mut h = Harness::new().await;
+    h.create_node(&ready_node("n1")).await;
+    h.create_node(&ready_node("n2")).await;
+    h.create_service(&load_balancer_service("web")).await;
+    h.start(&[ControllerId::Service], &fast_settings()).await;
+    wait_ingress(&h, "web").await;
+    h
+}
+
+/// Observes, at each ensure, what the API server holds for the Service.
+#[derive(Default)]
+struct Observing {
+    fake: FakeCloud,
+    client: OnceLock<kube::Client>,
+    /// (finalizer stored, ingress empty) at each ensure.
+    at_ensure: Mutex<Vec<(bool, bool)>>,
+    /// Provider calls running now, and the most at once.
+    in_flight: Mutex<(usize, usize)>,
+}
+
+impl Observing {
+    async fn counted<T>(&self, call: impl Future<Output = T>) -> T {
+        {
+            let mut n = self.in_flight.lock().unwrap();
+            n.0 += 1;
+            n.1 = n.1.max(n.0);
+        }
+        let result = call.await;
+        self.in_flight.lock().unwrap().0 -= 1;
+        result
+    }
+}
+
+#[async_trait::async_trait]
+impl LoadBalancer for Observing {
+    async fn get_load_balancer(
+        &self,
+        cluster: &str,
+        service: &Service,
+    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
+        self.counted(self.fake.get_load_balancer(cluster, service))
+            .await
+    }
+    async fn ensure_load_balancer(
+        &self,
+        cluster: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<EnsuredLoadBalancer, CloudError> {
+        let client = self
+            .client
+            .get()
+            .expect("client set before the controller starts")
+            .clone();
+        let api = kube::Api::<Service>::namespaced(client, "default");
+        let stored = api
+            .get(service.metadata.name.as_deref().unwrap())
+            .await
+            .expect("service readable");
+        self.at_ensure
+            .lock()
+            .unwrap()
+            .push((has_finalizer(&stored), ingress_ips(&stored).is_empty()));
+        self.fake
+            .ensure_load_balancer(cluster, service, nodes)
+            .await
+    }
+    async fn update_load_balancer(
+        &self,
+        cluster: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<(), CloudError> {
+        self.fake
+            .update_load_balancer(cluster, service, nodes)
+            .await
+    }
+    async fn ensure_load_balancer_deleted(
+        &self,
+        cluster: &str,
+        service: &Service,
+    ) -> Result<(), CloudError> {
+        self.fake
+            .ensure_load_balancer_deleted(cluster, service)
+            .await
+    }
+}
+
+impl std::fmt::Debug for Observing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Observing").finish_non_exhaustive()
+    }
+}
+
+impl CloudProvider for Observing {
+    fn provider_name(&self) -> &'static str {
+        "observing"
+    }
+    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
+        Some(self)
+    }
+}
+
+#[tokio::test]
+async fn create_stores_the_finalizer_then_ensures_then_writes_the_ingress() {
+    let observing = Arc::new(Observing::default());
+    let mut h = Harness::with_provider(observing.fake.clone(), observing.clone()).await;
+    assert!(observing.client.set(h.client.clone()).is_ok());
+    h.create_node(&ready_node("n1")).await;
+    h.create_service(&load_balancer_service("web")).await;
+    h.server.reset_stats();
+    h.start(&[ControllerId::Service], &fast_settings()).await;
+
+    let service = wait_ingress(&h, "web").await;
+    assert_eq!(
+        *observing.at_ensure.lock().unwrap(),
+        [(true, true)],
+        "one ensure, with the finalizer stored and no ingress yet"
+    );
+    let ops: Vec<Operation> = h.cloud.calls().iter().map(|c| c.op).collect();
+    assert_eq!(
+        ops,
+        [Operation::GetLoadBalancer, Operation::EnsureLoadBalancer],
+        "a read-only ownership check, then one ensure"
+    );
+    let writes: Vec<(String, String)> = h
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.resource == "services" && r.verb == "patch")
+        .map(|r| (r.subresource, r.status.to_string()))
+        .collect();
+    assert_eq!(
+        writes,
+        [
+            ("".into(), "200".into()),
+            ("".into(), "200".into()),
+            ("status".into(), "200".into())
+        ],
+        "finalizer, the provider's annotations, then the ingress through /status"
+    );
+    let lb = load_balancer(&h, "web").expect("a load balancer exists");
+    assert!(has_finalizer(&service));
+    assert_eq!(ingress_ips(&service), std::slice::from_ref(&lb.ip));
+    assert_eq!(lb.nodes, ["n1"]);
+    assert_eq!(
+        service
+            .metadata
+            .annotations
+            .unwrap()
+            .get(ANNOTATION_LOAD_BALANCER_ID),
+        Some(&lb.name),
+        "the provider's ID is recorded"
+    );
+    for reason in ["EnsuringLoadBalancer", "EnsuredLoadBalancer"] {
+        assert_eq!(h.events("web", reason).await.len(), 1, "{reason}");
+    }
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn updates_the_provider_does_not_read_cost_no_provider_call() {
+    let mut h = synced_web().await;
+    h.cloud.clear_calls();
+    h.server.reset_stats();
+    patch(
+        &h,
+        "web",
+        serde_json::json!({ "metadata": { "labels": { "team": "web" } } }),
+    )
+    .await;
+    let status = serde_json::json!({ "status": { "conditions": [{ "type": "Example", "status": "True", "reason": "Test", "message": "", "lastTransitionTime": "2024-01-01T00:00:00Z" }] } });
+    h.services()
+        .patch_status("web", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        h.cloud.calls().is_empty(),
+        "no provider call: {:?}",
+        h.cloud.calls()
+    );
+    let our_writes = h
+        .server
+        .requests()
+        .iter()
+        .filter(|r| r.resource == "services" && r.verb == "patch")
+        .count();
+    assert_eq!(our_writes, 2, "only the test's own two writes");
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn each_field_the_provider_reads_causes_one_ensure() {
+    let mut h = synced_web().await;
+    let changes = [
+        (
+            "port",
+            serde_json::json!({ "spec": { "ports": [{ "port": 8080, "protocol": "TCP" }] } }),
+        ),
+        (
+            "annotation",
+            serde_json::json!({ "metadata": { "annotations": { "example.com/tier": "gold" } } }),
+        ),
+        (
+            "traffic policy",
+            serde_json::json!({ "spec": { "externalTrafficPolicy": "Local" } }),
+        ),
+        // kube-apiserver allocates one for Local; the test API server does
+        // not, so the test sets it, as a user may.
+        (
+            "health check node port",
+            serde_json::json!({ "spec": { "healthCheckNodePort": 32100 } }),
+        ),
+        (
+            "source ranges",
+            serde_json::json!({ "spec": { "loadBalancerSourceRanges": ["10.0.0.0/8"] } }),
+        ),
+        (
+            "protocol",
+            serde_json::json!({ "spec": { "ports": [{ "port": 8080, "protocol": "UDP" }] } }),
+        ),
+    ];
+    for (what, change) in changes {
+        let before = h.cloud.count(Operation::EnsureLoadBalancer);
+        patch(&h, "web", change).await;
+        eventually(
+            &format!("an ensure after the {what} change"),
+            WAIT,
+            || async { (h.cloud.count(Operation::EnsureLoadBalancer) > before).then_some(()) },
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            h.cloud.count(Operation::EnsureLoadBalancer),
+            before + 1,
+            "exactly one ensure for the {what} change"
+        );
+    }
+    let lb = load_balancer(&h, "web").unwrap();
+    assert_eq!(lb.ports.len(), 1);
+    assert_eq!(
+        (lb.ports[0].port, lb.ports[0].protocol.as_str()),
+        (8080, "UDP")
+    );
+    assert_eq!(lb.external_traffic_policy.as_deref(), Some("Local"));
+    assert_eq!(lb.health_check_node_port, Some(32100));
+    assert_eq!(lb.source_ranges, ["10.0.0.0/8"]);
+    assert_eq!(h.cloud.count(Operation::UpdateLoadBalancer), 0);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_service_deleted_while_the_ccm_is_down_is_cleaned_up_on_start() {
+    let mut h = synced_web().await;
+    h.stop().await;
+    h.services()
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    let terminating = h
+        .services()
+        .get("web")
+        .await
+        .expect("the finalizer keeps it");
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    h.cloud.clear_calls();
+
+    h.start(&[ControllerId::Service], &fast_settings()).await;
+    eventually("the Service is gone", WAIT, || async {
+        h.services()
+            .get_opt("web")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(
+        h.cloud.load_balancers().is_empty(),
+        "the load balancer was deleted"
+    );
+    assert_eq!(h.cloud.count(Operation::EnsureLoadBalancerDeleted), 1);
+    assert_eq!(
+        h.cloud.count(Operation::EnsureLoadBalancer),
+        0,
+        "nothing is created for a Service being deleted"
+    );
+    assert_eq!(h.events("web", "DeletedLoadBalancer").await.len(), 1);
+    h.stop().await;
+}
+
+async fn wait_cleaned_up(h: &Harness, name: &str) -> Service {
+    eventually(&format!("{name} cleaned up"), WAIT, || async {
+        h.services()
+            .get(name)
+            .await
+            .ok()
+            .filter(|s| !has_finalizer(s))
+    })
+    .await
+}
+
+#[tokio::test]
+async fn type_changed_away_from_load_balancer_deletes_clears_status_then_drops_the_finalizer() {
+    let mut h = synced_web().await;
+    h.server.reset_stats();
+    patch(
+        &h,
+        "web",
+        serde_json::json!({ "spec": { "type": "ClusterIP" } }),
+    )
+    .await;
+    let service = wait_cleaned_up(&h, "web").await;
+    assert!(ingress_ips(&service).is_empty(), "status cleared");
+    assert!(h.cloud.load_balancers().is_empty());
+    let writes: Vec<String> = h
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.resource == "services" && r.verb == "patch")
+        .map(|r| r.subresource)
+        .collect();
+    assert_eq!(
+        writes,
+        ["", "status", ""],
+        "the test's type change, then status cleared before the finalizer is removed"
+    );
+    for reason in ["DeletingLoadBalancer", "DeletedLoadBalancer"] {
+        assert_eq!(h.events("web", reason).await.len(), 1, "{reason}");
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        h.cloud.count(Operation::EnsureLoadBalancerDeleted),
+        1,
+        "deleted once"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_class_set_while_the_ccm_was_down_hands_the_service_over() {
+    let mut h = synced_web().await;
+    h.stop().await;
+    // Kubernetes only lets a class be set while changing the type to
+    // LoadBalancer, so: away, and back with a class.
+    patch(
+        &h,
+        "web",
+        serde_json::json!({ "spec": { "type": "NodePort" } }),
+    )
+    .await;
+    patch(&h, "web", serde_json::json!({ "spec": { "type": "LoadBalancer", "loadBalancerClass": "example.com/other" } })).await;
+    h.cloud.clear_calls();
+    h.start(&[ControllerId::Service], &fast_settings()).await;
+
+    let service = wait_cleaned_up(&h, "web").await;
+    assert!(h.cloud.load_balancers().is_empty());
+    assert!(ingress_ips(&service).is_empty());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let ops: Vec<Operation> = h.cloud.calls().iter().map(|c| c.op).collect();
+    assert_eq!(ops, [Operation::EnsureLoadBalancerDeleted]);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn services_of_another_type_or_class_are_left_entirely_alone() {
+    let mut h = Harness::new().await;
+    h.create_node(&ready_node("n1")).await;
+    let mut classed = load_balancer_service("classed");
+    classed.spec.as_mut().unwrap().load_balancer_class = Some("example.com/other".into());
+    h.create_service(&classed).await;
+    let mut node_port = load_balancer_service("plain");
+    node_port.spec.as_mut().unwrap().type_ = Some("NodePort".into());
+    h.create_service(&node_port).await;
+    h.server.reset_stats();
+    h.start(&[ControllerId::Service], &fast_settings()).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    assert!(h.cloud.calls().is_empty(), "{:?}", h.cloud.calls());
+    let writes = h
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.resource == "services" && r.verb != "list" && r.verb != "watch")
+        .count();
+    assert_eq!(writes, 0);
+    for name in ["classed", "plain"] {
+        assert!(!has_finalizer(&h.services().get(name).await.unwrap()));
+    }
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn provider_calls_never_exceed_concurrent_service_syncs() {
+    let observing = Arc::new(Observing::default());
+    observing.fake.set_latency(Duration::from_millis(200));
+    let mut h = Harness::with_provider(observing.fake.clone(), observing.clone()).await;
+    assert!(observing.client.set(h.client.clone()).is_ok());
+    h.create_node(&ready_node("n1")).await;
+    for i in 0..9 {
+        h.create_service(&load_balancer_service(&format!("svc{i}")))
+            .await;
+    }
+    let settings = ControllerSettings {
+        concurrent_service_syncs: 3,
+        ..fast_settings()
+    };
+    h.start(&[ControllerId::Service], &settings).await;
+
+    for i in 0..9 {
+        wait_ingress(&h, &format!("svc{i}")).await;
+    }
+    assert_eq!(
+        observing.in_flight.lock().unwrap().1,
+        3,
+        "three Services at a time, never more"
+    );
+    h.stop().await;
+}

@@ -1,0 +1,452 @@
+//! The service controller's answers to provider errors, against the test API
+//! server and the fake cloud: another owner, bad input, retries, backoff.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ccm_controllers::ControllerId;
+use cloud_provider::{
+    CloudError, CloudProvider, EnsuredLoadBalancer, LoadBalancer, LoadBalancerStatus,
+};
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::api::{Patch, PatchParams};
+use provider_fake::{
+    ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_TYPE, FakeCloud, InjectedError, Operation,
+};
+use support::{Harness, eventually, fast_settings, load_balancer_service, ready_node};
+
+const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
+const WAIT: Duration = Duration::from_secs(10);
+
+fn annotated(name: &str, key: &str, value: &str) -> Service {
+    let mut service = load_balancer_service(name);
+    service.metadata.annotations = Some(BTreeMap::from([(key.to_owned(), value.to_owned())]));
+    service
+}
+
+fn has_finalizer(service: &Service) -> bool {
+    service
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == FINALIZER)
+}
+
+fn has_ingress(service: &Service) -> bool {
+    service
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|lb| lb.ingress.as_ref())
+        .is_some_and(|i| !i.is_empty())
+}
+
+async fn patch(h: &Harness, name: &str, patch: serde_json::Value) {
+    h.services()
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("service patched");
+}
+
+async fn started(services: &[Service]) -> Harness {
+    let mut h = Harness::new().await;
+    h.create_node(&ready_node("n1")).await;
+    for service in services {
+        h.create_service(service).await;
+    }
+    h.start(&[ControllerId::Service], &fast_settings()).await;
+    h
+}
+
+#[tokio::test]
+async fn implemented_elsewhere_is_left_alone_and_not_asked_again_until_it_changes() {
+    let mut h = started(&[annotated("ext", ANNOTATION_TYPE, "external")]).await;
+    eventually("the ownership check", WAIT, || async {
+        (h.cloud.count(Operation::GetLoadBalancer) == 1).then_some(())
+    })
+    .await;
+    patch(
+        &h,
+        "ext",
+        serde_json::json!({ "metadata": { "labels": { "team": "x" } } }),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    assert_eq!(
+        h.cloud.count(Operation::GetLoadBalancer),
+        1,
+        "a label change does not ask again"
+    );
+    assert_eq!(h.cloud.mutation_count(), 0);
+    let service = h.services().get("ext").await.unwrap();
+    assert!(!has_finalizer(&service), "no finalizer");
+    assert!(!has_ingress(&service), "no status");
+    let events: Vec<_> = h.events("ext", "SyncLoadBalancerFailed").await;
+    assert!(events.is_empty(), "no event");
+
+    patch(
+        &h,
+        "ext",
+        serde_json::json!({ "metadata": { "annotations": { "example.com/tier": "gold" } } }),
+    )
+    .await;
+    eventually("a new check after an annotation change", WAIT, || async {
+        (h.cloud.count(Operation::GetLoadBalancer) == 2).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(h.cloud.mutation_count(), 0);
+    assert!(!has_finalizer(&h.services().get("ext").await.unwrap()));
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn implemented_elsewhere_answered_only_by_ensure_still_leaves_no_finalizer() {
+    let mut h = Harness::new().await;
+    h.create_node(&ready_node("n1")).await;
+    h.cloud.fail_next(
+        Some(Operation::EnsureLoadBalancer),
+        InjectedError::ImplementedElsewhere,
+        1,
+    );
+    h.create_service(&load_balancer_service("web")).await;
+    h.start(&[ControllerId::Service], &fast_settings()).await;
+
+    eventually("the ensure", WAIT, || async {
+        (h.cloud.count(Operation::EnsureLoadBalancer) == 1).then_some(())
+    })
+    .await;
+    let service = eventually("the finalizer released", WAIT, || async {
+        h.services()
+            .get("web")
+            .await
+            .ok()
+            .filter(|s| !has_finalizer(s))
+    })
+    .await;
+    assert!(!has_ingress(&service));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        h.cloud.count(Operation::EnsureLoadBalancer),
+        1,
+        "not asked again until the Service changes"
+    );
+    assert!(h.events("web", "SyncLoadBalancerFailed").await.is_empty());
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_bad_annotation_gets_a_warning_and_no_cloud_change_until_fixed() {
+    let mut h = started(&[annotated("bad", ANNOTATION_HEALTHCHECK_INTERVAL, "often")]).await;
+    let events = eventually("a Warning event", WAIT, || async {
+        let events = h.events("bad", "SyncLoadBalancerFailed").await;
+        (!events.is_empty()).then_some(events)
+    })
+    .await;
+    assert_eq!(events[0].type_.as_deref(), Some("Warning"));
+    let note = events[0].note.clone().unwrap();
+    assert!(
+        note.contains(ANNOTATION_HEALTHCHECK_INTERVAL) && note.contains("from 5 to 300"),
+        "names the annotation and the expected form: {note}"
+    );
+    assert_eq!(h.cloud.mutation_count(), 0, "nothing changed in the cloud");
+    assert!(!has_finalizer(&h.services().get("bad").await.unwrap()));
+
+    patch(
+        &h,
+        "bad",
+        serde_json::json!({ "metadata": { "labels": { "team": "x" } } }),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        h.cloud.calls().len(),
+        1,
+        "not retried for a change the provider does not read"
+    );
+    assert_eq!(h.events("bad", "SyncLoadBalancerFailed").await.len(), 1);
+
+    patch(&h, "bad", serde_json::json!({ "metadata": { "annotations": { ANNOTATION_HEALTHCHECK_INTERVAL: "30" } } })).await;
+    eventually("a load balancer once fixed", WAIT, || async {
+        h.services().get("bad").await.ok().filter(has_ingress)
+    })
+    .await;
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_bad_annotation_on_an_existing_load_balancer_leaves_it_as_it_was() {
+    let mut h = started(&[load_balancer_service("web")]).await;
+    eventually("an ingress", WAIT, || async {
+        h.services().get("web").await.ok().filter(has_ingress)
+    })
+    .await;
+    let before = h.cloud.load_balancers();
+
+    patch(&h, "web", serde_json::json!({ "metadata": { "annotations": { ANNOTATION_HEALTHCHECK_INTERVAL: "1" } } })).await;
+    eventually("a Warning event", WAIT, || async {
+        (!h.events("web", "SyncLoadBalancerFailed").await.is_empty()).then_some(())
+    })
+    .await;
+    assert_eq!(
+        h.cloud.load_balancers(),
+        before,
+        "the load balancer is as it was"
+    );
+    let service = h.services().get("web").await.unwrap();
+    assert!(
+        has_finalizer(&service) && has_ingress(&service),
+        "finalizer and ingress kept"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_retry_the_provider_asks_for_is_honoured_without_an_event() {
+    let mut h = Harness::new().await;
+    h.create_node(&ready_node("n1")).await;
+    h.cloud.fail_next(
+        Some(Operation::EnsureLoadBalancer),
+        InjectedError::Retry {
+            after: Duration::from_millis(1500),
+        },
+        1,
+    );
+    h.create_service(&load_balancer_service("web")).await;
+    let start = Instant::now();
+    h.start(&[ControllerId::Service], &fast_settings()).await;
+
+    eventually("an ingress", WAIT, || async {
+        h.services().get("web").await.ok().filter(has_ingress)
+    })
+    .await;
+    assert!(
+        start.elapsed() >= Duration::from_millis(1500),
+        "retried after the delay asked for"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "not after a backoff: {:?}",
+        start.elapsed()
+    );
+    assert_eq!(h.cloud.count(Operation::EnsureLoadBalancer), 2);
+    assert!(
+        h.events("web", "SyncLoadBalancerFailed").await.is_empty(),
+        "no Warning event for a retry"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_failure_warns_and_is_retried_after_five_seconds() {
+    let mut h = Harness::new().await;
+    h.create_node(&ready_node("n1")).await;
+    h.cloud.fail_next(
+        Some(Operation::EnsureLoadBalancer),
+        InjectedError::Other("the cloud is down".into()),
+        1,
+    );
+    h.create_service(&load_balancer_service("web")).await;
+    h.start(&[ControllerId::Service], &fast_settings()).await;
+
+    let events = eventually("a Warning event", WAIT, || async {
+        let events = h.events("web", "SyncLoadBalancerFailed").await;
+        (!events.is_empty()).then_some(events)
+    })
+    .await;
+    let failed_at = Instant::now();
+    assert!(
+        events[0]
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("the cloud is down")
+    );
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        h.cloud.count(Operation::EnsureLoadBalancer),
+        1,
+        "no retry before the backoff"
+    );
+    eventually("an ingress", WAIT, || async {
+        h.services().get("web").await.ok().filter(has_ingress)
+    })
+    .await;
+    assert!(
+        failed_at.elapsed() < Duration::from_secs(9),
+        "retried after 5 s, not a longer backoff: {:?}",
+        failed_at.elapsed()
+    );
+    assert_eq!(h.cloud.count(Operation::EnsureLoadBalancer), 2);
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_failed_deletion_keeps_the_finalizer_and_is_retried() {
+    let mut h = started(&[load_balancer_service("web")]).await;
+    eventually("an ingress", WAIT, || async {
+        h.services().get("web").await.ok().filter(has_ingress)
+    })
+    .await;
+    h.cloud.fail_next(
+        Some(Operation::EnsureLoadBalancerDeleted),
+        InjectedError::Other("busy".into()),
+        1,
+    );
+    patch(
+        &h,
+        "web",
+        serde_json::json!({ "spec": { "type": "ClusterIP" } }),
+    )
+    .await;
+
+    eventually("a Warning event", WAIT, || async {
+        (!h.events("web", "DeleteLoadBalancerFailed").await.is_empty()).then_some(())
+    })
+    .await;
+    let service = h.services().get("web").await.unwrap();
+    assert!(
+        has_finalizer(&service),
+        "the finalizer stays while the load balancer may exist"
+    );
+    assert_eq!(h.cloud.load_balancers().len(), 1);
+    eventually("the finalizer removed after the retry", WAIT, || async {
+        h.services()
+            .get("web")
+            .await
+            .ok()
+            .filter(|s| !has_finalizer(s))
+    })
+    .await;
+    assert!(h.cloud.load_balancers().is_empty());
+    assert_eq!(h.cloud.count(Operation::EnsureLoadBalancerDeleted), 2);
+    h.stop().await;
+}
+
+/// Records the clock at each ensure.
+#[derive(Debug)]
+struct Timed {
+    fake: FakeCloud,
+    at: Mutex<Vec<tokio::time::Instant>>,
+}
+
+#[async_trait::async_trait]
+impl LoadBalancer for Timed {
+    async fn get_load_balancer(
+        &self,
+        cluster: &str,
+        service: &Service,
+    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
+        self.fake.get_load_balancer(cluster, service).await
+    }
+    async fn ensure_load_balancer(
+        &self,
+        cluster: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<EnsuredLoadBalancer, CloudError> {
+        self.at.lock().unwrap().push(tokio::time::Instant::now());
+        self.fake
+            .ensure_load_balancer(cluster, service, nodes)
+            .await
+    }
+    async fn update_load_balancer(
+        &self,
+        cluster: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<(), CloudError> {
+        self.fake
+            .update_load_balancer(cluster, service, nodes)
+            .await
+    }
+    async fn ensure_load_balancer_deleted(
+        &self,
+        cluster: &str,
+        service: &Service,
+    ) -> Result<(), CloudError> {
+        self.fake
+            .ensure_load_balancer_deleted(cluster, service)
+            .await
+    }
+}
+
+impl CloudProvider for Timed {
+    fn provider_name(&self) -> &'static str {
+        "timed"
+    }
+    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
+        Some(self)
+    }
+}
+
+impl Timed {
+    /// Waits (on the paused clock) until `n` ensures were made; the gaps
+    /// between them.
+    async fn gaps_after(&self, n: usize) -> Vec<Duration> {
+        for _ in 0..5000 {
+            if self.at.lock().unwrap().len() >= n {
+                break;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        let at = self.at.lock().unwrap().clone();
+        assert!(at.len() >= n, "only {} ensures", at.len());
+        at.windows(2).map(|w| w[1] - w[0]).collect()
+    }
+}
+
+// The paused clock is honest here: the test API server runs in this
+// runtime and every request goes over loopback, so the clock only jumps
+// when every task waits on a timer. Any time spent elsewhere would show as
+// a gap longer than the backoff.
+#[tokio::test(start_paused = true)]
+async fn failures_back_off_from_5_s_doubling_to_300_s_and_a_success_resets_it() {
+    let fake = FakeCloud::default();
+    let timed = Arc::new(Timed {
+        fake: fake.clone(),
+        at: Mutex::default(),
+    });
+    let mut h = Harness::with_provider(fake.clone(), timed.clone()).await;
+    h.create_node(&ready_node("n1")).await;
+    fake.fail_next(
+        Some(Operation::EnsureLoadBalancer),
+        InjectedError::Other("the cloud is down".into()),
+        8,
+    );
+    h.create_service(&load_balancer_service("web")).await;
+    h.start(&[ControllerId::Service], &fast_settings()).await;
+
+    let secs = |gaps: &[Duration]| gaps.iter().map(Duration::as_secs_f64).collect::<Vec<_>>();
+    let gaps = timed.gaps_after(9).await;
+    assert_eq!(
+        secs(&gaps),
+        [5.0, 10.0, 20.0, 40.0, 80.0, 160.0, 300.0, 300.0],
+        "the 100 s resyncs meanwhile never cut a backoff short"
+    );
+    let service = h.services().get("web").await.unwrap();
+    assert!(has_finalizer(&service));
+
+    // The ninth attempt succeeded; a later failure starts again at 5 s.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(has_ingress(&h.services().get("web").await.unwrap()));
+    fake.fail_next(
+        Some(Operation::EnsureLoadBalancer),
+        InjectedError::Other("again".into()),
+        1,
+    );
+    patch(
+        &h,
+        "web",
+        serde_json::json!({ "metadata": { "annotations": { "example.com/tier": "gold" } } }),
+    )
+    .await;
+    let gaps = timed.gaps_after(11).await;
+    assert_eq!(gaps[9], Duration::from_secs(5));
+    h.stop().await;
+}

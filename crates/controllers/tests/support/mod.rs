@@ -1,0 +1,280 @@
+//! Tier-2 harness for controller tests: the real kube client against the
+//! in-memory test API server over loopback, and the fake cloud.
+#![allow(dead_code, reason = "each test file uses a different subset")]
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ccm_controllers::{ControllerId, ControllerSettings, Started};
+use ccm_runtime::{AlwaysLeader, Context, Informers, MeteredCloud, Metrics};
+use cloud_provider::CloudProvider;
+use k8s_openapi::api::core::v1::{
+    Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, Service, ServicePort, ServiceSpec,
+    Taint,
+};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use provider_fake::FakeCloud;
+use test_apiserver::TestApiServer;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// A test API server, a fake cloud, and controllers started against them.
+pub(crate) struct Harness {
+    pub(crate) server: TestApiServer,
+    pub(crate) client: kube::Client,
+    pub(crate) cloud: FakeCloud,
+    provider: Arc<dyn CloudProvider>,
+    pub(crate) metrics: Metrics,
+    running: Option<(CancellationToken, Vec<JoinHandle<()>>)>,
+}
+
+impl Harness {
+    /// A fresh API server and a fake cloud answering for any node name.
+    pub(crate) async fn new() -> Self {
+        let cloud = FakeCloud::default();
+        cloud.set_auto_instances(true);
+        Self::with_cloud(cloud).await
+    }
+
+    /// A fresh API server and the given cloud.
+    pub(crate) async fn with_cloud(cloud: FakeCloud) -> Self {
+        let provider = Arc::new(cloud.clone());
+        Self::with_provider(cloud, provider).await
+    }
+
+    /// A fresh API server and `provider`, which wraps `cloud` (for tests that
+    /// need a provider to answer differently from the fake).
+    pub(crate) async fn with_provider(cloud: FakeCloud, provider: Arc<dyn CloudProvider>) -> Self {
+        let server = TestApiServer::start()
+            .await
+            .expect("the test API server starts");
+        let client = server.client();
+        Self {
+            server,
+            client,
+            cloud,
+            provider,
+            metrics: Metrics::new(),
+            running: None,
+        }
+    }
+
+    /// Starts `ids` with `settings`, as the app does: controllers subscribe,
+    /// then the informers run; returns once the caches are filled.
+    pub(crate) async fn start(&mut self, ids: &[ControllerId], settings: &ControllerSettings) {
+        assert!(
+            self.running.is_none(),
+            "stop the controllers before starting them again"
+        );
+        let shutdown = CancellationToken::new();
+        let ctx = Context {
+            client: self.client.clone(),
+            cloud: Arc::new(MeteredCloud::new(
+                self.provider.clone(),
+                self.metrics.clone(),
+                Arc::new(AlwaysLeader),
+            )),
+            metrics: self.metrics.clone(),
+            cluster_name: "test-cluster".into(),
+            identity: "test-ccm".into(),
+            informers: Arc::new(Informers::new(self.client.clone())),
+            shutdown: shutdown.clone(),
+        };
+        let mut tasks = Vec::new();
+        for id in ids {
+            match ccm_controllers::start(*id, &ctx, settings) {
+                Started::Running(future) => tasks.push(tokio::spawn(future)),
+                Started::Off(reason) => panic!("{id} did not start: {reason}"),
+            }
+        }
+        let informers = ctx.informers.clone();
+        let stop = shutdown.clone();
+        tasks.push(tokio::spawn(async move {
+            informers.run(stop).await.expect("informers run once");
+        }));
+        tokio::time::timeout(Duration::from_secs(10), ctx.informers.wait_until_ready())
+            .await
+            .expect("caches fill within 10 s");
+        self.running = Some((shutdown, tasks));
+    }
+
+    /// Stops the controllers (as when the CCM process stops).
+    pub(crate) async fn stop(&mut self) {
+        if let Some((shutdown, tasks)) = self.running.take() {
+            shutdown.cancel();
+            for task in tasks {
+                let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+            }
+        }
+    }
+
+    pub(crate) fn nodes(&self) -> Api<Node> {
+        Api::all(self.client.clone())
+    }
+
+    pub(crate) fn services(&self) -> Api<Service> {
+        Api::namespaced(self.client.clone(), "default")
+    }
+
+    pub(crate) async fn create_node(&self, node: &Node) -> Node {
+        self.nodes()
+            .create(&PostParams::default(), node)
+            .await
+            .expect("node created")
+    }
+
+    pub(crate) async fn create_service(&self, service: &Service) -> Service {
+        self.services()
+            .create(&PostParams::default(), service)
+            .await
+            .expect("service created")
+    }
+
+    /// Sets the node's Ready condition, as the kubelet's heartbeat does.
+    pub(crate) async fn set_ready(&self, name: &str, ready: bool) {
+        let condition = ready_condition(ready);
+        let patch = serde_json::json!({ "status": { "conditions": [condition] } });
+        self.nodes()
+            .patch_status(name, &PatchParams::default(), &Patch::Strategic(&patch))
+            .await
+            .expect("node status patched");
+    }
+
+    /// Events with `reason` about the object named `name`.
+    pub(crate) async fn events(&self, name: &str, reason: &str) -> Vec<Event> {
+        let events: Api<Event> = Api::all(self.client.clone());
+        events
+            .list(&ListParams::default())
+            .await
+            .expect("events listed")
+            .items
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some(reason))
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .collect()
+    }
+}
+
+impl Drop for Harness {
+    /// Stops controllers a test did not stop, so teardown does not wait on
+    /// their open watches.
+    fn drop(&mut self) {
+        if let Some((shutdown, _)) = self.running.take() {
+            shutdown.cancel();
+        }
+    }
+}
+
+/// Polls `check` every 20 ms until it returns `Some`, failing after `timeout`.
+pub(crate) async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let start = Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            start.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+pub(crate) fn ready_condition(ready: bool) -> NodeCondition {
+    NodeCondition {
+        type_: "Ready".into(),
+        status: if ready { "True" } else { "False" }.into(),
+        reason: Some(
+            if ready {
+                "KubeletReady"
+            } else {
+                "KubeletNotReady"
+            }
+            .into(),
+        ),
+        ..NodeCondition::default()
+    }
+}
+
+/// A node as a kubelet with `--cloud-provider=external` registers it: the
+/// uninitialized taint, a Hostname address, not Ready yet.
+pub(crate) fn uninitialized_node(name: &str) -> Node {
+    Node {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels: Some(BTreeMap::from([(
+                "kubernetes.io/hostname".to_owned(),
+                name.to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        spec: Some(NodeSpec {
+            taints: Some(vec![Taint {
+                key: "node.cloudprovider.kubernetes.io/uninitialized".into(),
+                value: Some("true".into()),
+                effect: "NoSchedule".into(),
+                time_added: None,
+            }]),
+            ..NodeSpec::default()
+        }),
+        status: Some(NodeStatus {
+            addresses: Some(vec![NodeAddress {
+                type_: "Hostname".into(),
+                address: name.into(),
+            }]),
+            conditions: Some(vec![ready_condition(false)]),
+            ..NodeStatus::default()
+        }),
+    }
+}
+
+/// An initialized, Ready node with the fake's provider ID.
+pub(crate) fn ready_node(name: &str) -> Node {
+    let mut node = uninitialized_node(name);
+    let spec = node.spec.get_or_insert_with(NodeSpec::default);
+    spec.taints = None;
+    spec.provider_id = Some(format!("fake://{name}"));
+    node.status
+        .get_or_insert_with(NodeStatus::default)
+        .conditions = Some(vec![ready_condition(true)]);
+    node
+}
+
+/// A Service of type LoadBalancer with one TCP port.
+pub(crate) fn load_balancer_service(name: &str) -> Service {
+    Service {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("default".into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ServiceSpec {
+            type_: Some("LoadBalancer".into()),
+            ports: Some(vec![ServicePort {
+                port: 80,
+                protocol: Some("TCP".into()),
+                ..ServicePort::default()
+            }]),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// Settings for fast tests: short periods, the rest upstream's defaults.
+pub(crate) fn fast_settings() -> ControllerSettings {
+    ControllerSettings {
+        node_monitor_period: Duration::from_millis(200),
+        route_reconciliation_period: Duration::from_secs(1),
+        node_status_update_frequency: Duration::from_secs(3600),
+        ..ControllerSettings::default()
+    }
+}
