@@ -1,0 +1,276 @@
+//! Every AWS call goes through [`Api::call`]: admission by the throttle,
+//! latency and error metrics, a short retry of transient failures, and one
+//! error type that knows AWS's error code.
+//!
+//! The SDK's own retries are off: they would sleep through throttling, which
+//! the interface wants surfaced as `CloudError::Throttled` instead.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_sdk_ec2::config::http::HttpResponse;
+use aws_sdk_ec2::error::{BoxError, DisplayErrorContext, ProvideErrorMetadata, SdkError};
+use cloud_provider::CloudError;
+use tokio::time::Instant;
+
+use crate::metrics::ApiMetrics;
+use crate::throttle::Throttle;
+
+/// Attempts per call when AWS answers with a transient error.
+const ATTEMPTS: u32 = 3;
+
+/// A bound on the pages of one paged call, so a misbehaving endpoint cannot
+/// loop us.
+pub(crate) const MAX_PAGES: usize = 100;
+/// Delay before the first retry; doubled for each further one.
+const RETRY_DELAY: Duration = Duration::from_millis(200);
+
+/// Error codes AWS uses to say "slow down".
+const THROTTLING_CODES: &[&str] = &[
+    "RequestLimitExceeded",
+    "Throttling",
+    "ThrottlingException",
+    "ThrottledException",
+    "RequestThrottled",
+    "RequestThrottledException",
+    "TooManyRequestsException",
+    "SlowDown",
+    "EC2ThrottledException",
+];
+
+/// Error codes for failures on AWS's side that a retry may not see.
+const TRANSIENT_CODES: &[&str] = &[
+    "InternalError",
+    "InternalFailure",
+    "ServiceUnavailable",
+    "Unavailable",
+    "RequestTimeout",
+    "RequestTimeoutException",
+];
+
+/// A failed AWS call.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ApiError {
+    /// AWS throttled the call, or the client-side limit or the process-wide
+    /// backoff held it back.
+    #[error("{operation} throttled; retry after {retry_after:?}")]
+    Throttled {
+        /// The API operation.
+        operation: &'static str,
+        /// How long every call should wait.
+        retry_after: Duration,
+    },
+    /// AWS answered with an error.
+    #[error("{operation} failed: {code}: {message}")]
+    Service {
+        /// The API operation.
+        operation: &'static str,
+        /// AWS's error code, such as `InvalidInstanceID.NotFound`.
+        code: String,
+        /// AWS's message.
+        message: String,
+        /// The SDK error.
+        #[source]
+        source: BoxError,
+    },
+    /// No answer from AWS: connection, timeout, unreadable response.
+    #[error("{operation} failed: {detail}")]
+    Transport {
+        /// The API operation.
+        operation: &'static str,
+        /// The SDK's account of the failure.
+        detail: String,
+        /// The SDK error.
+        #[source]
+        source: BoxError,
+    },
+}
+
+impl ApiError {
+    /// AWS's error code, for service errors.
+    pub(crate) fn code(&self) -> Option<&str> {
+        match self {
+            Self::Service { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+
+    /// Whether AWS answered with `code`.
+    pub(crate) fn is(&self, code: &str) -> bool {
+        self.code() == Some(code)
+    }
+}
+
+impl From<ApiError> for CloudError {
+    fn from(err: ApiError) -> Self {
+        let message = err.to_string();
+        match err {
+            ApiError::Throttled { retry_after, .. } => CloudError::Throttled { retry_after },
+            // The message already says what `ApiError` would: keep the SDK's
+            // error as the cause.
+            ApiError::Service { source, .. } | ApiError::Transport { source, .. } => {
+                CloudError::other(message, source)
+            }
+        }
+    }
+}
+
+/// The SDK clients with the admission and accounting every call shares.
+#[derive(Debug, Clone)]
+pub(crate) struct Api {
+    pub(crate) ec2: aws_sdk_ec2::Client,
+    pub(crate) elbv2: aws_sdk_elasticloadbalancingv2::Client,
+    throttle: Arc<Throttle>,
+    metrics: Arc<ApiMetrics>,
+}
+
+/// How a failed attempt is handled.
+enum Failure {
+    Throttled,
+    Transient,
+    Final,
+}
+
+impl Api {
+    pub(crate) fn new(
+        ec2: aws_sdk_ec2::Client,
+        elbv2: aws_sdk_elasticloadbalancingv2::Client,
+        throttle: Arc<Throttle>,
+        metrics: Arc<ApiMetrics>,
+    ) -> Self {
+        Self {
+            ec2,
+            elbv2,
+            throttle,
+            metrics,
+        }
+    }
+
+    /// Every item of a paged describe call, following its continuation
+    /// token (`NextToken` or `Marker`) for at most [`MAX_PAGES`] pages; each
+    /// page is one [`Api::call`]. `split` takes a page apart into its items
+    /// and the next token.
+    pub(crate) async fn paged<P, T, E, F, Fut>(
+        &self,
+        operation: &'static str,
+        send: F,
+        split: impl Fn(&P) -> (Vec<T>, Option<String>),
+    ) -> Result<Vec<T>, ApiError>
+    where
+        F: Fn(Option<String>) -> Fut,
+        Fut: Future<Output = Result<P, SdkError<E, HttpResponse>>>,
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let mut out = Vec::new();
+        let mut token: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let page = self.call(operation, || send(token.clone())).await?;
+            let (items, next) = split(&page);
+            out.extend(items);
+            token = next.filter(|t| !t.is_empty());
+            if token.is_none() {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Makes one API call: `send` builds and sends the request, and is
+    /// called again for each retry of a transient failure.
+    ///
+    /// # Errors
+    /// [`ApiError::Throttled`] without calling AWS when the throttle holds
+    /// the call back, or when AWS throttles it; otherwise AWS's error.
+    pub(crate) async fn call<T, E, F, Fut>(
+        &self,
+        operation: &'static str,
+        send: F,
+    ) -> Result<T, ApiError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let mut attempt = 1;
+        loop {
+            if let Err(retry_after) = self.throttle.admit() {
+                tracing::debug!(
+                    operation,
+                    ?retry_after,
+                    "AWS call held back by the throttle"
+                );
+                return Err(ApiError::Throttled {
+                    operation,
+                    retry_after,
+                });
+            }
+            let started = Instant::now();
+            let err = match send().await {
+                Ok(output) => {
+                    self.metrics.succeeded(operation, started.elapsed());
+                    return Ok(output);
+                }
+                Err(err) => err,
+            };
+            self.metrics.failed(operation);
+            match classify(&err) {
+                Failure::Throttled => {
+                    self.metrics.throttled(operation);
+                    let retry_after = self.throttle.throttled();
+                    tracing::warn!(operation, ?retry_after, "AWS throttled a request");
+                    return Err(ApiError::Throttled {
+                        operation,
+                        retry_after,
+                    });
+                }
+                Failure::Transient if attempt < ATTEMPTS => {
+                    let delay = RETRY_DELAY * 2u32.pow(attempt - 1);
+                    tracing::debug!(operation, attempt, error = %DisplayErrorContext(&err), "retrying transient AWS error");
+                    tokio::time::sleep(delay).await;
+                    attempt += 1;
+                }
+                Failure::Transient | Failure::Final => return Err(into_api_error(operation, err)),
+            }
+        }
+    }
+}
+
+fn classify<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> Failure {
+    match err {
+        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) => Failure::Transient,
+        SdkError::ResponseError(r) if r.raw().status().is_server_error() => Failure::Transient,
+        SdkError::ServiceError(service) => {
+            let code = service.err().code().unwrap_or_default();
+            if THROTTLING_CODES.contains(&code) {
+                Failure::Throttled
+            } else if TRANSIENT_CODES.contains(&code)
+                || (code.is_empty() && service.raw().status().is_server_error())
+            {
+                Failure::Transient
+            } else {
+                Failure::Final
+            }
+        }
+        _ => Failure::Final,
+    }
+}
+
+fn into_api_error<E>(operation: &'static str, err: SdkError<E, HttpResponse>) -> ApiError
+where
+    E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+{
+    match &err {
+        SdkError::ServiceError(service) => ApiError::Service {
+            operation,
+            code: service.err().code().unwrap_or("Unknown").to_owned(),
+            message: service.err().message().unwrap_or_default().to_owned(),
+            source: Box::new(err),
+        },
+        _ => ApiError::Transport {
+            operation,
+            detail: DisplayErrorContext(&err).to_string(),
+            source: Box::new(err),
+        },
+    }
+}

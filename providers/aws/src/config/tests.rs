@@ -1,0 +1,233 @@
+use cloud_provider::{CloudConfig, ConfigError};
+
+use super::*;
+
+fn parse(text: &str) -> Result<AwsConfig, ConfigError> {
+    AwsConfig::parse(&CloudConfig::new("/etc/aws.conf", text))
+}
+
+#[test]
+fn reads_every_global_key_upstream_names() {
+    let config = parse(
+        "[Global]\n\
+         Zone = eu-west-1b\n\
+         VPC = vpc-0abc\n\
+         SubnetID = subnet-0abc\n\
+         RouteTableID = rtb-0abc\n\
+         RoleARN = arn:aws:iam::123456789012:role/ccm\n\
+         KubernetesClusterTag = prod\n\
+         KubernetesClusterID = prod\n\
+         DisableSecurityGroupIngress = true\n\
+         ElbSecurityGroup = sg-0abc\n\
+         NodeIPFamilies = ipv6\n\
+         NodeIPFamilies = ipv4\n",
+    )
+    .expect("valid config");
+    assert_eq!(config.zone.as_deref(), Some("eu-west-1b"));
+    assert_eq!(config.region().as_deref(), Some("eu-west-1"));
+    assert_eq!(config.vpc.as_deref(), Some("vpc-0abc"));
+    assert_eq!(config.subnet_id.as_deref(), Some("subnet-0abc"));
+    assert_eq!(config.route_table_id.as_deref(), Some("rtb-0abc"));
+    assert_eq!(
+        config.role_arn.as_deref(),
+        Some("arn:aws:iam::123456789012:role/ccm")
+    );
+    assert_eq!(config.cluster_id(), Some("prod"));
+    assert!(config.disable_security_group_ingress);
+    assert_eq!(config.elb_security_group.as_deref(), Some("sg-0abc"));
+    assert_eq!(config.node_ip_families, [IpFamily::Ipv6, IpFamily::Ipv4]);
+}
+
+#[test]
+fn keys_and_sections_match_case_insensitively_as_gcfg_does() {
+    let config = parse("[global]\nvpc = vpc-1\nkubernetes-cluster-id = c1\n").expect("valid");
+    assert_eq!(config.vpc.as_deref(), Some("vpc-1"));
+    assert_eq!(config.cluster_id(), Some("c1"));
+}
+
+#[test]
+fn defaults_to_ipv4_addresses_and_no_overrides() {
+    let config = parse("").expect("empty config is valid");
+    assert_eq!(config.node_ip_families, [IpFamily::Ipv4]);
+    assert!(config.service_overrides.is_empty());
+    assert!(!config.disable_security_group_ingress);
+}
+
+#[test]
+fn a_bare_boolean_key_means_true() {
+    let config = parse("[Global]\nDisableSecurityGroupIngress\n").expect("valid");
+    assert!(config.disable_security_group_ingress);
+}
+
+#[test]
+fn unknown_key_names_file_line_and_key() {
+    let err = parse("[Global]\nZone = us-east-1a\nZonne = us-east-1b\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "/etc/aws.conf:3: unknown key `Zonne` in [Global]"
+    );
+}
+
+#[test]
+fn upstream_keys_this_provider_lacks_are_named_as_unsupported() {
+    let err = parse("[Global]\nNLBSecurityGroupMode = Managed\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "/etc/aws.conf:2: `NLBSecurityGroupMode` in [Global] is not supported by this provider"
+    );
+}
+
+#[test]
+fn malformed_values_name_the_key_and_expected_form() {
+    let cases = [
+        ("VPC = 12345", "`VPC` must look like vpc-"),
+        ("RouteTableID = table", "`RouteTableID` must look like rtb-"),
+        ("Zone = nowhere", "`Zone` must be an availability zone"),
+        (
+            "NodeIPFamilies = ipv5",
+            "`NodeIPFamilies` must be ipv4 or ipv6",
+        ),
+        (
+            "DisableSecurityGroupIngress = maybe",
+            "must be true or false",
+        ),
+        ("RoleARN = ccm-role", "`RoleARN` must be an IAM role ARN"),
+    ];
+    for (line, expected) in cases {
+        let err = parse(&format!("[Global]\n{line}\n")).unwrap_err();
+        assert!(
+            err.to_string().starts_with("/etc/aws.conf:2: ") && err.message().contains(expected),
+            "{line}: {err}"
+        );
+    }
+}
+
+#[test]
+fn mismatched_cluster_ids_are_refused() {
+    let err = parse("[Global]\nKubernetesClusterTag = a\nKubernetesClusterID = b\n").unwrap_err();
+    assert!(err.message().contains("must match"), "{err}");
+}
+
+#[test]
+fn unknown_section_is_refused_at_its_header() {
+    let err = parse("[Global]\n\n[Globl]\n").unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("/etc/aws.conf:3: unknown section [Globl]"),
+        "{err}"
+    );
+}
+
+#[test]
+fn syntax_errors_carry_their_line() {
+    let err = parse("[Global]\nZone = \"us-east-1a\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "/etc/aws.conf:2: unterminated quoted value"
+    );
+}
+
+const OVERRIDES: &str = "[Global]\nRegion = us-east-1\n\
+    [ServiceOverride \"1\"]\nService = ec2\nRegion = us-east-1\nURL = http://127.0.0.1:5000\nSigningRegion = us-east-1\n\
+    [ServiceOverride \"2\"]\nService = Elastic Load Balancing v2\nRegion = us-east-1\nURL = http://127.0.0.1:5000\nSigningRegion = us-east-1\nSigningMethod = v4\n";
+
+#[test]
+fn service_overrides_apply_to_their_service_and_region() {
+    let config = parse(OVERRIDES).expect("valid");
+    assert_eq!(config.service_overrides.len(), 2);
+    let ec2 = config
+        .service_override(AwsService::Ec2, "us-east-1")
+        .expect("ec2 override");
+    assert_eq!(ec2.url, "http://127.0.0.1:5000");
+    assert_eq!(ec2.index, "1");
+    assert!(
+        config
+            .service_override(AwsService::Elbv2, "us-east-1")
+            .is_some()
+    );
+    assert!(
+        config
+            .service_override(AwsService::Ec2, "eu-west-1")
+            .is_none()
+    );
+    assert!(
+        config
+            .service_override(AwsService::Sts, "us-east-1")
+            .is_none()
+    );
+}
+
+#[test]
+fn the_shared_elb_endpoint_id_applies_to_elbv2() {
+    let config = parse(
+        "[ServiceOverride \"1\"]\nService = elasticloadbalancing\nRegion = r\nURL = https://elb.example\nSigningRegion = r\n",
+    )
+    .expect("valid");
+    assert!(config.service_override(AwsService::Elbv2, "r").is_some());
+}
+
+#[test]
+fn service_override_missing_a_required_key_names_it() {
+    for (missing, text) in [
+        ("Service", "Region = r\nURL = http://x\nSigningRegion = r\n"),
+        (
+            "Region",
+            "Service = ec2\nURL = http://x\nSigningRegion = r\n",
+        ),
+        ("URL", "Service = ec2\nRegion = r\nSigningRegion = r\n"),
+        (
+            "SigningRegion",
+            "Service = ec2\nRegion = r\nURL = http://x\n",
+        ),
+    ] {
+        let err = parse(&format!("[ServiceOverride \"7\"]\n{text}")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("/etc/aws.conf:1: [ServiceOverride \"7\"] is missing `{missing}`")
+        );
+    }
+}
+
+#[test]
+fn duplicate_service_overrides_are_refused() {
+    let one = "Service = ec2\nRegion = r\nURL = http://x\nSigningRegion = r\n";
+    let err = parse(&format!(
+        "[ServiceOverride \"1\"]\n{one}[ServiceOverride \"2\"]\n{one}"
+    ))
+    .unwrap_err();
+    assert!(
+        err.to_string().starts_with("/etc/aws.conf:6: duplicate"),
+        "{err}"
+    );
+}
+
+#[test]
+fn service_override_url_must_be_http() {
+    let err = parse(
+        "[ServiceOverride \"1\"]\nService = ec2\nRegion = r\nURL = 127.0.0.1:5000\nSigningRegion = r\n",
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().starts_with("/etc/aws.conf:4: `URL`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_service_override_key_is_refused() {
+    let err = parse("[ServiceOverride \"1\"]\nEndpoint = x\n").unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("/etc/aws.conf:2: unknown key `Endpoint` in [ServiceOverride \"1\"]"),
+        "{err}"
+    );
+}
+
+#[test]
+fn zones_map_to_their_region() {
+    assert_eq!(region_of_zone("us-east-1a"), Some("us-east-1"));
+    assert_eq!(region_of_zone("us-gov-west-1b"), Some("us-gov-west-1"));
+    assert_eq!(region_of_zone("us-west-2-lax-1a"), Some("us-west-2"));
+    assert_eq!(region_of_zone("east"), None);
+    assert_eq!(region_of_zone("1a"), None);
+}

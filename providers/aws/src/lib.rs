@@ -1,0 +1,67 @@
+//! AWS for the cloud-controller-manager: EC2 instances for nodes, pod-CIDR
+//! routes in VPC route tables, and Network Load Balancers (ELBv2) for
+//! Services of type `LoadBalancer`.
+//!
+//! Start with [`AwsProviderFactory`]: it parses upstream's INI cloud config
+//! ([`AwsConfig`], with `[Global]` keys and `[ServiceOverride "N"]`
+//! endpoints) into an [`AwsProvider`] without I/O; `initialize` builds the
+//! SDK clients.
+//!
+//! # Credentials
+//! Static keys in the [`Environment`](cloud_provider::Environment) snapshot
+//! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`) are
+//! used as given; otherwise the SDK's default chain (web identity / IRSA,
+//! profiles, container and instance-profile credentials). `RoleARN` assumes
+//! that role with them. The region is `Region` or `Zone` from the config,
+//! then `AWS_REGION` / `AWS_DEFAULT_REGION`, then profiles and instance
+//! metadata.
+//!
+//! # Calls to AWS
+//! Every call passes a client-side rate limit ([`RateLimit`]) and a
+//! process-wide backoff after AWS throttles (upstream's, up to 60 s). Neither
+//! sleeps: a call held back fails with `CloudError::Throttled`. Metrics keep
+//! upstream's names (`cloudprovider_aws_api_request_duration_seconds`,
+//! `cloudprovider_aws_api_request_errors`,
+//! `cloudprovider_aws_api_throttled_requests_total`) and are served through
+//! `CloudProvider::encode_metrics`.
+//!
+//! # Testing
+//! The feature `test-util` adds `test_util`: the moto harness (one
+//! `moto_server` per test process, reset between tests), a seeded estate
+//! and the cloud config pointing at moto. This crate's tests and the
+//! end-to-end tests of `aws-cloud-controller-manager` share it.
+
+mod addresses;
+mod api;
+mod clients;
+mod config;
+mod credentials;
+mod factory;
+mod instances;
+mod load_balancer;
+mod metrics;
+mod provider;
+mod provider_id;
+mod routes;
+mod tagging;
+mod throttle;
+mod zones;
+
+#[cfg(test)]
+mod mock_tests;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_util;
+
+pub use config::{AwsConfig, IpFamily, ServiceOverride};
+pub use factory::AwsProviderFactory;
+pub use load_balancer::annotations;
+pub use provider::AwsProvider;
+pub use tagging::{
+    CLUSTER_TAG_PREFIX, LEGACY_CLUSTER_TAG, OWNED, ROLE_ELB_TAG, ROLE_INTERNAL_ELB_TAG,
+    SERVICE_NAME_TAG,
+};
+pub use throttle::RateLimit;
+pub use zones::ZONE_ID_LABEL;
+
+/// The provider name: `--cloud-provider=aws`.
+pub const PROVIDER_NAME: &str = "aws";

@@ -1,0 +1,286 @@
+//! Services of type `LoadBalancer` as Network Load Balancers.
+//!
+//! Per Service: the load balancer (named as upstream names it), its security
+//! group, a target group per port with the nodes' instances as targets on
+//! the node port, a listener per port, and rules in the nodes' security
+//! groups, all tagged `kubernetes.io/cluster/<id>=owned` and
+//! `kubernetes.io/service-name=<namespace>/<name>`.
+//!
+//! # Guarantees
+//! - The Service is validated in full ([`spec`]) and every lookup that can
+//!   refuse it is made before the first change: a bad annotation changes
+//!   nothing.
+//! - Everything is looked up by name and checked for this cluster's and
+//!   Service's tags before it is created; a resource with the name but not
+//!   the tags is never adopted, changed or deleted.
+//! - Deletion removes the load balancer, its target groups (also those a
+//!   crash left unattached), its node rules and its security group.
+
+pub mod annotations;
+mod listeners;
+mod naming;
+mod nlb;
+mod security_groups;
+mod spec;
+mod subnets;
+mod target_groups;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use aws_sdk_ec2::types::{Instance, InstanceStateName};
+use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use cloud_provider::{CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerStatus};
+
+use crate::instances::lookup::state;
+use crate::provider::{AwsProvider, Cloud};
+use crate::tagging::elbv2_tags;
+use annotations::labels_match;
+use listeners::forward_target;
+use nlb::status;
+use security_groups::node_rules::client_cidrs;
+use spec::{LoadBalancerSpec, ServiceRef, is_external};
+
+impl Cloud {
+    /// The running instances of the nodes the Service targets.
+    async fn target_instances(
+        &self,
+        spec: &LoadBalancerSpec,
+        nodes: &[Arc<Node>],
+    ) -> Result<Vec<Instance>, CloudError> {
+        let targets: Vec<&Node> = nodes
+            .iter()
+            .map(AsRef::as_ref)
+            .filter(|n| labels_match(&spec.target_node_labels, n.metadata.labels.as_ref()))
+            .collect();
+        let found = self.find_instances(&targets).await?;
+        let mut seen = BTreeSet::new();
+        let mut out = Vec::new();
+        for (node, result) in targets.iter().zip(found) {
+            let name = node.metadata.name.as_deref().unwrap_or_default();
+            match result {
+                Ok(Some(i)) if state(&i) == InstanceStateName::Running => {
+                    if seen.insert(i.instance_id().unwrap_or_default().to_owned()) {
+                        out.push(i);
+                    }
+                }
+                Ok(_) => tracing::debug!(node = name, "node has no running instance; not a target"),
+                Err(e) => {
+                    tracing::warn!(node = name, error = %e, "node cannot be a load balancer target");
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn ensure(
+        &self,
+        cluster_name: &str,
+        spec: &LoadBalancerSpec,
+        nodes: &[Arc<Node>],
+    ) -> Result<EnsuredLoadBalancer, CloudError> {
+        // Everything that can refuse the Service happens before any change.
+        let existing = self
+            .find_load_balancer(&spec.svc.load_balancer_name)
+            .await?;
+        if let Some((lb, tags)) = &existing {
+            self.check_existing(spec, lb, tags)?;
+        }
+        let subnets = self.load_balancer_subnets(spec).await?;
+        let vpc_id = existing
+            .as_ref()
+            .and_then(|(lb, _)| lb.vpc_id())
+            .or_else(|| subnets.first().and_then(|s| s.vpc_id()))
+            .ok_or_else(|| CloudError::msg("cannot tell the load balancer's VPC"))?
+            .to_owned();
+        let instances = self.target_instances(spec, nodes).await?;
+        let vpc_cidrs = self.vpc_cidrs(&vpc_id).await?;
+        let clients = client_cidrs(spec, &vpc_cidrs);
+        let tags = self
+            .tags
+            .owned_for_service(&spec.svc.key, &spec.additional_tags);
+
+        let security_groups = match (&self.config.elb_security_group, &existing) {
+            (Some(configured), _) => vec![configured.clone()],
+            (None, Some((lb, _))) if lb.security_groups().is_empty() => Vec::new(),
+            (None, _) => vec![
+                self.ensure_frontend_security_group(cluster_name, spec, &vpc_id, &clients, &tags)
+                    .await?,
+            ],
+        };
+        let lb = match existing {
+            Some((lb, current)) => {
+                self.update_load_balancer_settings(spec, &lb, &current, &tags, &security_groups)
+                    .await?;
+                lb
+            }
+            None => {
+                let ids: Vec<String> = subnets
+                    .iter()
+                    .filter_map(|s| s.subnet_id().map(str::to_owned))
+                    .collect();
+                self.create_load_balancer(spec, &ids, &security_groups, &tags)
+                    .await?
+            }
+        };
+        let arn = lb.load_balancer_arn().unwrap_or_default();
+        self.ensure_load_balancer_attributes(spec, arn).await?;
+        self.ensure_listeners(spec, &lb, &instance_ids(&instances), &tags)
+            .await?;
+        self.ensure_node_rules(spec, &vpc_id, &vpc_cidrs, &instances)
+            .await?;
+        Ok(status(&lb).into())
+    }
+
+    async fn update(&self, spec: &LoadBalancerSpec, nodes: &[Arc<Node>]) -> Result<(), CloudError> {
+        let instances = self.target_instances(spec, nodes).await?;
+        let (lb, tags) = self
+            .find_load_balancer(&spec.svc.load_balancer_name)
+            .await?
+            .ok_or_else(|| {
+                CloudError::msg(format!(
+                    "load balancer {} for Service {} does not exist",
+                    spec.svc.load_balancer_name, spec.svc.key
+                ))
+            })?;
+        self.check_existing(spec, &lb, &tags)?;
+        let ids = instance_ids(&instances);
+        let listeners = self
+            .listeners(lb.load_balancer_arn().unwrap_or_default())
+            .await?;
+        for port in &spec.ports {
+            let target_group = listeners
+                .iter()
+                .find(|l| l.port() == Some(port.port))
+                .and_then(forward_target);
+            // A port without a listener yet is the next ensure's to create.
+            if let Some(tg) = target_group {
+                self.ensure_targets(tg, &ids, port.node_port).await?;
+            }
+        }
+        let vpc_id = lb.vpc_id().unwrap_or_default();
+        let vpc_cidrs = self.vpc_cidrs(vpc_id).await?;
+        self.ensure_node_rules(spec, vpc_id, &vpc_cidrs, &instances)
+            .await
+    }
+
+    async fn delete(&self, cluster_name: &str, svc: &ServiceRef) -> Result<(), CloudError> {
+        let mut vpc_id = self.config.vpc.clone();
+        let mut attached_groups = Vec::new();
+        if let Some((lb, tags)) = self.find_load_balancer(&svc.load_balancer_name).await? {
+            if self.tags.is_owned_for_service(elbv2_tags(&tags), &svc.key) {
+                let arn = lb.load_balancer_arn().unwrap_or_default();
+                let target_groups = self.load_balancer_target_groups(arn).await?;
+                tracing::info!(service = %svc.key, name = %svc.load_balancer_name, "deleting network load balancer");
+                let deleted = self
+                    .api
+                    .call("DeleteLoadBalancer", || {
+                        self.api
+                            .elbv2
+                            .delete_load_balancer()
+                            .load_balancer_arn(arn)
+                            .send()
+                    })
+                    .await;
+                match deleted {
+                    Err(e) if e.is("LoadBalancerNotFound") => {}
+                    other => {
+                        other?;
+                    }
+                }
+                vpc_id = lb.vpc_id().map(str::to_owned).or(vpc_id);
+                attached_groups = lb.security_groups().to_vec();
+                let arns: Vec<&str> = target_groups
+                    .iter()
+                    .filter_map(|tg| tg.target_group_arn())
+                    .collect();
+                let tg_tags = self.tags_of(&arns).await?;
+                for arn in arns {
+                    if tg_tags
+                        .get(arn)
+                        .is_some_and(|t| self.tags.is_owned_for_service(elbv2_tags(t), &svc.key))
+                    {
+                        self.delete_target_group(arn).await?;
+                    }
+                }
+            } else {
+                tracing::warn!(service = %svc.key, name = %svc.load_balancer_name, "a load balancer with the Service's name is not this cluster's; leaving it");
+            }
+        }
+        let prefix = naming::target_group_prefix(svc);
+        for tg in self.owned_target_groups(&prefix, &svc.key).await? {
+            self.delete_target_group(tg.target_group_arn().unwrap_or_default())
+                .await?;
+        }
+        self.remove_node_rules(&svc.load_balancer_name, vpc_id.as_deref())
+            .await?;
+        self.delete_frontend_security_groups(cluster_name, svc, &attached_groups)
+            .await
+    }
+
+    async fn status(&self, service: &Service) -> Result<Option<LoadBalancerStatus>, CloudError> {
+        let svc = ServiceRef::of(service);
+        Ok(self
+            .find_load_balancer(&svc.load_balancer_name)
+            .await?
+            .filter(|(_, tags)| self.tags.is_owned_for_service(elbv2_tags(tags), &svc.key))
+            .map(|(lb, _)| status(&lb)))
+    }
+}
+
+fn instance_ids(instances: &[Instance]) -> Vec<String> {
+    instances
+        .iter()
+        .filter_map(|i| i.instance_id().map(str::to_owned))
+        .collect()
+}
+
+#[async_trait]
+impl LoadBalancer for AwsProvider {
+    async fn get_load_balancer(
+        &self,
+        _cluster_name: &str,
+        service: &Service,
+    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
+        if is_external(service) {
+            return Err(CloudError::ImplementedElsewhere);
+        }
+        self.cloud()?.status(service).await
+    }
+
+    async fn ensure_load_balancer(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<EnsuredLoadBalancer, CloudError> {
+        let spec = LoadBalancerSpec::from_service(service)?;
+        self.cloud()?.ensure(cluster_name, &spec, nodes).await
+    }
+
+    async fn update_load_balancer(
+        &self,
+        _cluster_name: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<(), CloudError> {
+        let spec = LoadBalancerSpec::from_service(service)?;
+        self.cloud()?.update(&spec, nodes).await
+    }
+
+    /// Needs only the Service's names: a Service whose annotations became
+    /// malformed can still be deleted.
+    async fn ensure_load_balancer_deleted(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+    ) -> Result<(), CloudError> {
+        if is_external(service) {
+            return Err(CloudError::ImplementedElsewhere);
+        }
+        self.cloud()?
+            .delete(cluster_name, &ServiceRef::of(service))
+            .await
+    }
+}

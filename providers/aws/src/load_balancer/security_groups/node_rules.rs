@@ -1,0 +1,236 @@
+//! Rules in the nodes' security groups that let a Network Load Balancer's
+//! traffic in, as upstream writes them.
+//!
+//! Network Load Balancers keep the client's address, so nodes must accept
+//! the clients themselves: the node ports from `loadBalancerSourceRanges`,
+//! or, when the Service names none, from the VPC for an internal load
+//! balancer and from anywhere for an internet-facing one. Health checks come
+//! from the load balancer's addresses in the VPC. ICMP "fragmentation
+//! needed" is let in from the client ranges for path MTU discovery.
+//!
+//! Each rule's description names the load balancer
+//! (`kubernetes.io/rule/nlb/client=<name>`), which is how rules are found
+//! again to update or remove, in any security group of the VPC.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use aws_sdk_ec2::types::{Instance, SecurityGroup};
+use aws_sdk_elasticloadbalancingv2::types::{IpAddressType, ProtocolEnum};
+use cloud_provider::CloudError;
+use cloud_provider::ipnet::IpNet;
+
+use super::{Rule, RuleChanges, flatten};
+use crate::instances::lookup::filter;
+use crate::load_balancer::naming::{MTU_RULE, client_rule, health_rule};
+use crate::load_balancer::spec::{HealthCheckPort, LoadBalancerSpec};
+use crate::provider::Cloud;
+use crate::tagging::ec2_tags;
+
+const CLIENT_RULE_PREFIX: &str = "kubernetes.io/rule/nlb/client=";
+
+/// The client CIDRs of the Service's load balancer.
+pub(crate) fn client_cidrs(spec: &LoadBalancerSpec, vpc_cidrs: &[IpNet]) -> Vec<IpNet> {
+    if !spec.source_ranges.is_empty() {
+        return spec.source_ranges.clone();
+    }
+    if spec.internal {
+        return vpc_cidrs.to_vec();
+    }
+    let mut anywhere = vec![IpNet::V4(Default::default())];
+    if spec.ip_address_type == IpAddressType::Dualstack {
+        anywhere.push(IpNet::V6(Default::default()));
+    }
+    anywhere
+}
+
+/// The rules the Service's load balancer needs in each node security group.
+pub(crate) fn desired_rules(spec: &LoadBalancerSpec, vpc_cidrs: &[IpNet]) -> BTreeSet<Rule> {
+    let lb = &spec.svc.load_balancer_name;
+    let protocol = match spec.ports.first().map(|p| &p.target_protocol) {
+        Some(ProtocolEnum::Udp) => "udp",
+        _ => "tcp",
+    };
+    let node_ports: BTreeSet<i32> = spec.ports.iter().map(|p| p.node_port).collect();
+    let health_ports: BTreeSet<i32> = match spec.health_check.port {
+        HealthCheckPort::TrafficPort => node_ports.clone(),
+        HealthCheckPort::Port(p) => BTreeSet::from([p]),
+    };
+    let clients = client_cidrs(spec, vpc_cidrs);
+    let mut rules = BTreeSet::new();
+    for port in &node_ports {
+        for cidr in &clients {
+            rules.insert(Rule::port(protocol, *port, *cidr, &client_rule(lb)));
+        }
+    }
+    // Upstream's shortcut: health checks already pass the client rule.
+    let covered = clients == [IpNet::V4(Default::default())]
+        && protocol == "tcp"
+        && health_ports == node_ports;
+    if !covered {
+        for port in &health_ports {
+            for cidr in vpc_cidrs {
+                rules.insert(Rule::port("tcp", *port, *cidr, &health_rule(lb)));
+            }
+        }
+    }
+    rules
+}
+
+/// What to change in a group whose rules are `existing` so that the load
+/// balancer `lb` has exactly `desired`, and the shared MTU rules cover
+/// every load balancer's client ranges.
+pub(crate) fn plan(existing: &[Rule], desired: &BTreeSet<Rule>, lb: &str) -> RuleChanges {
+    let (client, health) = (client_rule(lb), health_rule(lb));
+    let ours: BTreeSet<Rule> = existing
+        .iter()
+        .filter(|r| r.description == client || r.description == health)
+        .cloned()
+        .collect();
+    let mut changes = RuleChanges {
+        grant: desired.difference(&ours).cloned().collect(),
+        revoke: ours.difference(desired).cloned().collect(),
+    };
+    let client_ranges: BTreeSet<IpNet> = existing
+        .iter()
+        .filter(|r| r.description.starts_with(CLIENT_RULE_PREFIX) && !changes.revoke.contains(*r))
+        .chain(changes.grant.iter().filter(|r| r.description == client))
+        .map(|r| r.cidr)
+        .filter(|c| matches!(c, IpNet::V4(_)))
+        .collect();
+    let mtu_wanted: BTreeSet<Rule> = client_ranges
+        .into_iter()
+        .map(|cidr| Rule {
+            protocol: "icmp".to_owned(),
+            from_port: 3,
+            to_port: 4,
+            cidr,
+            description: MTU_RULE.to_owned(),
+        })
+        .collect();
+    let mtu_have: BTreeSet<Rule> = existing
+        .iter()
+        .filter(|r| r.description == MTU_RULE)
+        .cloned()
+        .collect();
+    changes
+        .grant
+        .extend(mtu_wanted.difference(&mtu_have).cloned());
+    changes
+        .revoke
+        .extend(mtu_have.difference(&mtu_wanted).cloned());
+    changes
+}
+
+/// The node security group of `instance`: the one tagged for the cluster,
+/// or its only group (upstream's rule).
+pub(crate) fn node_security_group<'a>(
+    instance: &'a Instance,
+    tagged: &BTreeSet<&str>,
+) -> Result<Option<&'a str>, CloudError> {
+    let groups: Vec<&str> = instance
+        .security_groups()
+        .iter()
+        .filter_map(|g| g.group_id())
+        .collect();
+    let (ours, others): (Vec<&str>, Vec<&str>) = groups.iter().partition(|g| tagged.contains(**g));
+    match (ours.as_slice(), others.as_slice()) {
+        ([one], _) | ([], [one]) => Ok(Some(one)),
+        ([], []) => Ok(None),
+        ([], _) => Err(CloudError::msg(format!(
+            "instance {} has several security groups and none is tagged for the cluster; tag the node security group",
+            instance.instance_id().unwrap_or_default()
+        ))),
+        _ => Err(CloudError::msg(format!(
+            "instance {} has several security groups tagged for the cluster ({}); tag only one",
+            instance.instance_id().unwrap_or_default(),
+            ours.join(", ")
+        ))),
+    }
+}
+
+impl Cloud {
+    /// Opens the nodes behind `instances` to the Service's load balancer and
+    /// closes every other group to it.
+    pub(crate) async fn ensure_node_rules(
+        &self,
+        spec: &LoadBalancerSpec,
+        vpc_id: &str,
+        vpc_cidrs: &[IpNet],
+        instances: &[Instance],
+    ) -> Result<(), CloudError> {
+        if self.config.disable_security_group_ingress {
+            return Ok(());
+        }
+        let groups = self
+            .security_groups(vec![filter("vpc-id", &[vpc_id])])
+            .await?;
+        let tagged: BTreeSet<&str> = groups
+            .iter()
+            .filter(|g| self.tags.is_tagged(ec2_tags(g.tags())))
+            .filter_map(|g| g.group_id())
+            .collect();
+        let rules = desired_rules(spec, vpc_cidrs);
+        let mut desired: BTreeMap<String, BTreeSet<Rule>> = BTreeMap::new();
+        for instance in instances {
+            match node_security_group(instance, &tagged)? {
+                Some(group) => {
+                    desired.insert(group.to_owned(), rules.clone());
+                }
+                None => tracing::warn!(
+                    instance = instance.instance_id().unwrap_or_default(),
+                    "instance has no security group to open for its load balancer"
+                ),
+            }
+        }
+        self.sync_node_rules(&spec.svc.load_balancer_name, &groups, &desired)
+            .await
+    }
+
+    /// Removes the load balancer's rules from every node security group.
+    pub(crate) async fn remove_node_rules(
+        &self,
+        lb_name: &str,
+        vpc_id: Option<&str>,
+    ) -> Result<(), CloudError> {
+        if self.config.disable_security_group_ingress {
+            return Ok(());
+        }
+        let filters = vpc_id
+            .map(|v| vec![filter("vpc-id", &[v])])
+            .unwrap_or_default();
+        let groups = self.security_groups(filters).await?;
+        self.sync_node_rules(lb_name, &groups, &BTreeMap::new())
+            .await
+    }
+
+    async fn sync_node_rules(
+        &self,
+        lb_name: &str,
+        groups: &[SecurityGroup],
+        desired: &BTreeMap<String, BTreeSet<Rule>>,
+    ) -> Result<(), CloudError> {
+        let none = BTreeSet::new();
+        for group in groups {
+            let Some(id) = group.group_id() else { continue };
+            let changes = plan(
+                &flatten(group.ip_permissions()),
+                desired.get(id).unwrap_or(&none),
+                lb_name,
+            );
+            if !changes.is_empty() {
+                tracing::info!(
+                    group = id,
+                    load_balancer = lb_name,
+                    grant = changes.grant.len(),
+                    revoke = changes.revoke.len(),
+                    "updating node security group"
+                );
+                self.apply_rules(id, &changes).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

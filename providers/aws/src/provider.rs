@@ -1,0 +1,224 @@
+//! [`AwsProvider`]: the cloud as the interface sees it, and [`Cloud`], what
+//! it holds once initialized.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use aws_config::meta::region::ProvideRegion;
+use aws_sdk_ec2::config::Region;
+use cloud_provider::{
+    CloudError, CloudProvider, ConfigError, Environment, InitContext, Instances, LoadBalancer,
+    Routes,
+};
+use tokio::sync::OnceCell;
+
+use crate::api::Api;
+use crate::config::{AwsConfig, AwsService};
+use crate::credentials::{self, CredentialSource};
+use crate::metrics::ApiMetrics;
+use crate::tagging::ClusterTags;
+use crate::throttle::{RateLimit, Throttle};
+use crate::zones::ZoneCache;
+use crate::{PROVIDER_NAME, clients};
+
+/// AWS: EC2 instances, pod-CIDR routes in VPC route tables, and Network Load
+/// Balancers for Services.
+///
+/// Built by [`crate::AwsProviderFactory`] (or [`AwsProvider::new`]) without
+/// I/O; [`CloudProvider::initialize`] builds the SDK clients.
+#[derive(Debug)]
+pub struct AwsProvider {
+    config: Arc<AwsConfig>,
+    credentials: CredentialSource,
+    env_region: Option<String>,
+    rate_limit: RateLimit,
+    metrics: Arc<ApiMetrics>,
+    cloud: OnceCell<Cloud>,
+}
+
+/// The initialized provider: clients and what it knows of its cluster.
+#[derive(Debug)]
+pub(crate) struct Cloud {
+    pub(crate) api: Api,
+    pub(crate) config: Arc<AwsConfig>,
+    pub(crate) tags: ClusterTags,
+    pub(crate) region: String,
+    pub(crate) zones: ZoneCache,
+    vpc: OnceCell<String>,
+}
+
+impl AwsProvider {
+    /// A provider for `config`, reading credentials and the region from the
+    /// `env` snapshot (see the crate docs).
+    ///
+    /// # Errors
+    /// A [`ConfigError`] when the environment holds half a key pair.
+    pub fn new(config: AwsConfig, env: &Environment) -> Result<Self, ConfigError> {
+        Ok(Self {
+            credentials: CredentialSource::from_env(env)?,
+            env_region: credentials::region_from_env(env),
+            config: Arc::new(config),
+            rate_limit: RateLimit::default(),
+            metrics: Arc::new(ApiMetrics::default()),
+            cloud: OnceCell::new(),
+        })
+    }
+
+    /// Limits calls to AWS to `limit` (default: [`RateLimit::default`]).
+    #[must_use]
+    pub fn with_rate_limit(mut self, limit: RateLimit) -> Self {
+        self.rate_limit = limit;
+        self
+    }
+
+    /// The parsed cloud config.
+    pub fn config(&self) -> &AwsConfig {
+        &self.config
+    }
+
+    pub(crate) fn cloud(&self) -> Result<&Cloud, CloudError> {
+        self.cloud
+            .get()
+            .ok_or_else(|| CloudError::msg("the AWS provider was used before initialize()"))
+    }
+
+    async fn region(&self) -> Result<String, CloudError> {
+        if let Some(region) = self.config.region().or_else(|| self.env_region.clone()) {
+            return Ok(region);
+        }
+        // Profile files, then instance metadata: only reached on a real host.
+        aws_config::default_provider::region::default_provider()
+            .region()
+            .await
+            .map(|r| r.to_string())
+            .ok_or_else(|| {
+                CloudError::msg(
+                    "no AWS region: set Region or Zone in [Global] of the cloud config, or AWS_REGION",
+                )
+            })
+    }
+
+    /// A provider already initialized with the given clients, for tests that
+    /// answer AWS calls themselves.
+    #[cfg(test)]
+    pub(crate) fn with_clients(
+        config: AwsConfig,
+        ec2: aws_sdk_ec2::Client,
+        elbv2: aws_sdk_elasticloadbalancingv2::Client,
+        rate_limit: RateLimit,
+    ) -> Self {
+        let provider = Self::new(config, &Environment::default())
+            .expect("an empty environment is valid")
+            .with_rate_limit(rate_limit);
+        let throttle = Arc::new(Throttle::new(rate_limit));
+        let api = Api::new(ec2, elbv2, throttle, Arc::clone(&provider.metrics));
+        let cloud = Cloud::new(
+            api,
+            Arc::clone(&provider.config),
+            "test-cluster",
+            "us-east-1".into(),
+        );
+        provider.cloud.set(cloud).expect("fresh cell");
+        provider
+    }
+}
+
+impl Cloud {
+    fn new(api: Api, config: Arc<AwsConfig>, cluster_name: &str, region: String) -> Self {
+        let legacy = config.kubernetes_cluster_tag.is_some();
+        let id = config.cluster_id().unwrap_or(cluster_name).to_owned();
+        let vpc = OnceCell::new_with(config.vpc.clone());
+        Self {
+            api,
+            tags: ClusterTags::new(id, legacy),
+            region,
+            zones: ZoneCache::default(),
+            vpc,
+            config,
+        }
+    }
+
+    /// The cluster's VPC: `VPC` from the config, or the VPC of the instance
+    /// this process runs on, from instance metadata.
+    pub(crate) async fn vpc_id(&self) -> Result<&str, CloudError> {
+        self.vpc
+            .get_or_try_init(|| self.vpc_from_metadata())
+            .await
+            .map(String::as_str)
+    }
+
+    async fn vpc_from_metadata(&self) -> Result<String, CloudError> {
+        let fail = |e: aws_config::imds::client::error::ImdsError| {
+            CloudError::other(
+                "VPC is not set in [Global] of the cloud config and instance metadata cannot tell it",
+                e,
+            )
+        };
+        let mut imds = aws_config::imds::Client::builder();
+        if let Some(o) = self.config.service_override(AwsService::Imds, &self.region) {
+            imds = imds.endpoint(&o.url).map_err(|e| {
+                CloudError::msg(format!(
+                    "invalid IMDS URL `{}` in [ServiceOverride]: {e}",
+                    o.url
+                ))
+            })?;
+        }
+        let imds = imds.build();
+        let mac = imds.get("/latest/meta-data/mac").await.map_err(fail)?;
+        let path = format!(
+            "/latest/meta-data/network/interfaces/macs/{}/vpc-id",
+            mac.as_ref().trim()
+        );
+        let vpc = imds.get(path).await.map_err(fail)?;
+        Ok(vpc.as_ref().trim().to_owned())
+    }
+}
+
+#[async_trait]
+impl CloudProvider for AwsProvider {
+    fn provider_name(&self) -> &'static str {
+        PROVIDER_NAME
+    }
+
+    /// Resolves the region and credentials chain and builds the clients. No
+    /// AWS call is made here: a credentials problem shows on the first call.
+    async fn initialize(&self, ctx: &InitContext) -> Result<(), CloudError> {
+        self.cloud
+            .get_or_try_init(|| async {
+                let region = self.region().await?;
+                let sdk_region = Region::new(region.clone());
+                let credentials = self.credentials.provider(&sdk_region, &self.config).await;
+                let api = Api::new(
+                    clients::ec2(&self.config, &sdk_region, credentials.clone()),
+                    clients::elbv2(&self.config, &sdk_region, credentials),
+                    Arc::new(Throttle::new(self.rate_limit)),
+                    Arc::clone(&self.metrics),
+                );
+                let cloud = Cloud::new(api, Arc::clone(&self.config), &ctx.cluster_name, region);
+                tracing::info!(
+                    region = %cloud.region,
+                    cluster_id = cloud.tags.id(),
+                    "AWS provider initialized"
+                );
+                Ok::<_, CloudError>(cloud)
+            })
+            .await
+            .map(|_| ())
+    }
+
+    fn instances(&self) -> Option<&dyn Instances> {
+        Some(self)
+    }
+
+    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
+        Some(self)
+    }
+
+    fn routes(&self) -> Option<&dyn Routes> {
+        Some(self)
+    }
+
+    fn encode_metrics(&self, out: &mut String) {
+        self.metrics.encode(out);
+    }
+}

@@ -1,0 +1,217 @@
+//! Keeping the process under AWS's request limits: a client-side token
+//! bucket, and upstream's process-wide backoff after `RequestLimitExceeded`.
+//!
+//! Neither sleeps. A call that may not go out now fails at once with the
+//! time to wait, which the interface surfaces as `CloudError::Throttled`, so
+//! the controller requeues the object instead of holding a worker.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// The client-side limit on calls, across EC2 and ELBv2.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    /// Calls per second, sustained.
+    pub qps: f64,
+    /// Calls that may go out at once after a quiet period.
+    pub burst: u32,
+}
+
+impl Default for RateLimit {
+    /// AWS's own bucket for EC2 describe calls: 20 per second, bursts of 100.
+    fn default() -> Self {
+        Self {
+            qps: 20.0,
+            burst: 100,
+        }
+    }
+}
+
+/// Upstream's backoff shape (`CrossRequestRetryDelay`): counts decay by
+/// `DECAY_FRACTION` every `DECAY_INTERVAL`; the delay is `MAX_DELAY` times the
+/// recent fraction of throttled calls, ignored below `MIN_ERROR_FRACTION`.
+const DECAY_INTERVAL: Duration = Duration::from_secs(20);
+const DECAY_FRACTION: f64 = 0.8;
+const MAX_DELAY: Duration = Duration::from_secs(60);
+const MIN_ERROR_FRACTION: f64 = 0.1;
+/// Bias so that one throttle in a quiet process does not apply the full delay.
+const INITIAL_REQUESTS: f64 = 4.0;
+
+/// The shared admission state of every call the provider makes.
+#[derive(Debug)]
+pub(crate) struct Throttle {
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    limit: RateLimit,
+    tokens: f64,
+    refilled: Instant,
+    requests: f64,
+    throttled: f64,
+    decayed: Instant,
+    not_before: Option<Instant>,
+}
+
+impl Throttle {
+    pub(crate) fn new(limit: RateLimit) -> Self {
+        let now = Instant::now();
+        Self {
+            state: Mutex::new(State {
+                limit,
+                tokens: f64::from(limit.burst),
+                refilled: now,
+                requests: INITIAL_REQUESTS,
+                throttled: 0.0,
+                decayed: now,
+                not_before: None,
+            }),
+        }
+    }
+
+    /// Lets one call go out now, or says how long to wait.
+    pub(crate) fn admit(&self) -> Result<(), Duration> {
+        let now = Instant::now();
+        let mut s = self.lock();
+        if let Some(until) = s.not_before {
+            if now < until {
+                return Err(until - now);
+            }
+            s.not_before = None;
+        }
+        s.refill(now);
+        if s.tokens < 1.0 {
+            let missing = 1.0 - s.tokens;
+            return Err(Duration::from_secs_f64(
+                missing / s.limit.qps.max(f64::EPSILON),
+            ));
+        }
+        s.tokens -= 1.0;
+        s.decay(now);
+        s.requests += 1.0;
+        Ok(())
+    }
+
+    /// Records that AWS throttled a call and returns how long every call
+    /// must now wait: at least a second, at most upstream's 60.
+    pub(crate) fn throttled(&self) -> Duration {
+        let now = Instant::now();
+        let mut s = self.lock();
+        s.decay(now);
+        s.throttled += 1.0;
+        let fraction = if s.requests > 0.5 {
+            s.throttled / s.requests
+        } else {
+            1.0
+        };
+        let delay = if fraction < MIN_ERROR_FRACTION {
+            Duration::ZERO
+        } else {
+            // Whole seconds, as upstream rounds.
+            Duration::from_secs((MAX_DELAY.as_secs_f64() * fraction.min(1.0)) as u64)
+        };
+        let delay = delay.max(Duration::from_secs(1));
+        let until = now + delay;
+        s.not_before = Some(s.not_before.map_or(until, |current| current.max(until)));
+        delay
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl State {
+    fn refill(&mut self, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
+        self.tokens = (self.tokens + elapsed * self.limit.qps).min(f64::from(self.limit.burst));
+        self.refilled = now;
+    }
+
+    fn decay(&mut self, now: Instant) {
+        let elapsed = now.saturating_duration_since(self.decayed);
+        if elapsed > DECAY_INTERVAL {
+            let intervals = elapsed.as_secs_f64() / DECAY_INTERVAL.as_secs_f64();
+            let factor = DECAY_FRACTION.powf(intervals);
+            self.requests *= factor;
+            self.throttled *= factor;
+            self.decayed = now;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn bucket_admits_a_burst_then_asks_to_wait_for_the_next_token() {
+        let throttle = Throttle::new(RateLimit {
+            qps: 10.0,
+            burst: 3,
+        });
+        for _ in 0..3 {
+            assert_eq!(throttle.admit(), Ok(()));
+        }
+        let wait = throttle.admit().unwrap_err();
+        assert_eq!(wait, Duration::from_millis(100));
+        tokio::time::advance(wait).await;
+        assert_eq!(throttle.admit(), Ok(()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_throttle_in_a_quiet_process_blocks_every_call_for_upstreams_delay() {
+        let throttle = Throttle::new(RateLimit::default());
+        assert_eq!(throttle.admit(), Ok(()));
+        // 1 throttled of 5 counted calls (4 of bias): 20% of 60 s.
+        let delay = throttle.throttled();
+        assert_eq!(delay, Duration::from_secs(12));
+        assert_eq!(throttle.admit(), Err(Duration::from_secs(12)));
+        tokio::time::advance(Duration::from_secs(11)).await;
+        assert_eq!(throttle.admit(), Err(Duration::from_secs(1)));
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(throttle.admit(), Ok(()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn backoff_grows_with_the_recent_throttle_rate_and_is_capped_at_a_minute() {
+        let throttle = Throttle::new(RateLimit::default());
+        let mut last = Duration::ZERO;
+        for _ in 0..20 {
+            last = throttle.throttled();
+        }
+        assert_eq!(last, MAX_DELAY);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_rare_throttle_among_many_calls_still_waits_a_second() {
+        let throttle = Throttle::new(RateLimit {
+            qps: 1000.0,
+            burst: 1000,
+        });
+        for _ in 0..100 {
+            throttle.admit().expect("within the limit");
+        }
+        assert_eq!(throttle.throttled(), Duration::from_secs(1));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn throttle_counts_decay_so_old_throttles_stop_mattering() {
+        let throttle = Throttle::new(RateLimit::default());
+        for _ in 0..5 {
+            throttle.throttled();
+        }
+        // Ten minutes later the old throttles weigh almost nothing.
+        tokio::time::advance(Duration::from_secs(600)).await;
+        for _ in 0..12 {
+            throttle.admit().expect("backoff has expired");
+        }
+        // Without decay this would be 6 of 16 calls: 22 s.
+        assert_eq!(throttle.throttled(), Duration::from_secs(1));
+    }
+}

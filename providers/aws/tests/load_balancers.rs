@@ -1,0 +1,655 @@
+//! Network Load Balancers against moto: what a Service gets, how targets
+//! follow nodes, what invalid input leaves alone, and that deletion leaves
+//! nothing the cluster owned.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use aws_sdk_ec2::types::Filter;
+use aws_sdk_elasticloadbalancingv2::types::{LoadBalancer as Nlb, TargetGroup};
+use cloud_provider::k8s_openapi::api::core::v1::{Node, Service, ServicePort, ServiceSpec};
+use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use cloud_provider::{CloudError, CloudProvider, LoadBalancer};
+use provider_aws::annotations as key;
+use provider_aws::test_util::seed::{self, Estate, VPC_CIDR};
+use provider_aws::test_util::{CLUSTER, Moto, ec2, elbv2, moto, provider};
+
+const UID: &str = "6c1f0e2a-1b2c-4d3e-8f4a-5b6c7d8e9f00";
+const LB_NAME: &str = "a6c1f0e2a1b2c4d3e8f4a5b6c7d8e9f0";
+
+fn service(annotations: &[(&str, &str)], ports: &[(i32, i32)]) -> Service {
+    let mut all = BTreeMap::from([(key::TYPE.to_owned(), "nlb".to_owned())]);
+    all.extend(
+        annotations
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    Service {
+        metadata: ObjectMeta {
+            name: Some("web".into()),
+            namespace: Some("shop".into()),
+            uid: Some(UID.into()),
+            annotations: Some(all),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ServiceSpec {
+            type_: Some("LoadBalancer".into()),
+            ports: Some(
+                ports
+                    .iter()
+                    .map(|(port, node_port)| ServicePort {
+                        name: Some(format!("p{port}")),
+                        port: *port,
+                        node_port: Some(*node_port),
+                        protocol: Some("TCP".into()),
+                        ..ServicePort::default()
+                    })
+                    .collect(),
+            ),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    }
+}
+
+struct Fixture {
+    moto: Moto,
+    estate: Estate,
+    provider: Arc<dyn CloudProvider>,
+}
+
+impl Fixture {
+    async fn new(instances: usize) -> Self {
+        let moto = moto().await;
+        let estate = seed::estate(&ec2(&moto), instances).await.expect("seeded");
+        let provider = provider(&moto, &format!("VPC = {}", estate.vpc)).await;
+        Self {
+            moto,
+            estate,
+            provider,
+        }
+    }
+
+    fn lb(&self) -> &dyn LoadBalancer {
+        self.provider
+            .load_balancer()
+            .expect("AWS has load balancers")
+    }
+
+    fn nodes(&self, which: &[usize]) -> Vec<Arc<Node>> {
+        which
+            .iter()
+            .map(|i| self.estate.instances[*i].node())
+            .collect()
+    }
+
+    async fn load_balancers(&self) -> Vec<Nlb> {
+        let out = elbv2(&self.moto)
+            .describe_load_balancers()
+            .send()
+            .await
+            .expect("described");
+        out.load_balancers().to_vec()
+    }
+
+    async fn target_groups(&self) -> Vec<TargetGroup> {
+        let out = elbv2(&self.moto)
+            .describe_target_groups()
+            .send()
+            .await
+            .expect("described");
+        out.target_groups().to_vec()
+    }
+
+    async fn tags(&self, arn: &str) -> BTreeMap<String, String> {
+        let out = elbv2(&self.moto)
+            .describe_tags()
+            .resource_arns(arn)
+            .send()
+            .await
+            .expect("described");
+        out.tag_descriptions()
+            .iter()
+            .flat_map(|d| d.tags())
+            .map(|t| {
+                (
+                    t.key().unwrap_or_default().to_owned(),
+                    t.value().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    async fn targets(&self, tg_arn: &str) -> BTreeSet<(String, i32)> {
+        let out = elbv2(&self.moto)
+            .describe_target_health()
+            .target_group_arn(tg_arn)
+            .send()
+            .await
+            .expect("described");
+        out.target_health_descriptions()
+            .iter()
+            .filter_map(|d| d.target())
+            .map(|t| {
+                (
+                    t.id().unwrap_or_default().to_owned(),
+                    t.port().unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    /// `(protocol, from, to, cidr, description)` of a security group's ingress.
+    async fn ingress(&self, group: &str) -> BTreeSet<(String, i32, i32, String, String)> {
+        let out = ec2(&self.moto)
+            .describe_security_groups()
+            .group_ids(group)
+            .send()
+            .await
+            .expect("described");
+        out.security_groups()
+            .iter()
+            .flat_map(|g| g.ip_permissions())
+            .flat_map(|p| {
+                p.ip_ranges().iter().map(move |r| {
+                    (
+                        p.ip_protocol().unwrap_or_default().to_owned(),
+                        p.from_port().unwrap_or_default(),
+                        p.to_port().unwrap_or_default(),
+                        r.cidr_ip().unwrap_or_default().to_owned(),
+                        r.description().unwrap_or_default().to_owned(),
+                    )
+                })
+            })
+            .collect()
+    }
+
+    async fn security_group_ids(&self) -> BTreeSet<String> {
+        let out = ec2(&self.moto)
+            .describe_security_groups()
+            .filters(
+                Filter::builder()
+                    .name("vpc-id")
+                    .values(&self.estate.vpc)
+                    .build(),
+            )
+            .send()
+            .await
+            .expect("described");
+        out.security_groups()
+            .iter()
+            .filter_map(|g| g.group_id().map(str::to_owned))
+            .collect()
+    }
+}
+
+fn owned_by_the_service(tags: &BTreeMap<String, String>) -> bool {
+    tags.get(&seed::cluster_tag()).map(String::as_str) == Some("owned")
+        && tags.get("kubernetes.io/service-name").map(String::as_str) == Some("shop/web")
+}
+
+/// Successful calls that change AWS, by upstream's `request` label, from
+/// the provider's own metrics.
+fn mutations(provider: &dyn CloudProvider) -> BTreeMap<String, u64> {
+    calls(provider)
+        .into_iter()
+        .filter(|(request, _)| !request.starts_with("describe"))
+        .collect()
+}
+
+/// Successful calls by `request` label, from the provider's metrics.
+fn calls(provider: &dyn CloudProvider) -> BTreeMap<String, u64> {
+    let mut text = String::new();
+    provider.encode_metrics(&mut text);
+    let prefix = "cloudprovider_aws_api_request_duration_seconds_count{request=\"";
+    text.lines()
+        .filter_map(|l| l.strip_prefix(prefix))
+        .filter_map(|l| l.split_once("\"} "))
+        .map(|(request, count)| (request.to_owned(), count.trim().parse().unwrap_or_default()))
+        .collect()
+}
+
+fn rule(
+    protocol: &str,
+    port: i32,
+    cidr: &str,
+    description: &str,
+) -> (String, i32, i32, String, String) {
+    (protocol.into(), port, port, cidr.into(), description.into())
+}
+
+#[tokio::test]
+async fn a_service_gets_a_tagged_nlb_with_listeners_target_groups_targets_and_node_rules() {
+    let f = Fixture::new(3).await;
+    let svc = service(
+        &[
+            (key::ADDITIONAL_RESOURCE_TAGS, "team=shop"),
+            (key::CROSS_ZONE_LOAD_BALANCING_ENABLED, "true"),
+            (key::PROXY_PROTOCOL, "*"),
+        ],
+        &[(80, 30080), (443, 30443)],
+    );
+    let ensured = f
+        .lb()
+        .ensure_load_balancer(CLUSTER, &svc, &f.nodes(&[0, 1, 2]))
+        .await
+        .expect("ensured");
+
+    let lbs = f.load_balancers().await;
+    assert_eq!(lbs.len(), 1);
+    let nlb = &lbs[0];
+    assert_eq!(nlb.load_balancer_name(), Some(LB_NAME));
+    assert_eq!(nlb.r#type().map(|t| t.as_str()), Some("network"));
+    assert_eq!(nlb.scheme().map(|s| s.as_str()), Some("internet-facing"));
+    let subnets: BTreeSet<&str> = nlb
+        .availability_zones()
+        .iter()
+        .filter_map(|z| z.subnet_id())
+        .collect();
+    let public: BTreeSet<&str> = f.estate.public_subnets.iter().map(String::as_str).collect();
+    assert_eq!(
+        subnets, public,
+        "the tagged public subnets, not the private or foreign ones"
+    );
+    assert_eq!(
+        ensured.status.ingress[0].hostname.as_deref(),
+        nlb.dns_name()
+    );
+    let attributes = elbv2(&f.moto)
+        .describe_load_balancer_attributes()
+        .load_balancer_arn(nlb.load_balancer_arn().unwrap_or_default())
+        .send()
+        .await
+        .expect("described");
+    let cross_zone = attributes
+        .attributes()
+        .iter()
+        .find(|a| a.key() == Some("load_balancing.cross_zone.enabled"));
+    assert_eq!(cross_zone.and_then(|a| a.value()), Some("true"));
+    let lb_tags = f.tags(nlb.load_balancer_arn().unwrap_or_default()).await;
+    assert!(owned_by_the_service(&lb_tags), "{lb_tags:?}");
+    assert_eq!(lb_tags["team"], "shop");
+
+    let listeners = elbv2(&f.moto)
+        .describe_listeners()
+        .load_balancer_arn(nlb.load_balancer_arn().unwrap_or_default())
+        .send()
+        .await
+        .expect("described");
+    let groups = f.target_groups().await;
+    assert_eq!((listeners.listeners().len(), groups.len()), (2, 2));
+    for listener in listeners.listeners() {
+        let node_port = if listener.port() == Some(80) {
+            30080
+        } else {
+            30443
+        };
+        assert_eq!(listener.protocol().map(|p| p.as_str()), Some("TCP"));
+        let tg_arn = listener.default_actions()[0]
+            .target_group_arn()
+            .unwrap_or_default();
+        let tg = groups
+            .iter()
+            .find(|g| g.target_group_arn() == Some(tg_arn))
+            .expect("forwards to a group");
+        assert_eq!(tg.port(), Some(node_port));
+        assert_eq!(tg.target_type().map(|t| t.as_str()), Some("instance"));
+        assert_eq!(tg.health_check_protocol().map(|p| p.as_str()), Some("TCP"));
+        assert_eq!(tg.health_check_port(), Some("traffic-port"));
+        assert!(
+            tg.target_group_name()
+                .unwrap_or_default()
+                .starts_with("k8s-shop-web-")
+        );
+        assert!(owned_by_the_service(&f.tags(tg_arn).await));
+        assert!(owned_by_the_service(
+            &f.tags(listener.listener_arn().unwrap_or_default()).await
+        ));
+        let want: BTreeSet<(String, i32)> = f
+            .estate
+            .instances
+            .iter()
+            .map(|i| (i.id.clone(), node_port))
+            .collect();
+        assert_eq!(f.targets(tg_arn).await, want);
+        let attributes = elbv2(&f.moto)
+            .describe_target_group_attributes()
+            .target_group_arn(tg_arn)
+            .send()
+            .await
+            .expect("described");
+        let proxy = attributes
+            .attributes()
+            .iter()
+            .find(|a| a.key() == Some("proxy_protocol_v2.enabled"));
+        assert_eq!(proxy.and_then(|a| a.value()), Some("true"));
+    }
+
+    let lb_groups = nlb.security_groups();
+    assert_eq!(lb_groups.len(), 1, "the load balancer's own group");
+    assert_eq!(
+        f.ingress(&lb_groups[0]).await,
+        BTreeSet::from([
+            rule("tcp", 80, "0.0.0.0/0", ""),
+            rule("tcp", 443, "0.0.0.0/0", "")
+        ])
+    );
+    let client = format!("kubernetes.io/rule/nlb/client={LB_NAME}");
+    assert_eq!(
+        f.ingress(&f.estate.node_security_group).await,
+        BTreeSet::from([
+            rule("tcp", 30080, "0.0.0.0/0", &client),
+            rule("tcp", 30443, "0.0.0.0/0", &client),
+            (
+                "icmp".into(),
+                3,
+                4,
+                "0.0.0.0/0".into(),
+                "kubernetes.io/rule/nlb/mtu".into()
+            ),
+        ])
+    );
+
+    // Idempotent: the same call again changes nothing and answers the same.
+    let groups_before = f.security_group_ids().await;
+    let first: u64 = calls(&*f.provider).values().sum();
+    let changes_before = mutations(&*f.provider);
+    assert!(
+        changes_before.contains_key("create_load_balancer"),
+        "{changes_before:?}"
+    );
+    let again = f
+        .lb()
+        .ensure_load_balancer(CLUSTER, &svc, &f.nodes(&[0, 1, 2]))
+        .await
+        .expect("ensured again");
+    let second = calls(&*f.provider).values().sum::<u64>() - first;
+    println!("AWS calls: {first} for the first ensure (3 nodes, 2 ports), {second} for a repeat");
+    assert_eq!(again, ensured);
+    assert_eq!(
+        mutations(&*f.provider),
+        changes_before,
+        "a second ensure changes nothing"
+    );
+    assert_eq!(f.load_balancers().await.len(), 1);
+    assert_eq!(f.target_groups().await.len(), 2);
+    assert_eq!(f.security_group_ids().await, groups_before);
+    let status = f
+        .lb()
+        .get_load_balancer(CLUSTER, &svc)
+        .await
+        .expect("answered");
+    assert_eq!(status, Some(ensured.status));
+}
+
+#[tokio::test]
+async fn targets_follow_nodes_and_target_node_labels() {
+    let f = Fixture::new(3).await;
+    let svc = service(&[], &[(80, 30080)]);
+    let lb = f.lb();
+    lb.ensure_load_balancer(CLUSTER, &svc, &f.nodes(&[0, 1]))
+        .await
+        .expect("ensured");
+    let tg = f.target_groups().await[0]
+        .target_group_arn()
+        .unwrap_or_default()
+        .to_owned();
+    let ids = |which: &[usize]| -> BTreeSet<(String, i32)> {
+        which
+            .iter()
+            .map(|i| (f.estate.instances[*i].id.clone(), 30080))
+            .collect()
+    };
+    assert_eq!(f.targets(&tg).await, ids(&[0, 1]));
+
+    lb.update_load_balancer(CLUSTER, &svc, &f.nodes(&[1, 2]))
+        .await
+        .expect("updated");
+    assert_eq!(f.targets(&tg).await, ids(&[1, 2]));
+    lb.update_load_balancer(CLUSTER, &svc, &[])
+        .await
+        .expect("updated");
+    assert_eq!(f.targets(&tg).await, ids(&[]));
+
+    let labelled = service(&[(key::TARGET_NODE_LABELS, "pool=web")], &[(80, 30080)]);
+    let mut nodes = f.nodes(&[0, 1, 2]);
+    let mut web = (*nodes[2]).clone();
+    web.metadata.labels = Some(BTreeMap::from([("pool".to_owned(), "web".to_owned())]));
+    nodes[2] = Arc::new(web);
+    lb.update_load_balancer(CLUSTER, &labelled, &nodes)
+        .await
+        .expect("updated");
+    assert_eq!(f.targets(&tg).await, ids(&[2]));
+}
+
+#[tokio::test]
+async fn a_new_node_port_swaps_the_target_group_and_deletes_the_old_one() {
+    let f = Fixture::new(1).await;
+    f.lb()
+        .ensure_load_balancer(CLUSTER, &service(&[], &[(80, 30080)]), &f.nodes(&[0]))
+        .await
+        .expect("ensured");
+    let old = f.target_groups().await[0]
+        .target_group_arn()
+        .unwrap_or_default()
+        .to_owned();
+    f.lb()
+        .ensure_load_balancer(CLUSTER, &service(&[], &[(80, 30081)]), &f.nodes(&[0]))
+        .await
+        .expect("ensured");
+    let groups = f.target_groups().await;
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    assert_ne!(groups[0].target_group_arn(), Some(old.as_str()));
+    assert_eq!(groups[0].port(), Some(30081));
+}
+
+#[tokio::test]
+async fn deleting_the_service_leaves_nothing_the_cluster_owned() {
+    let f = Fixture::new(2).await;
+    let mut svc = service(&[], &[(80, 30080)]);
+    let spec = svc.spec.as_mut().expect("spec");
+    spec.load_balancer_source_ranges = Some(vec!["203.0.113.0/24".into()]);
+    spec.external_traffic_policy = Some("Local".into());
+    spec.health_check_node_port = Some(32000);
+    let groups_before = f.security_group_ids().await;
+    f.lb()
+        .ensure_load_balancer(CLUSTER, &svc, &f.nodes(&[0, 1]))
+        .await
+        .expect("ensured");
+    let health = format!("kubernetes.io/rule/nlb/health={LB_NAME}");
+    assert!(
+        f.ingress(&f.estate.node_security_group)
+            .await
+            .contains(&rule("tcp", 32000, VPC_CIDR, &health))
+    );
+    // A target group a crash left behind, unattached but the Service's.
+    let orphan = elbv2(&f.moto)
+        .create_target_group()
+        .name("k8s-shop-web-0rphan0000")
+        .protocol(aws_sdk_elasticloadbalancingv2::types::ProtocolEnum::Tcp)
+        .port(30099)
+        .vpc_id(&f.estate.vpc)
+        .tags(
+            aws_sdk_elasticloadbalancingv2::types::Tag::builder()
+                .key(seed::cluster_tag())
+                .value("owned")
+                .build(),
+        )
+        .tags(
+            aws_sdk_elasticloadbalancingv2::types::Tag::builder()
+                .key("kubernetes.io/service-name")
+                .value("shop/web")
+                .build(),
+        )
+        .send()
+        .await
+        .expect("created");
+    assert!(orphan.target_groups().len() == 1);
+
+    f.lb()
+        .ensure_load_balancer_deleted(CLUSTER, &svc)
+        .await
+        .expect("deleted");
+    assert!(f.load_balancers().await.is_empty());
+    assert!(f.target_groups().await.is_empty());
+    assert!(
+        f.ingress(&f.estate.node_security_group).await.is_empty(),
+        "no client, health or MTU rule left"
+    );
+    assert_eq!(
+        f.security_group_ids().await,
+        groups_before,
+        "the load balancer's group is gone"
+    );
+    assert_eq!(
+        f.lb()
+            .get_load_balancer(CLUSTER, &svc)
+            .await
+            .expect("answered"),
+        None
+    );
+    f.lb()
+        .ensure_load_balancer_deleted(CLUSTER, &svc)
+        .await
+        .expect("deleting again is fine");
+}
+
+#[tokio::test]
+async fn invalid_input_changes_nothing_in_the_cloud() {
+    let f = Fixture::new(1).await;
+    let groups_before = f.security_group_ids().await;
+    let bad = service(&[(key::HEALTHCHECK_INTERVAL, "1")], &[(80, 30080)]);
+    let err = f
+        .lb()
+        .ensure_load_balancer(CLUSTER, &bad, &f.nodes(&[0]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, CloudError::InvalidInput { field, .. } if field == key::HEALTHCHECK_INTERVAL),
+        "{err:?}"
+    );
+
+    let mut classic = service(&[], &[(80, 30080)]);
+    classic.metadata.annotations = None;
+    let err = f
+        .lb()
+        .ensure_load_balancer(CLUSTER, &classic, &f.nodes(&[0]))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("classic Elastic Load Balancers are not supported"),
+        "{err}"
+    );
+
+    let too_few_eips = service(
+        &[
+            (key::SUBNETS, "public-a,public-b"),
+            (key::EIP_ALLOCATIONS, "eipalloc-0abc"),
+        ],
+        &[(80, 30080)],
+    );
+    let err = f
+        .lb()
+        .ensure_load_balancer(CLUSTER, &too_few_eips, &f.nodes(&[0]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, CloudError::InvalidInput { field, .. } if field == key::EIP_ALLOCATIONS),
+        "{err:?}"
+    );
+
+    let unknown_subnet = service(
+        &[(key::SUBNETS, "subnet-0000000000000dead")],
+        &[(80, 30080)],
+    );
+    let err = f
+        .lb()
+        .ensure_load_balancer(CLUSTER, &unknown_subnet, &f.nodes(&[0]))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, CloudError::InvalidInput { field, .. } if field == key::SUBNETS),
+        "{err:?}"
+    );
+
+    let external = service(&[(key::TYPE, "external")], &[(80, 30080)]);
+    let err = f
+        .lb()
+        .ensure_load_balancer(CLUSTER, &external, &f.nodes(&[0]))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CloudError::ImplementedElsewhere), "{err:?}");
+
+    assert!(f.load_balancers().await.is_empty());
+    assert!(f.target_groups().await.is_empty());
+    assert_eq!(f.security_group_ids().await, groups_before);
+    assert!(f.ingress(&f.estate.node_security_group).await.is_empty());
+}
+
+#[tokio::test]
+async fn an_internal_local_service_checks_healthz_and_admits_only_the_vpc() {
+    let f = Fixture::new(2).await;
+    let mut svc = service(&[(key::INTERNAL, "true")], &[(53, 30053)]);
+    let spec = svc.spec.as_mut().expect("spec");
+    spec.external_traffic_policy = Some("Local".into());
+    spec.health_check_node_port = Some(31999);
+    f.lb()
+        .ensure_load_balancer(CLUSTER, &svc, &f.nodes(&[0, 1]))
+        .await
+        .expect("ensured");
+
+    let nlb = &f.load_balancers().await[0];
+    assert_eq!(nlb.scheme().map(|s| s.as_str()), Some("internal"));
+    let subnets: BTreeSet<&str> = nlb
+        .availability_zones()
+        .iter()
+        .filter_map(|z| z.subnet_id())
+        .collect();
+    let want = BTreeSet::from([
+        f.estate.private_subnet.as_str(),
+        f.estate.public_subnets[1].as_str(),
+    ]);
+    assert_eq!(subnets, want, "the internal-elb subnet wins its zone");
+
+    let tg = &f.target_groups().await[0];
+    assert_eq!(tg.health_check_protocol().map(|p| p.as_str()), Some("HTTP"));
+    assert_eq!(tg.health_check_path(), Some("/healthz"));
+    assert_eq!(tg.health_check_port(), Some("31999"));
+    let ingress = f.ingress(&f.estate.node_security_group).await;
+    assert!(
+        ingress.contains(&rule(
+            "tcp",
+            30053,
+            VPC_CIDR,
+            &format!("kubernetes.io/rule/nlb/client={LB_NAME}")
+        )),
+        "{ingress:?}"
+    );
+    assert!(
+        ingress.contains(&rule(
+            "tcp",
+            31999,
+            VPC_CIDR,
+            &format!("kubernetes.io/rule/nlb/health={LB_NAME}")
+        )),
+        "{ingress:?}"
+    );
+}
+
+#[tokio::test]
+async fn subnets_named_by_annotation_are_used_as_named() {
+    let f = Fixture::new(1).await;
+    let by_name = service(&[(key::SUBNETS, "public-b")], &[(80, 30080)]);
+    f.lb()
+        .ensure_load_balancer(CLUSTER, &by_name, &f.nodes(&[0]))
+        .await
+        .expect("ensured");
+    let nlb = &f.load_balancers().await[0];
+    let subnets: Vec<&str> = nlb
+        .availability_zones()
+        .iter()
+        .filter_map(|z| z.subnet_id())
+        .collect();
+    assert_eq!(subnets, [f.estate.public_subnets[1].as_str()]);
+}
