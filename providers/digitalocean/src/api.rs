@@ -1,0 +1,322 @@
+//! A small client for DigitalOcean's REST API v2 over reqwest: bearer
+//! authentication, JSON bodies, pagination, and rate limits.
+
+mod error;
+mod rate_limit;
+pub(crate) mod types;
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::{AUTHORIZATION, HeaderValue};
+use reqwest::{Method, Url};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+pub(crate) use error::ApiError;
+use rate_limit::{Pacer, ServerBudget};
+use types::{ErrorBody, Page};
+
+use crate::config::AccessToken;
+
+/// The API's largest page.
+const PER_PAGE: u32 = 200;
+/// 200 × 500 objects is far beyond any account; a list still going is broken.
+const MAX_PAGES: u32 = 500;
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How much of an unexpected error body goes into a message.
+const MAX_DETAIL: usize = 300;
+const USER_AGENT: &str = concat!(
+    "rust-cloud-controller-manager/",
+    env!("CARGO_PKG_VERSION"),
+    " (digitalocean)"
+);
+
+/// A DigitalOcean API client: one connection pool and one rate-limit state
+/// for every call the provider makes.
+pub(crate) struct Client {
+    http: reqwest::Client,
+    base: Url,
+    auth: HeaderValue,
+    token: AccessToken,
+    pacer: Option<Pacer>,
+    budget: ServerBudget,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("base", &self.base.as_str())
+            .field("pacer", &self.pacer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A request could not be set up (no network I/O happens here).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ClientError {
+    /// The token has characters an HTTP header cannot carry.
+    #[error("the access token contains characters not allowed in an HTTP header")]
+    TokenNotAHeader,
+    /// The HTTP client could not be built (TLS setup).
+    #[error("could not set up the HTTPS client")]
+    Http(#[source] reqwest::Error),
+}
+
+impl Client {
+    pub(crate) fn new(
+        base: Url,
+        token: AccessToken,
+        qps: Option<f64>,
+    ) -> Result<Self, ClientError> {
+        let mut auth = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+            .map_err(|_| ClientError::TokenNotAHeader)?;
+        // Keeps the value out of hyper's and reqwest's debug output.
+        auth.set_sensitive(true);
+        let http = reqwest::Client::builder()
+            .user_agent(USER_AGENT)
+            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()
+            .map_err(ClientError::Http)?;
+        Ok(Self {
+            http,
+            base,
+            auth,
+            token,
+            pacer: qps.map(Pacer::new),
+            budget: ServerBudget::default(),
+        })
+    }
+
+    /// A plain GET of an absolute URL without the token, for the droplet
+    /// metadata service.
+    pub(crate) async fn get_text_unauthenticated(&self, url: Url) -> Result<String, ApiError> {
+        let path = url.path().to_owned();
+        let transport = |source| ApiError::Transport {
+            method: "GET",
+            path: path.clone(),
+            source,
+        };
+        let resp = self
+            .http
+            .get(url)
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await
+            .map_err(transport)?;
+        let status = resp.status();
+        let text = resp.text().await.map_err(transport)?;
+        if !status.is_success() {
+            return Err(ApiError::Status {
+                method: "GET",
+                path,
+                status: status.as_u16(),
+                detail: excerpt(&text),
+            });
+        }
+        Ok(text.trim().to_owned())
+    }
+
+    pub(crate) async fn get<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<T, ApiError> {
+        let body = self.send(Method::GET, path, query, None::<&()>).await?;
+        decode("GET", path, &body)
+    }
+
+    pub(crate) async fn post<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<T, ApiError> {
+        let body = self.send(Method::POST, path, &[], Some(body)).await?;
+        decode("POST", path, &body)
+    }
+
+    /// A POST whose answer has no body (204).
+    pub(crate) async fn post_no_content<B: Serialize>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<(), ApiError> {
+        self.send(Method::POST, path, &[], Some(body))
+            .await
+            .map(drop)
+    }
+
+    pub(crate) async fn put<B: Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &B,
+    ) -> Result<T, ApiError> {
+        let body = self.send(Method::PUT, path, &[], Some(body)).await?;
+        decode("PUT", path, &body)
+    }
+
+    /// A DELETE, with a body for the endpoints that take one.
+    pub(crate) async fn delete<B: Serialize>(
+        &self,
+        path: &str,
+        body: Option<&B>,
+    ) -> Result<(), ApiError> {
+        self.send(Method::DELETE, path, &[], body).await.map(drop)
+    }
+
+    /// Every item of a paginated list, following the pages until the API
+    /// gives no `links.pages.next`.
+    pub(crate) async fn list_all<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        filter: &[(&str, String)],
+    ) -> Result<Vec<T>, ApiError> {
+        let mut items = Vec::new();
+        for page in 1..=MAX_PAGES {
+            let mut query = filter.to_vec();
+            query.push(("page", page.to_string()));
+            query.push(("per_page", PER_PAGE.to_string()));
+            let got: Page<T> = self.get(path, &query).await?;
+            let more = got.links.pages.is_some_and(|p| p.next.is_some());
+            let empty = got.items.is_empty();
+            items.extend(got.items);
+            // An empty page that claims a next one would loop forever.
+            if !more || empty {
+                return Ok(items);
+            }
+        }
+        Err(ApiError::TooManyPages {
+            path: path.to_owned(),
+            pages: MAX_PAGES,
+        })
+    }
+
+    async fn send<B: Serialize>(
+        &self,
+        method: Method,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<&B>,
+    ) -> Result<Vec<u8>, ApiError> {
+        let name = method_name(&method);
+        if let Some(retry_after) = self.budget.wait_needed(SystemTime::now()) {
+            tracing::debug!(
+                method = name,
+                path,
+                ?retry_after,
+                "DigitalOcean API budget spent; not sending"
+            );
+            return Err(ApiError::Throttled { retry_after });
+        }
+        if let Some(pacer) = &self.pacer {
+            pacer.acquire().await;
+        }
+        let mut url =
+            self.base
+                .join(path.trim_start_matches('/'))
+                .map_err(|_| ApiError::InvalidPath {
+                    path: path.to_owned(),
+                })?;
+        if !query.is_empty() {
+            url.query_pairs_mut()
+                .extend_pairs(query.iter().map(|(k, v)| (*k, v.as_str())));
+        }
+        let mut request = self
+            .http
+            .request(method, url)
+            .header(AUTHORIZATION, self.auth.clone());
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        tracing::debug!(method = name, path, "DigitalOcean API request");
+        let transport = |source| ApiError::Transport {
+            method: name,
+            path: path.to_owned(),
+            source,
+        };
+        let response = request.send().await.map_err(transport)?;
+        let status = response.status();
+        let throttled = self
+            .budget
+            .observe(status.as_u16(), response.headers(), SystemTime::now());
+        let bytes = response.bytes().await.map_err(transport)?;
+        if let Some(retry_after) = throttled {
+            tracing::info!(
+                method = name,
+                path,
+                ?retry_after,
+                "DigitalOcean API answered 429"
+            );
+            return Err(ApiError::Throttled { retry_after });
+        }
+        if status.as_u16() == 404 {
+            return Err(ApiError::NotFound {
+                method: name,
+                path: path.to_owned(),
+            });
+        }
+        if !status.is_success() {
+            let detail = match serde_json::from_slice::<ErrorBody>(&bytes) {
+                Ok(e) if !e.id.is_empty() || !e.message.is_empty() => {
+                    format!("{}: {}", e.id, e.message)
+                }
+                _ => excerpt(&String::from_utf8_lossy(&bytes)),
+            };
+            return Err(ApiError::Status {
+                method: name,
+                path: path.to_owned(),
+                status: status.as_u16(),
+                detail: self.redact(&detail),
+            });
+        }
+        Ok(bytes.to_vec())
+    }
+
+    /// Removes the token from text a server sent back, should it echo it.
+    fn redact(&self, text: &str) -> String {
+        let token = self.token.expose();
+        if token.is_empty() {
+            text.to_owned()
+        } else {
+            text.replace(token, "<redacted>")
+        }
+    }
+}
+
+fn decode<T: DeserializeOwned>(
+    method: &'static str,
+    path: &str,
+    body: &[u8],
+) -> Result<T, ApiError> {
+    // A 204 answer to a call that expects nothing decodes from `null`.
+    let body = if body.is_empty() {
+        b"null".as_slice()
+    } else {
+        body
+    };
+    serde_json::from_slice(body).map_err(|source| ApiError::Decode {
+        method,
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn excerpt(text: &str) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(MAX_DETAIL) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+fn method_name(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        _ => "PATCH",
+    }
+}

@@ -1,0 +1,271 @@
+//! The provider's configuration: upstream's environment variables, and a
+//! small TOML cloud config that can name a token file.
+//!
+//! ```toml
+//! # --cloud-config (optional): read the API token from a file, such as a
+//! # mounted Secret, instead of DO_ACCESS_TOKEN.
+//! token_file = "/etc/kubernetes/digitalocean/token"
+//! ```
+
+use std::fmt;
+use std::path::PathBuf;
+
+use cloud_provider::{CloudConfig, ConfigError, Environment};
+use reqwest::Url;
+use serde::Deserialize;
+
+/// The API token (required; or `token_file` in the cloud config).
+pub const ENV_ACCESS_TOKEN: &str = "DO_ACCESS_TOKEN";
+/// The API base URL, for tests and private endpoints.
+pub const ENV_OVERRIDE_URL: &str = "DO_OVERRIDE_URL";
+/// Client-side rate limit in requests per second.
+pub const ENV_API_RATE_LIMIT_QPS: &str = "DO_API_RATE_LIMIT_QPS";
+/// The cluster's ID: load balancers are tagged `k8s:<id>`.
+pub const ENV_CLUSTER_ID: &str = "DO_CLUSTER_ID";
+/// The VPC load balancers are created in.
+pub const ENV_CLUSTER_VPC_ID: &str = "DO_CLUSTER_VPC_ID";
+/// The region slug; asked of the droplet metadata service when unset.
+pub const ENV_REGION: &str = "REGION";
+
+/// DigitalOcean's public API.
+pub const DEFAULT_API_URL: &str = "https://api.digitalocean.com/";
+/// Where a droplet learns its own region when `REGION` is unset.
+pub const DEFAULT_METADATA_URL: &str = "http://169.254.169.254/metadata/v1/region";
+
+/// A DigitalOcean API token. Its `Debug` never shows the value, and nothing
+/// in this crate formats it into a message.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AccessToken(String);
+
+impl AccessToken {
+    /// Wraps a token.
+    pub fn new(token: impl Into<String>) -> Self {
+        Self(token.into())
+    }
+
+    /// The secret itself, for the `Authorization` header only.
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AccessToken(<redacted>)")
+    }
+}
+
+/// Everything the provider needs to run, read from the environment and the
+/// cloud config by [`Settings::from_env`].
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The API token.
+    pub token: AccessToken,
+    /// The API base URL (`DO_OVERRIDE_URL`, or [`DEFAULT_API_URL`]).
+    pub api_url: Url,
+    /// Client-side requests per second (`DO_API_RATE_LIMIT_QPS`); unlimited
+    /// when `None`.
+    pub rate_limit_qps: Option<f64>,
+    /// `DO_CLUSTER_ID`: load balancers are tagged `k8s:<id>`.
+    pub cluster_id: Option<String>,
+    /// `DO_CLUSTER_VPC_ID`: the VPC load balancers are created in.
+    pub cluster_vpc_id: Option<String>,
+    /// `REGION`; when `None`, initialization asks the metadata service.
+    pub region: Option<String>,
+    /// The droplet metadata endpoint answering the region.
+    pub metadata_url: Url,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    token_file: Option<PathBuf>,
+}
+
+impl Settings {
+    /// Reads the settings from `env` and, when given, the cloud config.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the variable or file at fault. Messages never
+    /// contain the token.
+    pub fn from_env(config: Option<&CloudConfig>, env: &Environment) -> Result<Self, ConfigError> {
+        let file = config.map(parse_file).transpose()?.unwrap_or_default();
+        let token = match (env.get(ENV_ACCESS_TOKEN), &file.token_file) {
+            (Some(token), _) => AccessToken::new(token.trim()),
+            (None, Some(path)) => read_token_file(path, config)?,
+            (None, None) => {
+                return Err(ConfigError::new(format!(
+                    "environment variable {ENV_ACCESS_TOKEN} is required (or `token_file` in the cloud config)"
+                )));
+            }
+        };
+        let api_url = parse_url(
+            ENV_OVERRIDE_URL,
+            env.get(ENV_OVERRIDE_URL).unwrap_or(DEFAULT_API_URL),
+        )?;
+        let rate_limit_qps = env
+            .get(ENV_API_RATE_LIMIT_QPS)
+            .map(|raw| match raw.trim().parse::<f64>() {
+                Ok(qps) if qps.is_finite() && qps > 0.0 => Ok(qps),
+                _ => Err(ConfigError::new(format!(
+                    "environment variable {ENV_API_RATE_LIMIT_QPS}: `{raw}` is not a positive number of requests per second"
+                ))),
+            })
+            .transpose()?;
+        let cluster_vpc_id = env
+            .get(ENV_CLUSTER_VPC_ID)
+            .map(str::trim)
+            .map(str::to_owned);
+        if let Some(vpc) = &cluster_vpc_id
+            && !is_uuid(vpc)
+        {
+            return Err(ConfigError::new(format!(
+                "environment variable {ENV_CLUSTER_VPC_ID}: `{vpc}` is not a VPC UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)"
+            )));
+        }
+        Ok(Self {
+            token,
+            api_url,
+            rate_limit_qps,
+            cluster_id: env.get(ENV_CLUSTER_ID).map(str::trim).map(str::to_owned),
+            cluster_vpc_id,
+            region: env.get(ENV_REGION).map(str::trim).map(str::to_owned),
+            metadata_url: parse_url("metadata URL", DEFAULT_METADATA_URL)?,
+        })
+    }
+
+    /// Asks `url` for the region instead of the droplet metadata service.
+    #[must_use]
+    pub fn with_metadata_url(mut self, url: Url) -> Self {
+        self.metadata_url = url;
+        self
+    }
+
+    /// The tag marking this cluster's load balancers, `k8s:<DO_CLUSTER_ID>`.
+    pub fn cluster_tag(&self) -> Option<String> {
+        self.cluster_id.as_ref().map(|id| format!("k8s:{id}"))
+    }
+}
+
+fn parse_file(config: &CloudConfig) -> Result<FileConfig, ConfigError> {
+    toml::from_str(&config.contents).map_err(|e| {
+        let err = config.error(e.message().to_owned());
+        match e.span() {
+            Some(span) => {
+                let line = config.contents[..span.start.min(config.contents.len())]
+                    .matches('\n')
+                    .count()
+                    + 1;
+                err.at_line(line)
+            }
+            None => err,
+        }
+    })
+}
+
+fn read_token_file(
+    path: &PathBuf,
+    config: Option<&CloudConfig>,
+) -> Result<AccessToken, ConfigError> {
+    let located = |message: String| match config {
+        Some(c) => c.error(message),
+        None => ConfigError::new(message),
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| located(format!("token_file: cannot read {}: {e}", path.display())))?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(located(format!("token_file: {} is empty", path.display())));
+    }
+    Ok(AccessToken::new(token))
+}
+
+fn parse_url(what: &str, raw: &str) -> Result<Url, ConfigError> {
+    // A base without a trailing slash would lose its last path segment when
+    // `v2/...` is joined onto it.
+    let with_slash = if raw.ends_with('/') {
+        raw.to_owned()
+    } else {
+        format!("{raw}/")
+    };
+    match Url::parse(&with_slash) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") => Ok(url),
+        _ => Err(ConfigError::new(format!(
+            "{what}: `{raw}` is not an http(s) URL"
+        ))),
+    }
+}
+
+/// Whether `s` has the 8-4-4-4-12 hex form of the API's UUIDs.
+pub(crate) fn is_uuid(s: &str) -> bool {
+    let groups: Vec<&str> = s.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(g, len)| g.len() == len && g.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env() -> Environment {
+        Environment::default().with(ENV_ACCESS_TOKEN, "dop_v1_secret")
+    }
+
+    #[test]
+    fn missing_token_names_the_variable() {
+        let err = Settings::from_env(None, &Environment::default()).unwrap_err();
+        assert!(err.to_string().contains("DO_ACCESS_TOKEN"), "{err}");
+    }
+
+    #[test]
+    fn defaults_point_at_the_public_api() {
+        let s = Settings::from_env(None, &env()).unwrap();
+        assert_eq!(s.api_url.as_str(), DEFAULT_API_URL);
+        assert_eq!(s.rate_limit_qps, None);
+        assert_eq!(s.cluster_tag(), None);
+    }
+
+    #[test]
+    fn override_url_keeps_its_path_prefix() {
+        let s = Settings::from_env(
+            None,
+            &env().with(ENV_OVERRIDE_URL, "http://127.0.0.1:9/api"),
+        )
+        .unwrap();
+        assert_eq!(
+            s.api_url.join("v2/droplets").unwrap().as_str(),
+            "http://127.0.0.1:9/api/v2/droplets"
+        );
+    }
+
+    #[test]
+    fn bad_values_name_their_variable() {
+        for (var, value) in [
+            (ENV_OVERRIDE_URL, "ftp://x"),
+            (ENV_API_RATE_LIMIT_QPS, "fast"),
+            (ENV_API_RATE_LIMIT_QPS, "0"),
+            (ENV_CLUSTER_VPC_ID, "vpc-1"),
+        ] {
+            let err = Settings::from_env(None, &env().with(var, value)).unwrap_err();
+            assert!(err.to_string().contains(var), "{var}={value}: {err}");
+        }
+    }
+
+    #[test]
+    fn token_debug_is_redacted() {
+        let s = Settings::from_env(None, &env()).unwrap();
+        assert!(!format!("{s:?}").contains("dop_v1_secret"));
+    }
+
+    #[test]
+    fn cloud_config_unknown_key_names_file_and_line() {
+        let config = CloudConfig::new("/etc/do.toml", "\ntokenfile = \"/x\"\n");
+        let err = Settings::from_env(Some(&config), &Environment::default()).unwrap_err();
+        let shown = err.to_string();
+        assert!(shown.starts_with("/etc/do.toml:2:"), "{shown}");
+        assert!(shown.contains("tokenfile"), "{shown}");
+    }
+}

@@ -1,0 +1,127 @@
+//! DigitalOcean: droplets and load balancers over the REST API.
+//!
+//! Start with [`DigitalOceanProviderFactory`]: the `digitalocean` binary
+//! hands it to the app, which builds a [`DigitalOceanProvider`] from
+//! upstream's environment variables ([`Settings`]) and initializes it.
+//!
+//! - **Instances**: a node is the droplet named by its provider ID
+//!   `digitalocean://<droplet-id>`, or, before it has one, the droplet whose
+//!   name (or an address) is the node name. Batch lookups answer many nodes
+//!   from one paginated droplet list.
+//! - **Load balancers**: one DigitalOcean load balancer per Service,
+//!   configured by upstream's `service.beta.kubernetes.io/do-loadbalancer-*`
+//!   annotations and remembered in `kubernetes.digitalocean.com/load-balancer-id`.
+//! - **Routes**: none. DigitalOcean VPCs route pod traffic natively, so the
+//!   route controller stays off.
+//!
+//! The API client paces requests (`DO_API_RATE_LIMIT_QPS`), follows
+//! pagination, and turns 429 or a spent `RateLimit-Remaining` into
+//! [`CloudError::Throttled`] with the server's reset time. The token never
+//! appears in logs, errors or `Debug` output.
+//!
+//! With the `test-util` feature, `test_util` holds a stateful fake of the
+//! API behind a Prism proxy checking DigitalOcean's OpenAPI spec, for this
+//! crate's tests and the binary's end-to-end tests.
+
+mod api;
+mod config;
+mod factory;
+mod instances;
+mod load_balancer;
+mod provider_id;
+mod region;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_util;
+
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+use async_trait::async_trait;
+use cloud_provider::{
+    CloudError, CloudProvider, ConfigError, InitContext, Instances, LoadBalancer,
+};
+
+pub use config::{
+    AccessToken, DEFAULT_API_URL, DEFAULT_METADATA_URL, ENV_ACCESS_TOKEN, ENV_API_RATE_LIMIT_QPS,
+    ENV_CLUSTER_ID, ENV_CLUSTER_VPC_ID, ENV_OVERRIDE_URL, ENV_REGION, Settings,
+};
+pub use factory::DigitalOceanProviderFactory;
+pub use instances::MAX_BATCH_SIZE;
+pub use load_balancer::annotations;
+pub use provider_id::{PROVIDER_ID_PREFIX, droplet_id_from_provider_id};
+
+use api::Client;
+
+/// The provider name: `--cloud-provider=digitalocean`.
+pub const PROVIDER_NAME: &str = "digitalocean";
+
+/// DigitalOcean as a [`CloudProvider`].
+#[derive(Debug)]
+pub struct DigitalOceanProvider {
+    api: Client,
+    settings: Settings,
+    /// The region load balancers are created in, known after `initialize`.
+    region: OnceLock<String>,
+    /// Service UID → load-balancer ID, for load balancers created before
+    /// their ID could be recorded on the Service (while still `new`), so
+    /// polling them is one GET rather than a search by name.
+    created: Mutex<HashMap<String, String>>,
+}
+
+impl DigitalOceanProvider {
+    /// A provider for `settings`. Does no network I/O.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] when the HTTP client cannot be set up.
+    pub fn new(settings: Settings) -> Result<Self, ConfigError> {
+        let api = Client::new(
+            settings.api_url.clone(),
+            settings.token.clone(),
+            settings.rate_limit_qps,
+        )
+        .map_err(|e| ConfigError::new(format!("{ENV_ACCESS_TOKEN}: {e}")))?;
+        Ok(Self {
+            api,
+            settings,
+            region: OnceLock::new(),
+            created: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The region, once [`CloudProvider::initialize`] has determined it.
+    pub fn region(&self) -> Option<&str> {
+        self.region.get().map(String::as_str)
+    }
+}
+
+#[async_trait]
+impl CloudProvider for DigitalOceanProvider {
+    fn provider_name(&self) -> &'static str {
+        PROVIDER_NAME
+    }
+
+    /// Load balancers carry the `k8s:<DO_CLUSTER_ID>` tag only when
+    /// `DO_CLUSTER_ID` is set.
+    fn has_cluster_id(&self) -> bool {
+        self.settings.cluster_id.is_some()
+    }
+
+    /// Determines the region: `REGION`, checked against the API's region
+    /// list (which also proves the token works), or the droplet metadata
+    /// service.
+    async fn initialize(&self, _ctx: &InitContext) -> Result<(), CloudError> {
+        let region = region::resolve(&self.api, &self.settings).await?;
+        tracing::info!(region = %region, "DigitalOcean provider initialized");
+        // A second initialize finds the same region; keeping the first is fine.
+        let _ = self.region.set(region);
+        Ok(())
+    }
+
+    fn instances(&self) -> Option<&dyn Instances> {
+        Some(self)
+    }
+
+    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
+        Some(self)
+    }
+}

@@ -1,0 +1,234 @@
+//! Test fixtures: a stateful fake of DigitalOcean's API behind a Prism proxy
+//! that validates every request and response against DigitalOcean's
+//! OpenAPI spec.
+//!
+//! Compiled for this crate's tests and, with the `test-util` feature, for
+//! other crates' tests (the binary's end-to-end tests), so there is one copy
+//! of the fake. Start with [`account`]: a fresh, empty account on the fake,
+//! whose [`Account::env`] points a provider (or a CCM process) at Prism.
+//!
+//! One fake and one Prism serve a whole test binary, on a runtime of their
+//! own (each `#[tokio::test]` has its own runtime, which ends with the
+//! test); each test gets its own account through a fresh token.
+
+pub mod fake_api;
+pub mod prism;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{OnceLock, mpsc};
+use std::time::Duration;
+
+use cloud_provider::{CloudProvider, Environment, InitContext};
+use serde_json::Value;
+
+use crate::{DigitalOceanProvider, Settings};
+pub use fake_api::{AccountState, FakeApi, FakeDroplet, FakeLoadBalancer, Recorded};
+
+/// How long the fake and Prism may take to start on a busy 2-core machine.
+const START_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The fake and the Prism in front of it.
+#[derive(Debug)]
+pub struct Harness {
+    /// The fake's accounts.
+    pub api: FakeApi,
+    /// The fake itself, bypassing Prism.
+    pub fake_url: String,
+    /// Prism, validating, in front of the fake.
+    pub prism_url: String,
+    /// The Prism process.
+    pub prism: prism::Prism,
+}
+
+static HARNESS: OnceLock<Harness> = OnceLock::new();
+static NEXT_ACCOUNT: AtomicU64 = AtomicU64::new(1);
+
+/// The test binary's harness, started on first use.
+///
+/// # Panics
+/// When the fake cannot bind a loopback port or Prism cannot start (the
+/// message names `cargo xtask ci` when Prism is not installed).
+pub fn harness() -> &'static Harness {
+    HARNESS.get_or_init(|| {
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("fake-digitalocean".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                    .expect("fake API runtime");
+                runtime.block_on(async move {
+                    let api = FakeApi::default();
+                    let started = match api.serve().await {
+                        Ok(fake_url) => prism::start(&fake_url)
+                            .await
+                            .map(|prism| Harness {
+                                api,
+                                fake_url,
+                                prism_url: prism.url.clone(),
+                                prism,
+                            })
+                            .map_err(|e| e.to_string()),
+                        Err(e) => Err(format!("could not bind the fake API on 127.0.0.1: {e}")),
+                    };
+                    let failed = started.is_err();
+                    let _ = tx.send(started);
+                    if !failed {
+                        // Serve until the test process exits.
+                        std::future::pending::<()>().await;
+                    }
+                });
+            })
+            .expect("spawn the fake API thread");
+        match rx.recv_timeout(START_TIMEOUT) {
+            Ok(Ok(harness)) => harness,
+            Ok(Err(why)) => panic!("{why}"),
+            Err(e) => panic!("the fake API and Prism did not start: {e}"),
+        }
+    })
+}
+
+/// A fresh, empty account on the fake.
+pub fn account() -> Account {
+    let harness = harness();
+    let n = NEXT_ACCOUNT.fetch_add(1, Ordering::SeqCst);
+    let token = format!("dop_v1_{:x}{n:04}supersecret", std::process::id());
+    harness
+        .api
+        .lock()
+        .insert(token.clone(), AccountState::default());
+    Account { token, harness }
+}
+
+/// A test's view of its account on the fake.
+#[derive(Debug, Clone)]
+pub struct Account {
+    /// The account's API token.
+    pub token: String,
+    /// The fake and Prism serving it.
+    pub harness: &'static Harness,
+}
+
+impl Account {
+    fn with<T>(&self, f: impl FnOnce(&mut AccountState) -> T) -> T {
+        let mut accounts = self.harness.api.lock();
+        f(accounts.get_mut(&self.token).expect("account exists"))
+    }
+
+    /// The provider's environment: this account's token, Prism as the API,
+    /// region nyc3.
+    pub fn env(&self) -> Environment {
+        Environment::default()
+            .with("DO_ACCESS_TOKEN", &self.token)
+            .with("DO_OVERRIDE_URL", &self.harness.prism_url)
+            .with("REGION", "nyc3")
+    }
+
+    /// An initialized provider for `env`.
+    ///
+    /// # Panics
+    /// When `env` is not valid or initialization fails.
+    pub async fn provider_with(&self, env: &Environment) -> DigitalOceanProvider {
+        let settings = Settings::from_env(None, env).expect("valid settings");
+        let provider = DigitalOceanProvider::new(settings).expect("provider");
+        provider
+            .initialize(&InitContext::new("test-cluster"))
+            .await
+            .expect("initialize against the fake");
+        provider
+    }
+
+    /// An initialized provider for this account.
+    pub async fn provider(&self) -> DigitalOceanProvider {
+        self.provider_with(&self.env()).await
+    }
+
+    /// Adds (or replaces) a droplet.
+    pub fn add_droplet(&self, droplet: FakeDroplet) {
+        self.with(|a| a.droplets.insert(droplet.id, droplet));
+    }
+
+    /// `count` droplets `node-<i>` with IDs from 1000.
+    pub fn add_droplets(&self, count: u64) {
+        for i in 0..count {
+            self.add_droplet(FakeDroplet::new(1000 + i, &format!("node-{i}")));
+        }
+    }
+
+    /// Sets the status (`new`, `active`, `off`, `archive`) of droplet `id`.
+    pub fn set_droplet_status(&self, id: u64, status: &str) {
+        self.with(|a| a.droplets.get_mut(&id).expect("droplet").status = status.to_owned());
+    }
+
+    /// Deletes droplet `id`.
+    pub fn remove_droplet(&self, id: u64) {
+        self.with(|a| a.droplets.remove(&id));
+    }
+
+    /// Every load balancer as the API renders it, in ID order.
+    pub fn load_balancers(&self) -> Vec<Value> {
+        self.with(|a| a.load_balancers.values().map(|lb| lb.to_json()).collect())
+    }
+
+    /// Sets the status of the `index`th load balancer (in ID order).
+    pub fn set_load_balancer_status(&self, index: usize, status: &str) {
+        self.with(|a| {
+            a.load_balancers
+                .values_mut()
+                .nth(index)
+                .expect("load balancer")
+                .status = status.to_owned();
+        });
+    }
+
+    /// How many reads a new load balancer answers `new` before it turns
+    /// `active` (default 1; 0 creates it active).
+    pub fn set_activate_after_reads(&self, reads: u32) {
+        self.with(|a| a.activate_after_reads = reads);
+    }
+
+    /// The next `calls` requests answer 429, naming a reset `reset_in`
+    /// seconds away.
+    pub fn throttle_next(&self, calls: u32, reset_in: u64) {
+        self.with(|a| {
+            a.throttle_next = calls;
+            a.throttle_reset_in = reset_in;
+        });
+    }
+
+    /// Requests left in the hour, reported in `RateLimit-Remaining`.
+    pub fn set_remaining(&self, remaining: u64) {
+        self.with(|a| a.remaining = remaining);
+    }
+
+    /// Breaks (or repairs) the droplet representation, for response-contract
+    /// tests.
+    pub fn corrupt_droplets(&self, on: bool) {
+        self.with(|a| a.corrupt_droplets = on);
+    }
+
+    /// Requests the fake answered (those Prism refused never arrive).
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.with(|a| a.requests.clone())
+    }
+
+    /// Forgets the requests answered so far.
+    pub fn clear_requests(&self) {
+        self.with(|a| a.requests.clear());
+    }
+
+    /// How many requests changed something.
+    pub fn mutations(&self) -> usize {
+        self.requests().iter().filter(|r| r.is_mutation()).count()
+    }
+
+    /// How many `method` requests went to exactly `path`.
+    pub fn count(&self, method: &str, path: &str) -> usize {
+        self.requests()
+            .iter()
+            .filter(|r| r.method == method && r.path == path)
+            .count()
+    }
+}

@@ -1,0 +1,71 @@
+//! The Kubernetes objects these tests hand the provider. The fake API and
+//! Prism are the crate's `test_util`, shared with the binary's end-to-end
+//! tests.
+#![allow(dead_code, reason = "each test file uses a different subset")]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use cloud_provider::k8s_openapi::api::core::v1::{
+    Node, NodeSpec, Service, ServicePort, ServiceSpec,
+};
+use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+pub(crate) fn node(name: &str, provider_id: Option<&str>) -> Arc<Node> {
+    Arc::new(Node {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(NodeSpec {
+            provider_id: provider_id.map(str::to_owned),
+            ..NodeSpec::default()
+        }),
+        status: None,
+    })
+}
+
+/// A LoadBalancer Service `default/<name>` with one TCP port 80 → node port
+/// 30080, and `annotations`.
+pub(crate) fn service(name: &str, uid: &str, annotations: &[(&str, &str)]) -> Service {
+    let annotations: BTreeMap<String, String> = annotations
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    Service {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some("default".to_owned()),
+            uid: Some(uid.to_owned()),
+            annotations: (!annotations.is_empty()).then_some(annotations),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ServiceSpec {
+            type_: Some("LoadBalancer".to_owned()),
+            ports: Some(vec![port("TCP", 80, 30080)]),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    }
+}
+
+pub(crate) fn port(protocol: &str, port: i32, node_port: i32) -> ServicePort {
+    ServicePort {
+        protocol: Some(protocol.to_owned()),
+        port,
+        node_port: Some(node_port),
+        ..ServicePort::default()
+    }
+}
+
+/// `service` with `annotations` added.
+pub(crate) fn annotated(mut service: Service, annotations: &[(&str, &str)]) -> Service {
+    let map = service
+        .metadata
+        .annotations
+        .get_or_insert_with(BTreeMap::new);
+    for (k, v) in annotations {
+        map.insert((*k).to_owned(), (*v).to_owned());
+    }
+    service
+}
