@@ -1,0 +1,85 @@
+//! The `aws-cloud-controller-manager` process itself: how it refuses a bad
+//! cloud config, and how it stops on SIGTERM.
+
+mod support;
+
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use support::ccm::command;
+use support::{E2e, eventually};
+
+/// The Lease upstream's default flags name.
+const LEASE: &str = "cloud-controller-manager";
+
+#[tokio::test]
+async fn an_unknown_cloud_config_key_exits_64_naming_file_line_and_key() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("cloud.conf");
+    std::fs::write(
+        &config,
+        "[Global]\nRegion = us-east-1\nKubernetesClusterID = c1\nVPCC = vpc-0123456789abcdef0\n",
+    )?;
+    let args = vec![
+        format!("--cloud-config={}", config.display()),
+        // Unreachable on purpose: a bad config must be refused before any
+        // connection is tried.
+        "--master=http://127.0.0.1:9".to_owned(),
+        "--secure-port=0".to_owned(),
+    ];
+    let (mut command, log) = command("bad-config", &args)?;
+    let status = tokio::time::timeout(Duration::from_secs(30), command.status())
+        .await
+        .map_err(|_| anyhow::anyhow!("the CCM did not exit within 30s"))??;
+    let output = std::fs::read_to_string(&log)?;
+    assert_eq!(status.code(), Some(64), "{output}");
+    assert_eq!(
+        output.lines().collect::<Vec<_>>(),
+        [format!(
+            "aws-cloud-controller-manager: {}:4: unknown key `VPCC` in [Global]",
+            config.display()
+        )],
+        "one line naming the file, the line and the key"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn sigterm_exits_0_and_releases_the_lease() -> anyhow::Result<()> {
+    let mut e2e = E2e::start("sigterm", 1, &[]).await?;
+    let leases: Api<Lease> = Api::namespaced(e2e.client.clone(), "kube-system");
+    let holder = eventually(
+        "the CCM holding the Lease",
+        Duration::from_secs(30),
+        || async {
+            let lease = leases.get_opt(LEASE).await?;
+            Ok(lease
+                .and_then(|l| l.spec)
+                .and_then(|s| s.holder_identity)
+                .filter(|h| !h.is_empty()))
+        },
+    )
+    .await?;
+    assert!(!holder.is_empty());
+
+    e2e.ccm.terminate().await?;
+    let status = e2e.ccm.wait(Duration::from_secs(30)).await?;
+    assert_eq!(status.code(), Some(0), "{}", e2e.ccm.log_tail());
+    let spec = leases
+        .get(LEASE)
+        .await?
+        .spec
+        .ok_or_else(|| anyhow::anyhow!("the Lease has no spec"))?;
+    assert_eq!(
+        spec.holder_identity.as_deref().unwrap_or_default(),
+        "",
+        "released: no holder"
+    );
+    assert_eq!(
+        spec.lease_duration_seconds,
+        Some(1),
+        "released as client-go's ReleaseOnCancel: a one-second lease another replica takes at once"
+    );
+    Ok(())
+}

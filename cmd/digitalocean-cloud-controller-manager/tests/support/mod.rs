@@ -1,0 +1,227 @@
+//! End-to-end fixtures: the real `digitalocean-cloud-controller-manager`
+//! binary as a child process, the test API server, and the fake
+//! DigitalOcean API behind Stoplight Prism (`provider_digitalocean::test_util`),
+//! so every request the binary sends, and every response it reads, is
+//! checked against DigitalOcean's OpenAPI spec.
+//!
+//! Every wait is bounded; a failing test kills the CCM and prints its log.
+#![allow(dead_code, reason = "each test file uses a different subset")]
+
+pub(crate) mod ccm;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Event, Node, Service};
+use kube::Api;
+use kube::api::{ListParams, PostParams};
+use provider_digitalocean::test_util::Account;
+use serde_json::{Value, json};
+use test_apiserver::TestApiServer;
+
+use ccm::Ccm;
+
+/// `DO_CLUSTER_ID` of the tests' clusters.
+pub(crate) const CLUSTER_ID: &str = "e2e-cluster";
+/// `REGION` of the tests' clusters (the fake's droplets are in nyc3 too).
+pub(crate) const REGION: &str = "nyc3";
+/// How long any one outcome may take. A new load balancer is polled every
+/// 15 s until it is active, so this leaves room for a few polls.
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
+/// The taint kubelet sets until the CCM initializes the node.
+pub(crate) const UNINITIALIZED: &str = "node.cloudprovider.kubernetes.io/uninitialized";
+/// Where the provider records the load balancer's ID on the Service.
+pub(crate) const LOAD_BALANCER_ID: &str = "kubernetes.digitalocean.com/load-balancer-id";
+/// The service controller's finalizer.
+pub(crate) const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
+
+/// Upstream's environment variables for `account`: its token, Prism as the
+/// API, the cluster ID and the region.
+pub(crate) fn do_env(account: &Account) -> Vec<(&'static str, String)> {
+    vec![
+        ("DO_ACCESS_TOKEN", account.token.clone()),
+        ("DO_OVERRIDE_URL", account.harness.prism_url.clone()),
+        ("DO_CLUSTER_ID", CLUSTER_ID.to_owned()),
+        ("REGION", REGION.to_owned()),
+    ]
+}
+
+/// Flags for a CCM against `server`: its kubeconfig, a one-second node
+/// monitor and short leader-election durations.
+pub(crate) fn ccm_args(server: &TestApiServer) -> Vec<String> {
+    vec![
+        format!("--kubeconfig={}", server.kubeconfig_path().display()),
+        "--cluster-name=e2e".to_owned(),
+        "--node-monitor-period=1s".to_owned(),
+        "--leader-elect-lease-duration=4s".to_owned(),
+        "--leader-elect-renew-deadline=3s".to_owned(),
+        "--leader-elect-retry-period=1s".to_owned(),
+    ]
+}
+
+/// Polls `check` every 200 ms until it answers `Some`, for at most [`WAIT`].
+///
+/// # Panics
+/// On timeout, naming `what`.
+pub(crate) async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        if let Some(found) = check().await {
+            return found;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out after {WAIT:?} waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The CCM against a test API server and an account on the fake.
+///
+/// Fields drop in order: the CCM is killed before the API server stops.
+#[derive(Debug)]
+pub(crate) struct Cluster {
+    pub(crate) ccm: Ccm,
+    pub(crate) server: TestApiServer,
+    pub(crate) account: Account,
+}
+
+impl Cluster {
+    /// A test API server with nodes `node-1` to `node-<nodes>` as kubelet
+    /// registers them, and a ready CCM for `account`.
+    pub(crate) async fn start(account: Account, nodes: usize) -> Self {
+        let server = TestApiServer::builder()
+            .seed_nodes(nodes)
+            .start()
+            .await
+            .expect("the test API server starts");
+        let ccm = Ccm::start(&do_env(&account), &ccm_args(&server))
+            .await
+            .expect("the CCM starts");
+        Self {
+            ccm,
+            server,
+            account,
+        }
+    }
+
+    pub(crate) fn nodes(&self) -> Api<Node> {
+        Api::all(self.server.client())
+    }
+
+    pub(crate) fn services(&self) -> Api<Service> {
+        Api::namespaced(self.server.client(), "default")
+    }
+
+    /// Registers node `name` as kubelet does with `--cloud-provider=external`.
+    pub(crate) async fn create_node(&self, name: &str) {
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "spec": {"taints": [{"key": UNINITIALIZED, "value": "true", "effect": "NoSchedule"}]},
+            "status": {"addresses": [{"type": "Hostname", "address": name}]}
+        }))
+        .expect("a Node");
+        self.nodes()
+            .create(&PostParams::default(), &node)
+            .await
+            .expect("node created");
+    }
+
+    /// Creates the LoadBalancer Service `default/<name>`: TCP port 80 to
+    /// 8080, a node port allocated by the server, and `annotations`.
+    pub(crate) async fn create_service(&self, name: &str, annotations: &[(&str, &str)]) -> Service {
+        let annotations: BTreeMap<&str, &str> = annotations.iter().copied().collect();
+        let service: Service = serde_json::from_value(json!({
+            "metadata": {"name": name, "annotations": annotations},
+            "spec": {
+                "type": "LoadBalancer",
+                "selector": {"app": name},
+                "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]
+            }
+        }))
+        .expect("a Service");
+        self.services()
+            .create(&PostParams::default(), &service)
+            .await
+            .expect("service created")
+    }
+
+    /// The Warning events about Service `name`.
+    pub(crate) async fn warnings_about(&self, name: &str) -> Vec<Event> {
+        let events: Api<Event> = Api::namespaced(self.server.client(), "default");
+        events
+            .list(&ListParams::default())
+            .await
+            .expect("events listed")
+            .items
+            .into_iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some(name))
+            .filter(|e| e.type_.as_deref() == Some("Warning"))
+            .collect()
+    }
+
+    /// The load balancer `id` as the fake holds it.
+    pub(crate) fn load_balancer(&self, id: &str) -> Option<Value> {
+        self.account
+            .load_balancers()
+            .into_iter()
+            .find(|lb| lb["id"] == id)
+    }
+
+    /// The droplet IDs behind load balancer `id`, sorted.
+    pub(crate) fn load_balancer_droplets(&self, id: &str) -> Option<Vec<u64>> {
+        let lb = self.load_balancer(id)?;
+        let mut ids: Vec<u64> = lb["droplet_ids"]
+            .as_array()?
+            .iter()
+            .filter_map(Value::as_u64)
+            .collect();
+        ids.sort_unstable();
+        Some(ids)
+    }
+
+    /// Fails when Prism's log reports a request or response that breaks
+    /// DigitalOcean's spec. Prism marks those `✖ error` (404s and other
+    /// answers the spec allows are not marked). The log is shared by every
+    /// test in this binary, and all of them should be clean.
+    pub(crate) fn assert_contract_clean(&self) {
+        let path = &self.account.harness.prism.log;
+        let log = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("Prism's log {}: {e}", path.display()));
+        let violations: Vec<&str> = log.lines().filter(|line| line.contains('✖')).collect();
+        assert!(
+            violations.is_empty(),
+            "Prism saw requests or responses that break DigitalOcean's spec:\n{}",
+            violations.join("\n")
+        );
+    }
+}
+
+/// The IPs in a Service's `status.loadBalancer.ingress`.
+pub(crate) fn ingress_ips(service: &Service) -> Vec<String> {
+    service
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|lb| lb.ingress.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i.ip.clone())
+        .collect()
+}
+
+/// The value of annotation `key` on `service`.
+pub(crate) fn annotation<'a>(service: &'a Service, key: &str) -> Option<&'a str> {
+    service
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(key)
+        .map(String::as_str)
+}

@@ -1,0 +1,266 @@
+//! End to end: the real binary and `kubectl`, against the test API server —
+//! or, unchanged, against a real cluster when `KUBECONFIG` is set (those
+//! variants are ignored by default).
+//!
+//! The fake cloud answers for any node name, so on a real cluster the suite
+//! registers its own Node objects (with unique names) and cleans them up.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::api::{Api, DeleteParams, PostParams};
+use test_apiserver::TestApiServer;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_fake-cloud-controller-manager");
+const WAIT: Duration = Duration::from_secs(60);
+
+/// Where the suite runs: a kubeconfig and a client for it.
+struct Target {
+    kubeconfig: PathBuf,
+    client: kube::Client,
+    /// Keeps the test API server alive when the target is local.
+    server: Option<TestApiServer>,
+}
+
+impl Target {
+    async fn local() -> Self {
+        let server = TestApiServer::start().await.unwrap();
+        Self {
+            kubeconfig: server.kubeconfig_path().to_owned(),
+            client: server.client(),
+            server: Some(server),
+        }
+    }
+
+    async fn real_cluster() -> Self {
+        let kubeconfig = PathBuf::from(
+            std::env::var_os("KUBECONFIG").expect("set KUBECONFIG to a real cluster"),
+        );
+        let client = kube::Client::try_default()
+            .await
+            .expect("a client for KUBECONFIG");
+        Self {
+            kubeconfig,
+            client,
+            server: None,
+        }
+    }
+}
+
+/// The CCM under test (with its cloud config), stopped when dropped.
+struct Ccm {
+    child: Child,
+    /// Holds the cloud config until the process is gone.
+    _config: tempfile::TempDir,
+}
+
+impl Ccm {
+    fn start(kubeconfig: &Path, cluster_name: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let cloud_config = dir.path().join("cloud.toml");
+        std::fs::write(&cloud_config, "[settings]\nauto_instances = true\n").unwrap();
+        let child = Command::new(BINARY)
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .arg(format!("--cloud-config={}", cloud_config.display()))
+            .arg(format!("--cluster-name={cluster_name}"))
+            // A lease of its own, so a real cluster's CCM is not disturbed.
+            .arg(format!("--leader-elect-resource-name={cluster_name}"))
+            .args([
+                "--configure-cloud-routes=false",
+                "--secure-port=0",
+                "--node-monitor-period=1s",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the binary starts");
+        Self {
+            child,
+            _config: dir,
+        }
+    }
+}
+
+impl Drop for Ccm {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+            std::thread::yield_now();
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs kubectl without blocking the runtime (the test API server may be
+/// serving from this very thread).
+async fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
+    let out = tokio::process::Command::new("kubectl")
+        .arg(format!("--kubeconfig={}", kubeconfig.display()))
+        .args(args)
+        .output()
+        .await
+        .expect("kubectl runs; `cargo xtask ci` installs it when missing");
+    assert!(
+        out.status.success(),
+        "kubectl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+async fn eventually<T, F: AsyncFnMut() -> Option<T>>(what: &str, mut check: F) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(start.elapsed() < WAIT, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("{prefix}-{:x}{nanos:08x}", std::process::id())
+}
+
+fn uninitialized_node(name: &str) -> Node {
+    serde_json::from_value(serde_json::json!({
+        "metadata": { "name": name, "labels": { "e2e.ccm.example/suite": "fake" } },
+        "spec": { "taints": [{ "key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule" }] },
+    }))
+    .unwrap()
+}
+
+/// Nodes are initialized, a LoadBalancer Service created with kubectl gets an
+/// ingress, and deleting it releases the load balancer and the finalizer.
+async fn nodes_and_load_balancers(target: Target) {
+    let cluster = unique("e2e");
+    let nodes: Api<Node> = Api::all(target.client.clone());
+    let names: Vec<String> = (0..3).map(|i| format!("{cluster}-node-{i}")).collect();
+    for name in &names {
+        nodes
+            .create(&PostParams::default(), &uninitialized_node(name))
+            .await
+            .unwrap();
+    }
+    let _ccm = Ccm::start(&target.kubeconfig, &cluster);
+
+    for name in &names {
+        let node = eventually("node initialized", async || {
+            let node = nodes.get(name).await.ok()?;
+            let tainted = node
+                .spec
+                .as_ref()?
+                .taints
+                .iter()
+                .flatten()
+                .any(|t| t.key.contains("uninitialized"));
+            (!tainted).then_some(node)
+        })
+        .await;
+        assert_eq!(
+            node.spec.unwrap().provider_id,
+            Some(format!("fake://{name}"))
+        );
+        let labels = node.metadata.labels.unwrap();
+        assert_eq!(
+            labels
+                .get("node.kubernetes.io/instance-type")
+                .map(String::as_str),
+            Some("fake.standard")
+        );
+    }
+    let wide = kubectl(
+        &target.kubeconfig,
+        &[
+            "get",
+            "nodes",
+            "-o",
+            "wide",
+            "-l",
+            "e2e.ccm.example/suite=fake",
+        ],
+    )
+    .await;
+    assert!(names.iter().all(|n| wide.contains(n.as_str())), "{wide}");
+
+    let service = format!("{cluster}-web");
+    let manifest = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        manifest.path(),
+        format!("apiVersion: v1\nkind: Service\nmetadata:\n  name: {service}\n  namespace: default\nspec:\n  type: LoadBalancer\n  ports:\n  - port: 80\n    targetPort: 8080\n"),
+    )
+    .unwrap();
+    // The test API server serves no OpenAPI document to validate against.
+    let validate = if target.server.is_some() {
+        "--validate=false"
+    } else {
+        "--validate=true"
+    };
+    kubectl(
+        &target.kubeconfig,
+        &["apply", validate, "-f", manifest.path().to_str().unwrap()],
+    )
+    .await;
+    let services: Api<Service> = Api::namespaced(target.client.clone(), "default");
+    let ingress = eventually("an ingress", async || {
+        let svc = services.get(&service).await.ok()?;
+        svc.status?.load_balancer?.ingress?.into_iter().next()?.ip
+    })
+    .await;
+    assert!(ingress.starts_with("100."), "{ingress}");
+    let svc = services.get(&service).await.unwrap();
+    assert!(
+        svc.metadata
+            .finalizers
+            .unwrap()
+            .contains(&"service.kubernetes.io/load-balancer-cleanup".to_owned())
+    );
+
+    kubectl(
+        &target.kubeconfig,
+        &[
+            "delete",
+            "service",
+            &service,
+            "-n",
+            "default",
+            "--wait=false",
+        ],
+    )
+    .await;
+    eventually("the Service gone (finalizer removed)", async || {
+        services
+            .get_opt(&service)
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+
+    for name in &names {
+        let _ = nodes.delete(name, &DeleteParams::default()).await;
+    }
+}
+
+#[tokio::test]
+async fn nodes_and_load_balancers_on_the_test_apiserver() {
+    nodes_and_load_balancers(Target::local().await).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real cluster: set KUBECONFIG"]
+async fn nodes_and_load_balancers_on_a_real_cluster() {
+    nodes_and_load_balancers(Target::real_cluster().await).await;
+}
