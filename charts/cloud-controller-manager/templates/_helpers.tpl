@@ -1,0 +1,149 @@
+{{/* The chart's name, or nameOverride. */}}
+{{- define "ccm.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The release's full name: objects are called this. */}}
+{{- define "ccm.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else if contains (include "ccm.name" .) .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name (include "ccm.name" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{- define "ccm.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "ccm.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "ccm.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "ccm.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: cloud-controller-manager
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+cloud-controller-manager/provider: {{ .Values.provider }}
+{{- end }}
+
+{{- define "ccm.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "ccm.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The provider's binary: also its image's repository name. */}}
+{{- define "ccm.binary" -}}
+{{- printf "%s-cloud-controller-manager" .Values.provider }}
+{{- end }}
+
+{{- define "ccm.image" -}}
+{{- $repository := default (include "ccm.binary" .) .Values.image.repository }}
+{{- $image := printf "%s/%s" .Values.image.registry $repository | trimPrefix "/" }}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" $image .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" $image (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret holding the cloud config, if any. */}}
+{{- define "ccm.cloudConfigSecret" -}}
+{{- if .Values.cloudConfig.existingSecret }}
+{{- .Values.cloudConfig.existingSecret }}
+{{- else if .Values.cloudConfig.content }}
+{{- printf "%s-cloud-config" (include "ccm.fullname" .) }}
+{{- end }}
+{{- end }}
+
+{{/* Flags, upstream's spelling: `--flag=value` throughout (booleans need the `=`). */}}
+{{- define "ccm.args" -}}
+{{- $args := list (printf "--cloud-provider=%s" .Values.provider) }}
+{{- if include "ccm.cloudConfigSecret" . }}
+{{- $args = append $args (printf "--cloud-config=/etc/kubernetes/cloud-config/%s" .Values.cloudConfig.key) }}
+{{- end }}
+{{- $args = append $args (printf "--cluster-name=%s" .Values.clusterName) }}
+{{- $args = append $args (printf "--controllers=%s" (join "," .Values.controllers)) }}
+{{- $args = append $args (printf "--leader-elect=%t" .Values.leaderElection.enabled) }}
+{{- if .Values.leaderElection.enabled }}
+{{- $args = append $args (printf "--leader-elect-resource-namespace=%s" .Release.Namespace) }}
+{{- $args = append $args (printf "--leader-elect-resource-name=%s" .Values.leaderElection.leaseName) }}
+{{- end }}
+{{- $args = append $args (printf "--allocate-node-cidrs=%t" .Values.networking.allocateNodeCIDRs) }}
+{{- $args = append $args (printf "--configure-cloud-routes=%t" .Values.networking.configureCloudRoutes) }}
+{{- with .Values.networking.clusterCIDR }}
+{{- $args = append $args (printf "--cluster-cidr=%s" .) }}
+{{- end }}
+{{- $args = append $args (printf "--bind-address=%s" .Values.bindAddress) }}
+{{- $args = append $args (printf "--secure-port=%d" (int .Values.port)) }}
+{{- $args = append $args (printf "--v=%d" (int .Values.verbosity)) }}
+{{- $args = append $args (printf "--log-format=%s" .Values.logFormat) }}
+{{- /* Without DO_CLUSTER_ID the DigitalOcean provider cannot tag its load
+       balancers for this cluster; upstream's DigitalOcean CCM runs untagged. */}}
+{{- if and (eq .Values.provider "digitalocean") (not .Values.digitalocean.clusterID) }}
+{{- $args = append $args "--allow-untagged-cloud=true" }}
+{{- end }}
+{{- range $name, $value := .Values.extraArgs }}
+{{- $args = append $args (printf "--%s=%v" $name $value) }}
+{{- end }}
+{{- toYaml $args }}
+{{- end }}
+
+{{/* The provider's environment: credentials and settings. */}}
+{{- define "ccm.env" -}}
+{{- if eq .Values.provider "aws" }}
+{{- with .Values.aws.region }}
+- name: AWS_REGION
+  value: {{ . | quote }}
+{{- end }}
+{{- with .Values.aws.credentialsSecret }}
+{{- if .name }}
+- name: AWS_ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef:
+      name: {{ .name }}
+      key: {{ .accessKeyIDKey }}
+- name: AWS_SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ .name }}
+      key: {{ .secretAccessKeyKey }}
+{{- end }}
+{{- end }}
+{{- else if eq .Values.provider "digitalocean" }}
+{{- with .Values.digitalocean }}
+- name: DO_ACCESS_TOKEN
+  valueFrom:
+    secretKeyRef:
+      name: {{ required "digitalocean.tokenSecret.name is required: the Secret holding the DigitalOcean API token" .tokenSecret.name }}
+      key: {{ .tokenSecret.key }}
+{{- with .region }}
+- name: REGION
+  value: {{ . | quote }}
+{{- end }}
+{{- with .clusterID }}
+- name: DO_CLUSTER_ID
+  value: {{ . | quote }}
+{{- end }}
+{{- with .clusterVPCID }}
+- name: DO_CLUSTER_VPC_ID
+  value: {{ . | quote }}
+{{- end }}
+{{- with .apiRateLimitQPS }}
+- name: DO_API_RATE_LIMIT_QPS
+  value: {{ . | quote }}
+{{- end }}
+{{- with .overrideURL }}
+- name: DO_OVERRIDE_URL
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- with .Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}

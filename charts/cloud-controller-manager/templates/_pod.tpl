@@ -1,0 +1,101 @@
+{{/* The pod, shared by the Deployment and the DaemonSet. */}}
+{{- define "ccm.podTemplate" -}}
+metadata:
+  labels:
+    {{- include "ccm.selectorLabels" . | nindent 4 }}
+    {{- with .Values.podLabels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- $annotations := deepCopy .Values.podAnnotations }}
+  {{- if .Values.cloudConfig.content }}
+  {{- /* A changed config rolls the pods: the CCM reads it once, at start. */}}
+  {{- $_ := set $annotations "checksum/cloud-config" (.Values.cloudConfig.content | sha256sum) }}
+  {{- end }}
+  {{- with $annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+spec:
+  serviceAccountName: {{ include "ccm.serviceAccountName" . }}
+  automountServiceAccountToken: true
+  priorityClassName: {{ .Values.priorityClassName }}
+  {{- if .Values.hostNetwork }}
+  hostNetwork: true
+  dnsPolicy: ClusterFirstWithHostNet
+  {{- end }}
+  {{- with .Values.imagePullSecrets }}
+  imagePullSecrets:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  securityContext:
+    {{- toYaml .Values.podSecurityContext | nindent 4 }}
+  containers:
+    - name: cloud-controller-manager
+      image: {{ include "ccm.image" . }}
+      imagePullPolicy: {{ .Values.image.pullPolicy }}
+      args:
+        {{- include "ccm.args" . | nindent 8 }}
+      {{- with (include "ccm.env" . | trim) }}
+      env:
+        {{- . | nindent 8 }}
+      {{- end }}
+      ports:
+        - name: http
+          containerPort: {{ .Values.port }}
+          protocol: TCP
+      livenessProbe:
+        {{- toYaml .Values.livenessProbe | nindent 8 }}
+      readinessProbe:
+        {{- toYaml .Values.readinessProbe | nindent 8 }}
+      resources:
+        {{- toYaml .Values.resources | nindent 8 }}
+      securityContext:
+        {{- toYaml .Values.securityContext | nindent 8 }}
+      volumeMounts:
+        - name: tmp
+          mountPath: /tmp
+        {{- if include "ccm.cloudConfigSecret" . }}
+        - name: cloud-config
+          mountPath: /etc/kubernetes/cloud-config
+          readOnly: true
+        {{- end }}
+  volumes:
+    - name: tmp
+      emptyDir: {}
+    {{- with include "ccm.cloudConfigSecret" . }}
+    - name: cloud-config
+      secret:
+        secretName: {{ . }}
+    {{- end }}
+  {{- $nodeSelector := .Values.nodeSelector }}
+  {{- if eq .Values.kind "DaemonSet" }}
+  {{- $nodeSelector = merge (deepCopy .Values.nodeSelector) .Values.daemonSet.nodeSelector }}
+  {{- end }}
+  {{- with $nodeSelector }}
+  nodeSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- if .Values.affinity }}
+  affinity:
+    {{- toYaml .Values.affinity | nindent 4 }}
+  {{- else if eq .Values.kind "Deployment" }}
+  # Replicas on different nodes, so losing one node never stops the CCM.
+  affinity:
+    podAntiAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+        - weight: 100
+          podAffinityTerm:
+            topologyKey: kubernetes.io/hostname
+            labelSelector:
+              matchLabels:
+                {{- include "ccm.selectorLabels" . | nindent 16 }}
+  {{- end }}
+  {{- with .Values.topologySpreadConstraints }}
+  topologySpreadConstraints:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.tolerations }}
+  tolerations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
