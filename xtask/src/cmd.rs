@@ -1,0 +1,50 @@
+//! Running commands with their output streamed and their failure explained.
+
+use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::{Context, bail};
+
+/// The repository root (xtask lives one level below it).
+pub(crate) fn repo_root() -> PathBuf {
+    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or(manifest_dir)
+}
+
+/// The cargo that runs us, so rustup's toolchain choice carries through.
+pub(crate) fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(repo_root());
+    cmd
+}
+
+/// Runs `cmd` to completion with inherited output; fails on a non-zero exit.
+pub(crate) fn run(cmd: &mut Command) -> anyhow::Result<()> {
+    let shown = display(cmd);
+    println!("\n$ {shown}");
+    let status = cmd
+        .status()
+        .with_context(|| format!("could not start `{shown}`"))?;
+    if !status.success() {
+        bail!("`{shown}` failed ({status})");
+    }
+    Ok(())
+}
+
+/// Runs `cmd` and returns its standard output, or `None` if it fails.
+pub(crate) fn output(program: impl AsRef<OsStr>, args: &[&str]) -> Option<String> {
+    let out = Command::new(program).args(args).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn display(cmd: &Command) -> String {
+    let mut parts = vec![cmd.get_program().to_string_lossy().into_owned()];
+    parts.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
+    parts.join(" ")
+}

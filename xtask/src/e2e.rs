@@ -1,0 +1,58 @@
+//! `cargo xtask e2e`: the end-to-end suites — the real binaries against the
+//! test API server and each cloud's emulator — and, when `KUBECONFIG` is set,
+//! the same suites against that real cluster.
+
+use crate::cmd::{cargo, repo_root, run};
+
+const USAGE: &str = "usage: cargo xtask e2e
+
+Runs every end-to-end suite (the `e2e` test target of each cmd/ binary) against
+the embedded test API server. When KUBECONFIG is set, also runs the variants
+that need a real cluster (ignored by default) against it, and the test API
+server's contract suite against it, so its expectations stay honest.";
+
+/// The binaries' packages that exist in this checkout.
+fn binaries() -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(repo_root().join("cmd")) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().join("tests/e2e.rs").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return Ok(());
+    }
+    if let Some(other) = args.first() {
+        anyhow::bail!("unknown option `{other}`\n\n{USAGE}");
+    }
+    let real_cluster = std::env::var_os("KUBECONFIG").is_some_and(|k| !k.is_empty());
+    let mut test = cargo();
+    test.args(["test", "--locked"]);
+    for package in binaries() {
+        test.args(["-p", &package]);
+    }
+    test.args(["--test", "e2e"]);
+    if real_cluster {
+        test.args(["--", "--include-ignored"]);
+    }
+    run(&mut test)?;
+    if real_cluster {
+        run(cargo().args([
+            "test",
+            "--locked",
+            "-p",
+            "test-apiserver",
+            "--",
+            "--ignored",
+        ]))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,116 @@
+//! A minimal HTTP/1.1 client for loopback endpoints the tasks poll: the test
+//! API server and the CCM's `/metrics`. Plain HTTP only, one request per
+//! connection.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+
+/// A response: status code and body.
+#[derive(Debug)]
+pub(crate) struct Response {
+    pub(crate) status: u16,
+    pub(crate) body: String,
+}
+
+/// `http://host:port` → the socket address.
+pub(crate) fn address(url: &str) -> anyhow::Result<SocketAddr> {
+    let rest = url
+        .strip_prefix("http://")
+        .with_context(|| format!("{url} is not an http:// URL"))?;
+    let authority = rest.split('/').next().unwrap_or(rest);
+    authority
+        .parse()
+        .with_context(|| format!("{url}: expected http://IP:PORT"))
+}
+
+/// Sends `method path` with an optional JSON body.
+pub(crate) fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<(&str, &str)>,
+) -> anyhow::Result<Response> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .with_context(|| format!("connecting to {addr}"))?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAccept: application/json\r\nUser-Agent: xtask\r\n"
+    );
+    if let Some((content_type, body)) = body {
+        head.push_str(&format!(
+            "Content-Type: {content_type}\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes())?;
+    if let Some((_, body)) = body {
+        stream.write_all(body.as_bytes())?;
+    }
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw)?;
+    parse(&raw)
+}
+
+/// `GET path`.
+pub(crate) fn get(addr: SocketAddr, path: &str) -> anyhow::Result<Response> {
+    request(addr, "GET", path, None)
+}
+
+fn parse(raw: &[u8]) -> anyhow::Result<Response> {
+    let text = String::from_utf8_lossy(raw);
+    let Some((head, body)) = text.split_once("\r\n\r\n") else {
+        bail!("malformed HTTP response")
+    };
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .context("HTTP response without a status code")?;
+    let chunked = head.lines().any(|l| {
+        let l = l.to_ascii_lowercase();
+        l.starts_with("transfer-encoding:") && l.contains("chunked")
+    });
+    let body = if chunked {
+        dechunk(body)?
+    } else {
+        body.to_owned()
+    };
+    Ok(Response { status, body })
+}
+
+fn dechunk(mut body: &str) -> anyhow::Result<String> {
+    let mut out = String::new();
+    loop {
+        let (size, rest) = body.split_once("\r\n").context("truncated chunk")?;
+        let size = usize::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16)
+            .context("bad chunk size")?;
+        if size == 0 {
+            return Ok(out);
+        }
+        out.push_str(rest.get(..size).context("truncated chunk")?);
+        body = rest.get(size + 2..).unwrap_or_default();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_plain_and_chunked_responses() {
+        let plain = parse(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").unwrap();
+        assert_eq!((plain.status, plain.body.as_str()), (200, "ok"));
+        let chunked = parse(b"HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n").unwrap();
+        assert_eq!((chunked.status, chunked.body.as_str()), (503, "abcde"));
+    }
+
+    #[test]
+    fn addresses_come_from_urls() {
+        assert_eq!(address("http://127.0.0.1:6443").unwrap().port(), 6443);
+        assert!(address("https://127.0.0.1:6443").is_err());
+    }
+}

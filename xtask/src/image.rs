@@ -1,0 +1,272 @@
+//! `cargo xtask image`: a reproducible OCI image per provider, built from
+//! the provider's static musl binary with no base distribution.
+
+mod binary;
+mod check;
+mod layer;
+mod oci;
+mod tarball;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail, ensure};
+
+use crate::cmd::{self, repo_root, run};
+use crate::tools::{self, apt};
+use oci::Metadata;
+
+/// The providers `--provider` accepts, each with a binary
+/// `cmd/<provider>-cloud-controller-manager`; `cargo xtask ci` builds and
+/// checks every one's image.
+pub(crate) const PROVIDERS: [&str; 3] = ["aws", "digitalocean", "fake"];
+
+/// Where images are published; `cargo xtask image` never pushes there itself.
+const REPOSITORY: &str = "ghcr.io/rust-ccm";
+
+/// The most an image may weigh compressed (its blobs, what a node pulls).
+const MAX_COMPRESSED_BYTES: usize = 20_000_000;
+
+/// The CA bundle copied into images, from Debian's `ca-certificates`.
+const HOST_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+const USAGE: &str =
+    "usage: cargo xtask image --provider <aws|digitalocean|fake> [--check] [--push REF]
+
+Builds <provider>-cloud-controller-manager as a static x86_64-unknown-linux-musl
+release binary and writes an OCI image holding only it, a CA bundle,
+/etc/passwd and /etc/group (user 65532) and /tmp, under target/images/<provider>/:
+  oci/        an OCI image layout
+  image.tar   the same image, loadable as an oci-archive and as a docker-archive
+The image is reproducible: SOURCE_DATE_EPOCH (default: the last commit's time)
+is its creation time, and nothing else varies between builds.
+
+  --check     also build the image a second time and compare it byte for byte,
+              inspect image.tar with skopeo (oci-archive and docker-archive),
+              unpack the layout with umoci and run the binary's --version,
+              and fail if the image exceeds 20 MB compressed
+  --push REF  copy the image to REF (for example docker://registry/name:tag)
+              with skopeo, which must be installed";
+
+#[derive(Debug)]
+struct Options {
+    provider: String,
+    check: bool,
+    push: Option<String>,
+}
+
+fn parse(args: &[String]) -> anyhow::Result<Option<Options>> {
+    let mut provider = None;
+    let mut options = Options {
+        provider: String::new(),
+        check: false,
+        push: None,
+    };
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| {
+            args.next()
+                .cloned()
+                .with_context(|| format!("{name} needs a value\n\n{USAGE}"))
+        };
+        match arg.as_str() {
+            "-h" | "--help" => return Ok(None),
+            "--provider" => provider = Some(value("--provider")?),
+            "--check" => options.check = true,
+            "--push" => options.push = Some(value("--push")?),
+            other => bail!("unknown option `{other}`\n\n{USAGE}"),
+        }
+    }
+    let provider = provider.with_context(|| format!("--provider is required\n\n{USAGE}"))?;
+    if !PROVIDERS.contains(&provider.as_str()) {
+        bail!(
+            "unknown provider `{provider}`: expected one of {}",
+            PROVIDERS.join(", ")
+        );
+    }
+    options.provider = provider;
+    Ok(Some(options))
+}
+
+pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
+    let Some(options) = parse(args)? else {
+        println!("{USAGE}");
+        return Ok(());
+    };
+    tools::musl::ensure()?;
+    if !Path::new(HOST_CA_BUNDLE).exists() {
+        apt::install(&["ca-certificates"])?;
+    }
+    if options.check {
+        tools::skopeo::ensure()?;
+        tools::umoci::ensure()?;
+    }
+    let (binary, build_time) = binary::build(&options.provider)?;
+    let meta = metadata(&options.provider)?;
+    let out = images_dir().join(&options.provider);
+    let image = write(&binary, &meta, &out)?;
+    let binary_size = std::fs::metadata(&binary)?.len();
+    let archive_size = std::fs::metadata(out.join("image.tar"))?.len();
+    println!(
+        "\nimage {} ({})\n  digest      {}\n  binary      {} ({}, built in {:.0?})\n  compressed  {} (layer {})\n  image.tar   {}\n  written to  {}",
+        meta.reference(),
+        options.provider,
+        image.manifest_digest,
+        binary.display(),
+        megabytes(binary_size as usize),
+        build_time,
+        megabytes(image.compressed_size()),
+        megabytes(image.layer_size),
+        megabytes(archive_size as usize),
+        out.display(),
+    );
+    if options.check {
+        let again = images_dir().join(".rebuild").join(&options.provider);
+        write(&binary, &meta, &again)?;
+        let files = check::same_files(&out, &again)?;
+        println!("second build: {files} files, byte-identical to the first");
+        check::skopeo(
+            &out.join("image.tar"),
+            &meta,
+            &image.manifest_digest,
+            &layer_diff_id(&image)?,
+        )?;
+        check::umoci(
+            &out.join("oci"),
+            &images_dir().join(".unpacked").join(&options.provider),
+            &meta,
+        )?;
+        ensure!(
+            image.compressed_size() <= MAX_COMPRESSED_BYTES,
+            "the {} image is {} compressed, over the {} limit",
+            options.provider,
+            megabytes(image.compressed_size()),
+            megabytes(MAX_COMPRESSED_BYTES)
+        );
+    }
+    if let Some(reference) = options.push {
+        if !apt::has("skopeo") {
+            bail!("--push needs skopeo (apt-get install skopeo)");
+        }
+        run(Command::new("skopeo")
+            .arg("copy")
+            .arg(format!("oci-archive:{}", out.join("image.tar").display()))
+            .arg(&reference))?;
+    }
+    Ok(())
+}
+
+/// Assembles the image from `binary` and writes it under `out`, replacing
+/// what was there.
+fn write(binary: &Path, meta: &Metadata, out: &Path) -> anyhow::Result<oci::Image> {
+    let binary_bytes =
+        std::fs::read(binary).with_context(|| format!("reading {}", binary.display()))?;
+    let ca_bundle =
+        std::fs::read(HOST_CA_BUNDLE).with_context(|| format!("reading {HOST_CA_BUNDLE}"))?;
+    let layer = layer::build(&layer::Contents {
+        binary_name: &meta.binary_name,
+        binary: &binary_bytes,
+        ca_bundle: &ca_bundle,
+    })?;
+    let image = oci::assemble(meta, &layer);
+    if out.exists() {
+        std::fs::remove_dir_all(out).with_context(|| format!("removing {}", out.display()))?;
+    }
+    image.write_layout(&out.join("oci"))?;
+    let archive = out.join("image.tar");
+    std::fs::write(&archive, image.archive()?)
+        .with_context(|| format!("writing {}", archive.display()))?;
+    Ok(image)
+}
+
+fn layer_diff_id(image: &oci::Image) -> anyhow::Result<String> {
+    let hex = image.manifest_digest.trim_start_matches("sha256:");
+    let manifest: serde_json::Value = serde_json::from_slice(&image.blobs[hex])?;
+    let config_hex = manifest["config"]["digest"]
+        .as_str()
+        .unwrap_or_default()
+        .trim_start_matches("sha256:");
+    let config: serde_json::Value =
+        serde_json::from_slice(image.blobs.get(config_hex).context("no config blob")?)?;
+    config["rootfs"]["diff_ids"][0]
+        .as_str()
+        .map(str::to_owned)
+        .context("the config has no diff_id")
+}
+
+fn metadata(provider: &str) -> anyhow::Result<Metadata> {
+    let root = repo_root();
+    let git = |args: &[&str]| {
+        cmd::output(
+            "git",
+            &[&["-C", &root.display().to_string()], args].concat(),
+        )
+        .map(|s| s.trim().to_owned())
+    };
+    let created = match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(epoch) => epoch
+            .trim()
+            .parse()
+            .context("SOURCE_DATE_EPOCH: expected seconds since the epoch")?,
+        Err(_) => git(&["log", "-1", "--format=%ct"])
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0),
+    };
+    let binary_name = binary::package(provider);
+    Ok(Metadata {
+        provider: provider.to_owned(),
+        repository: format!("{REPOSITORY}/{binary_name}"),
+        binary_name,
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        revision: git(&["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".to_owned()),
+        source: env!("CARGO_PKG_REPOSITORY").to_owned(),
+        created,
+    })
+}
+
+/// `target/images`.
+fn images_dir() -> PathBuf {
+    binary::target_dir().join("images")
+}
+
+fn megabytes(bytes: usize) -> String {
+    format!("{:.2} MB", bytes as f64 / 1_000_000.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_provider_is_required_and_must_be_known() {
+        assert!(
+            parse(&args(&[]))
+                .unwrap_err()
+                .to_string()
+                .contains("--provider is required")
+        );
+        assert!(
+            parse(&args(&["--provider", "gcp"]))
+                .unwrap_err()
+                .to_string()
+                .contains("unknown provider `gcp`")
+        );
+        let options = parse(&args(&["--provider", "fake", "--check"]))
+            .unwrap()
+            .unwrap();
+        assert_eq!((options.provider.as_str(), options.check), ("fake", true));
+    }
+
+    #[test]
+    fn a_provider_without_a_binary_package_is_named_in_the_error() {
+        let err = binary::build("nonexistent").unwrap_err().to_string();
+        assert!(
+            err.contains("no `nonexistent-cloud-controller-manager` package"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,69 @@
+//! The static binary an image runs: a release build for musl.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::bail;
+
+use crate::cmd::{cargo, repo_root, run};
+use crate::tools::musl::TARGET;
+
+/// The provider's binary, also its Cargo package: `<provider>-cloud-controller-manager`.
+pub(crate) fn package(provider: &str) -> String {
+    format!("{provider}-cloud-controller-manager")
+}
+
+/// Builds the provider's binary and returns its path and how long cargo took.
+///
+/// C code (aws-lc-sys, under rustls) is compiled with `musl-gcc`. Paths of
+/// the checkout and of cargo's registry are remapped, so the binary does not
+/// depend on where the repository was cloned. The flags apply to the musl
+/// target only (`CARGO_TARGET_<triple>_RUSTFLAGS`): host builds, and the
+/// workspace's debug builds, keep their cache.
+pub(crate) fn build(provider: &str) -> anyhow::Result<(PathBuf, std::time::Duration)> {
+    let root = repo_root();
+    let package = package(provider);
+    if !root.join("cmd").join(&package).join("Cargo.toml").exists() {
+        bail!(
+            "there is no `{package}` package yet (cmd/{package}/Cargo.toml): the {provider} provider's binary has not landed in this workspace"
+        );
+    }
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")))
+        .unwrap_or_else(|| PathBuf::from("/root/.cargo"));
+    let rustflags = format!(
+        "--remap-path-prefix={}=/src --remap-path-prefix={}=/cargo",
+        root.display(),
+        cargo_home.display()
+    );
+    let env_target = TARGET.replace('-', "_");
+    let started = Instant::now();
+    run(cargo()
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "--target",
+            TARGET,
+            "-p",
+            &package,
+        ])
+        .env(format!("CC_{env_target}"), "musl-gcc")
+        .env(
+            format!("CARGO_TARGET_{}_RUSTFLAGS", env_target.to_uppercase()),
+            rustflags,
+        ))?;
+    let elapsed = started.elapsed();
+    Ok((
+        target_dir().join(TARGET).join("release").join(&package),
+        elapsed,
+    ))
+}
+
+/// Cargo's target directory: `target/` unless `CARGO_TARGET_DIR` moves it.
+pub(crate) fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"))
+}

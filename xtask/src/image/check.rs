@@ -1,0 +1,176 @@
+//! What `--check` proves about a built image, with tools no one here wrote:
+//! skopeo reads the archive both as an oci-archive and as a docker-archive,
+//! and umoci unpacks the layout as a runtime would, so the binary can be run
+//! from the unpacked root filesystem.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, bail, ensure};
+use serde_json::Value;
+
+use super::oci::Metadata;
+
+/// `skopeo inspect` of `archive` under both transports: the labels, platform
+/// and layer must be what was built.
+pub(crate) fn skopeo(
+    archive: &Path,
+    meta: &Metadata,
+    manifest_digest: &str,
+    diff_id: &str,
+) -> anyhow::Result<()> {
+    for transport in ["oci-archive", "docker-archive"] {
+        let reference = format!("{transport}:{}", archive.display());
+        let out = output(Command::new("skopeo").args(["inspect", &reference]))?;
+        let inspected: Value = serde_json::from_str(&out)
+            .with_context(|| format!("skopeo inspect {reference}: not JSON"))?;
+        for (key, value) in meta.labels() {
+            ensure!(
+                inspected["Labels"][key] == value.as_str(),
+                "skopeo inspect {reference}: label {key} is {}, expected {value}",
+                inspected["Labels"][key]
+            );
+        }
+        ensure!(
+            inspected["Os"] == "linux" && inspected["Architecture"] == "amd64",
+            "skopeo inspect {reference}: platform {}/{}",
+            inspected["Os"],
+            inspected["Architecture"]
+        );
+        let layers = inspected["Layers"].as_array().map(Vec::len);
+        ensure!(
+            layers == Some(1),
+            "skopeo inspect {reference}: {layers:?} layers, expected one"
+        );
+        println!("skopeo inspect {transport}: labels, platform and layer as built");
+    }
+    // The OCI transport keeps the manifest as written, so its digest is the
+    // image's; docker-archive describes the uncompressed layer instead.
+    let oci: Value = serde_json::from_str(&output(
+        Command::new("skopeo").args(["inspect", &format!("oci-archive:{}", archive.display())]),
+    )?)?;
+    ensure!(
+        oci["Digest"] == manifest_digest,
+        "oci-archive digest {} is not the manifest's {manifest_digest}",
+        oci["Digest"]
+    );
+    let docker: Value = serde_json::from_str(&output(
+        Command::new("skopeo").args(["inspect", &format!("docker-archive:{}", archive.display())]),
+    )?)?;
+    ensure!(
+        docker["Layers"][0] == diff_id,
+        "docker-archive layer {} is not the diff_id {diff_id}",
+        docker["Layers"][0]
+    );
+    Ok(())
+}
+
+/// `umoci unpack` of the layout into `bundle`, then the unpacked binary's
+/// `--version`; the runtime config umoci derives must run it as user 65532.
+pub(crate) fn umoci(layout: &Path, bundle: &Path, meta: &Metadata) -> anyhow::Result<()> {
+    if bundle.exists() {
+        std::fs::remove_dir_all(bundle)
+            .with_context(|| format!("removing {}", bundle.display()))?;
+    }
+    output(
+        Command::new("umoci")
+            .args(["unpack", "--rootless", "--image"])
+            .arg(format!("{}:{}", layout.display(), meta.version))
+            .arg(bundle),
+    )?;
+    let runtime: Value = serde_json::from_slice(
+        &std::fs::read(bundle.join("config.json")).context("umoci wrote no config.json")?,
+    )?;
+    let uid = &runtime["process"]["user"]["uid"];
+    ensure!(
+        *uid == 65532,
+        "the unpacked image runs as uid {uid}, expected 65532"
+    );
+    let entrypoint = format!("/bin/{}", meta.binary_name);
+    ensure!(
+        runtime["process"]["args"][0] == entrypoint.as_str(),
+        "the unpacked image runs {}, expected {entrypoint}",
+        runtime["process"]["args"]
+    );
+    let binary = bundle.join("rootfs").join("bin").join(&meta.binary_name);
+    let version = output(Command::new(&binary).arg("--version"))?;
+    let expected = format!(
+        "{} {} (provider {})",
+        meta.binary_name, meta.version, meta.provider
+    );
+    ensure!(
+        version.trim() == expected,
+        "{} --version printed `{}`, expected `{expected}`",
+        binary.display(),
+        version.trim()
+    );
+    println!(
+        "umoci unpack: runs as 65532; {} --version: {}",
+        meta.binary_name,
+        version.trim()
+    );
+    Ok(())
+}
+
+/// The files under two directories are the same, byte for byte.
+pub(crate) fn same_files(one: &Path, two: &Path) -> anyhow::Result<usize> {
+    let (a, b) = (files(one)?, files(two)?);
+    let names = |files: &[(String, Vec<u8>)]| files.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+    ensure!(
+        names(&a) == names(&b),
+        "{} and {} hold different files: {:?} vs {:?}",
+        one.display(),
+        two.display(),
+        names(&a),
+        names(&b)
+    );
+    for ((name, x), (_, y)) in a.iter().zip(&b) {
+        if x != y {
+            bail!(
+                "{name} differs between two builds ({} and {})",
+                one.display(),
+                two.display()
+            );
+        }
+    }
+    Ok(a.len())
+}
+
+fn files(dir: &Path) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_owned()];
+    while let Some(current) = pending.pop() {
+        for entry in
+            std::fs::read_dir(&current).with_context(|| format!("reading {}", current.display()))?
+        {
+            let path = entry?.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let name = path
+                    .strip_prefix(dir)
+                    .unwrap_or(&path)
+                    .display()
+                    .to_string();
+                out.push((name, std::fs::read(&path)?));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn output(cmd: &mut Command) -> anyhow::Result<String> {
+    let shown = format!("{cmd:?}");
+    let out = cmd
+        .output()
+        .with_context(|| format!("could not start {shown}"))?;
+    if !out.status.success() {
+        bail!(
+            "{shown} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}

@@ -1,0 +1,317 @@
+//! The OCI image around the layer: config, manifest, index, and the two
+//! ways to hand it over, an OCI layout directory and one tar that is both an
+//! oci-archive and a docker-archive (`manifest.json` beside the OCI files,
+//! pointing at the same blobs, as `docker save` writes since Docker 25).
+//!
+//! JSON is written through `serde_json::Value`, whose objects are sorted
+//! maps, so key order never depends on insertion or hashing.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Context;
+use serde_json::{Value, json};
+
+use super::layer::{self, Layer};
+use super::tarball::{self, Entry, Tree};
+use crate::digest::sha256_hex;
+
+const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+const CONFIG: &str = "application/vnd.oci.image.config.v1+json";
+const LAYER: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
+
+/// What the image says about itself.
+#[derive(Debug, Clone)]
+pub(crate) struct Metadata {
+    /// `aws`, `digitalocean` or `fake`.
+    pub(crate) provider: String,
+    /// `<provider>-cloud-controller-manager`.
+    pub(crate) binary_name: String,
+    pub(crate) version: String,
+    /// The commit the image is built from.
+    pub(crate) revision: String,
+    /// The repository URL.
+    pub(crate) source: String,
+    /// `SOURCE_DATE_EPOCH`: the image's creation time.
+    pub(crate) created: i64,
+    /// Where the image is published, without tag.
+    pub(crate) repository: String,
+}
+
+impl Metadata {
+    /// `repository:version`.
+    pub(crate) fn reference(&self) -> String {
+        format!("{}:{}", self.repository, self.version)
+    }
+
+    pub(crate) fn labels(&self) -> BTreeMap<&'static str, String> {
+        BTreeMap::from([
+            ("org.opencontainers.image.title", self.binary_name.clone()),
+            ("org.opencontainers.image.source", self.source.clone()),
+            ("org.opencontainers.image.version", self.version.clone()),
+            ("org.opencontainers.image.revision", self.revision.clone()),
+            ("org.opencontainers.image.created", rfc3339(self.created)),
+            ("org.opencontainers.image.licenses", "Apache-2.0".to_owned()),
+            ("io.github.rust-ccm.provider", self.provider.clone()),
+        ])
+    }
+}
+
+/// A complete image, in memory.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Image {
+    /// Content by hex sha256: config, layer, manifest.
+    pub(crate) blobs: BTreeMap<String, Vec<u8>>,
+    /// `sha256:…` of the manifest: the image's digest.
+    pub(crate) manifest_digest: String,
+    /// The compressed layer's size.
+    pub(crate) layer_size: usize,
+    index: Vec<u8>,
+    docker_manifest: Vec<u8>,
+}
+
+fn to_json(value: &Value) -> Vec<u8> {
+    value.to_string().into_bytes()
+}
+
+fn descriptor(media_type: &str, bytes: &[u8]) -> Value {
+    json!({ "mediaType": media_type, "digest": format!("sha256:{}", sha256_hex(bytes)), "size": bytes.len() })
+}
+
+/// Assembles the image of `layer`, described by `meta`.
+pub(crate) fn assemble(meta: &Metadata, layer: &Layer) -> Image {
+    let labels = meta.labels();
+    let created = rfc3339(meta.created);
+    let config = to_json(&json!({
+        "created": created,
+        "architecture": "amd64",
+        "os": "linux",
+        "config": {
+            "User": format!("{0}:{0}", layer::USER_ID),
+            "Entrypoint": [format!("/bin/{}", meta.binary_name)],
+            "Env": ["PATH=/bin", format!("SSL_CERT_FILE=/{}", layer::CA_BUNDLE)],
+            "WorkingDir": "/",
+            "ExposedPorts": { "10258/tcp": {} },
+            "Labels": labels,
+        },
+        "rootfs": { "type": "layers", "diff_ids": [layer.diff_id] },
+        "history": [{ "created": created, "created_by": format!("cargo xtask image --provider {}", meta.provider) }],
+    }));
+    let manifest = to_json(&json!({
+        "schemaVersion": 2,
+        "mediaType": MANIFEST,
+        "config": descriptor(CONFIG, &config),
+        "layers": [descriptor(LAYER, &layer.compressed)],
+        "annotations": labels,
+    }));
+    let mut manifest_entry = descriptor(MANIFEST, &manifest);
+    manifest_entry["annotations"] = json!({
+        "io.containerd.image.name": meta.reference(),
+        "org.opencontainers.image.ref.name": meta.version,
+    });
+    let index = to_json(&json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [manifest_entry],
+    }));
+    let blob_path = |bytes: &[u8]| format!("blobs/sha256/{}", sha256_hex(bytes));
+    let docker_manifest = to_json(&json!([{
+        "Config": blob_path(&config),
+        "RepoTags": [meta.reference()],
+        "Layers": [blob_path(&layer.compressed)],
+    }]));
+    let manifest_digest = format!("sha256:{}", sha256_hex(&manifest));
+    let blobs = [config, layer.compressed.clone(), manifest]
+        .into_iter()
+        .map(|b| (sha256_hex(&b), b))
+        .collect();
+    Image {
+        blobs,
+        manifest_digest,
+        layer_size: layer.compressed.len(),
+        index,
+        docker_manifest,
+    }
+}
+
+impl Image {
+    /// The OCI layout: `oci-layout`, `index.json`, `blobs/sha256/*`.
+    fn layout(&self) -> Tree {
+        let file = |data: &[u8]| Entry::File {
+            mode: 0o644,
+            data: data.to_vec(),
+        };
+        let mut tree = Tree::new();
+        tarball::insert(
+            &mut tree,
+            "oci-layout",
+            file(br#"{"imageLayoutVersion":"1.0.0"}"#),
+        );
+        tarball::insert(&mut tree, "index.json", file(&self.index));
+        for (hex, bytes) in &self.blobs {
+            tarball::insert(&mut tree, &format!("blobs/sha256/{hex}"), file(bytes));
+        }
+        tree
+    }
+
+    /// Writes the OCI layout under `dir`, which must not exist.
+    pub(crate) fn write_layout(&self, dir: &Path) -> anyhow::Result<()> {
+        for (path, entry) in self.layout() {
+            let target = dir.join(&path);
+            match entry {
+                Entry::Dir { .. } => std::fs::create_dir_all(&target),
+                Entry::File { data, .. } => std::fs::create_dir_all(target.parent().unwrap_or(dir))
+                    .and_then(|()| std::fs::write(&target, data)),
+            }
+            .with_context(|| format!("writing {}", target.display()))?;
+        }
+        Ok(())
+    }
+
+    /// The tar that loads as an oci-archive and as a docker-archive.
+    pub(crate) fn archive(&self) -> anyhow::Result<Vec<u8>> {
+        let mut tree = self.layout();
+        tarball::insert(
+            &mut tree,
+            "manifest.json",
+            Entry::File {
+                mode: 0o644,
+                data: self.docker_manifest.clone(),
+            },
+        );
+        tarball::archive(&tree)
+    }
+
+    /// Bytes a registry stores and a node pulls: every blob.
+    pub(crate) fn compressed_size(&self) -> usize {
+        self.blobs.values().map(Vec::len).sum()
+    }
+}
+
+/// `secs` since the Unix epoch as RFC 3339 UTC (`1970-01-01T00:00:00Z`).
+pub(crate) fn rfc3339(secs: i64) -> String {
+    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> Metadata {
+        Metadata {
+            provider: "fake".into(),
+            binary_name: "fake-cloud-controller-manager".into(),
+            version: "0.1.0".into(),
+            revision: "0123abc".into(),
+            source: "https://example.com/ccm".into(),
+            created: 1_700_000_000,
+            repository: "registry.example/fake-cloud-controller-manager".into(),
+        }
+    }
+
+    fn layer() -> Layer {
+        Layer {
+            compressed: b"layer".to_vec(),
+            diff_id: "sha256:00".into(),
+        }
+    }
+
+    #[test]
+    fn dates_are_rfc3339_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
+    }
+
+    #[test]
+    fn the_manifest_points_at_the_config_and_layer_blobs() {
+        let image = assemble(&meta(), &layer());
+        let manifest_hex = image.manifest_digest.trim_start_matches("sha256:");
+        let manifest: Value = serde_json::from_slice(&image.blobs[manifest_hex]).unwrap();
+        let config_hex = manifest["config"]["digest"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("sha256:");
+        let config: Value = serde_json::from_slice(&image.blobs[config_hex]).unwrap();
+        assert_eq!(config["config"]["User"], "65532:65532");
+        assert_eq!(
+            config["config"]["Entrypoint"][0],
+            "/bin/fake-cloud-controller-manager"
+        );
+        assert_eq!(
+            config["config"]["Labels"]["io.github.rust-ccm.provider"],
+            "fake"
+        );
+        assert_eq!(config["rootfs"]["diff_ids"][0], "sha256:00");
+        assert_eq!(manifest["layers"][0]["size"], 5);
+        assert_eq!(image.blobs.len(), 3);
+    }
+
+    #[test]
+    fn label_keys_are_serialized_in_sorted_order() {
+        let image = assemble(&meta(), &layer());
+        let config = image
+            .blobs
+            .values()
+            .find(|b| b.starts_with(b"{\"architecture\""))
+            .expect("a config blob");
+        let text = String::from_utf8(config.clone()).unwrap();
+        let positions: Vec<usize> = meta()
+            .labels()
+            .keys()
+            .map(|k| text.find(k).unwrap())
+            .collect();
+        assert!(positions.is_sorted(), "labels out of order in {text}");
+    }
+
+    #[test]
+    fn the_archive_is_an_oci_layout_plus_a_docker_manifest() {
+        let image = assemble(&meta(), &layer());
+        let bytes = image.archive().unwrap();
+        let mut archive = tar::Archive::new(bytes.as_slice());
+        let paths: Vec<String> = archive
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().display().to_string())
+            .collect();
+        assert_eq!(
+            paths
+                .iter()
+                .filter(|p| p.starts_with("blobs/sha256/") && p.len() > 13)
+                .count(),
+            3
+        );
+        for required in ["oci-layout", "index.json", "manifest.json"] {
+            assert!(
+                paths.iter().any(|p| p == required),
+                "{required} missing from {paths:?}"
+            );
+        }
+        let docker: Value = serde_json::from_slice(&image.docker_manifest).unwrap();
+        assert_eq!(
+            docker[0]["RepoTags"][0],
+            "registry.example/fake-cloud-controller-manager:0.1.0"
+        );
+        assert_eq!(
+            assemble(&meta(), &layer()).archive().unwrap(),
+            bytes,
+            "two assemblies differ"
+        );
+    }
+}

@@ -1,0 +1,53 @@
+//! moto, the AWS emulator the AWS provider's tests run against: PyPI
+//! `moto[server]` in a virtualenv under `target/tools/moto`, whose
+//! `bin/moto_server` the tests start.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::Context;
+
+use crate::cmd::{self, run};
+use crate::tools::{self, apt};
+
+/// The moto release the tests are written against.
+const VERSION: &str = "5.2.5";
+
+pub(crate) fn ensure() -> anyhow::Result<()> {
+    let venv = tools::dir("moto");
+    let python = venv.join("bin").join("python");
+    if installed_version(&python).as_deref() == Some(VERSION)
+        && venv.join("bin").join("moto_server").exists()
+    {
+        return Ok(());
+    }
+    if !python.exists() {
+        // Debian splits venv and ensurepip out of python3.
+        if cmd::output("python3", &["-c", "import ensurepip, venv"]).is_none() {
+            apt::install(&["python3", "python3-venv"])?;
+        }
+        std::fs::create_dir_all(&venv)
+            .with_context(|| format!("could not create {}", venv.display()))?;
+        run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
+    }
+    run(Command::new(&python).args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        &format!("moto[server]=={VERSION}"),
+    ]))
+}
+
+/// The moto version installed in the virtualenv, if any.
+fn installed_version(python: &Path) -> Option<String> {
+    let out = cmd::output(
+        python,
+        &[
+            "-c",
+            "import importlib.metadata as m; print(m.version('moto'))",
+        ],
+    )?;
+    Some(out.trim().to_owned())
+}
