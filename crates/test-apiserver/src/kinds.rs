@@ -43,10 +43,13 @@ pub(crate) fn normalize(kind: Kind, value: &Value) -> Result<Value, serde_json::
 }
 
 /// The fields of `input` that decoding dropped, as Kubernetes names them
-/// (`spec.foo`, `spec.ports[0].bar`).
+/// (`spec.foo`, `spec.ports[0].bar`), sorted: the order does not depend on
+/// whether serde_json keeps maps in document order (its `preserve_order`
+/// feature, which other crates in a build may turn on).
 pub(crate) fn unknown_fields(input: &Value, decoded: &Value) -> Vec<String> {
     let mut found = Vec::new();
     collect_unknown(input, decoded, "", &mut found);
+    found.sort();
     found
 }
 

@@ -70,8 +70,24 @@ pub(crate) struct Image {
     docker_manifest: Vec<u8>,
 }
 
+/// Compact JSON with every object's keys sorted, whether or not serde_json
+/// keeps maps in insertion order (its `preserve_order` feature, which other
+/// crates in a workspace build may turn on): the bytes, and so the digests,
+/// never depend on how xtask was built.
 fn to_json(value: &Value) -> Vec<u8> {
-    value.to_string().into_bytes()
+    canonical(value).to_string().into_bytes()
+}
+
+fn canonical(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let sorted: BTreeMap<&String, Value> =
+                map.iter().map(|(k, v)| (k, canonical(v))).collect();
+            Value::Object(sorted.into_iter().map(|(k, v)| (k.clone(), v)).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
 }
 
 fn descriptor(media_type: &str, bytes: &[u8]) -> Value {

@@ -74,7 +74,7 @@ fn measure(
     ) as u64;
     if throttled > creates / 2 {
         scenario.note(format!(
-            "{throttled} of {creates} create_route calls were answered Throttled: the route controller keeps up to 200 creates in flight, each retried after the cloud's short retry-after (the time until its next token), so the retries arrive together and almost all are refused again; an operation refused 5 times fails the pass (with a Warning event), which then backs off 5 to 10 s."
+            "{throttled} of {creates} create_route calls were answered Throttled: the route controller keeps up to 200 creates in flight against a cloud allowing 20 calls/s, and the CCM's pacing (after a Throttled answer it spaces its calls by the cloud's retry-after) did not keep most of them within the limit."
         ));
     }
     if let Err(err) = &routes {
