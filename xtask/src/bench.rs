@@ -108,12 +108,12 @@ pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
             "fake-cloud-controller-manager",
         ]))?;
     }
-    let root = repo_root();
+    let target = cmd::target_dir();
     let binaries = Binaries {
-        api_server: root.join("target/release/test-apiserver"),
-        ccm: root.join("target/release/fake-cloud-controller-manager"),
+        api_server: target.join("release/test-apiserver"),
+        ccm: target.join("release/fake-cloud-controller-manager"),
     };
-    let out = root.join("target/bench");
+    let out = target.join("bench");
     let runs = out.join("runs");
     if runs.exists() {
         std::fs::remove_dir_all(&runs).with_context(|| format!("clearing {}", runs.display()))?;
@@ -192,7 +192,7 @@ pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
         }
     }
     if options.publish {
-        let docs = root.join("docs/benchmarks");
+        let docs = repo_root().join("docs/benchmarks");
         std::fs::create_dir_all(&docs)?;
         for file in &written {
             let name = file.file_name().context("a report file without a name")?;

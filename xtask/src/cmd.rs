@@ -15,6 +15,13 @@ pub(crate) fn repo_root() -> PathBuf {
         .unwrap_or(manifest_dir)
 }
 
+/// Cargo's target directory: `CARGO_TARGET_DIR`, or `target/` at the root.
+pub(crate) fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"))
+}
+
 /// The cargo that runs us, so rustup's toolchain choice carries through.
 pub(crate) fn cargo() -> Command {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));

@@ -6,19 +6,21 @@ use crate::cmd::{cargo, repo_root, run};
 
 const USAGE: &str = "usage: cargo xtask e2e
 
-Runs every end-to-end suite (the `e2e` test target of each cmd/ binary) against
-the embedded test API server. When KUBECONFIG is set, also runs the variants
+Runs every end-to-end suite (the integration tests of each cmd/ binary: the
+fake cloud in process, AWS against moto, DigitalOcean against its fake API
+behind Prism) against the embedded test API server. When KUBECONFIG is set,
+also runs the variants
 that need a real cluster (ignored by default) against it, and the test API
 server's contract suite against it, so its expectations stay honest.";
 
-/// The binaries' packages that exist in this checkout.
+/// The binaries' packages with end-to-end suites in this checkout.
 fn binaries() -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(repo_root().join("cmd")) else {
         return Vec::new();
     };
     let mut names: Vec<String> = entries
         .filter_map(Result::ok)
-        .filter(|e| e.path().join("tests/e2e.rs").is_file())
+        .filter(|e| e.path().join("tests").is_dir())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
@@ -33,13 +35,14 @@ pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
     if let Some(other) = args.first() {
         anyhow::bail!("unknown option `{other}`\n\n{USAGE}");
     }
+    crate::tools::ensure_e2e()?;
     let real_cluster = std::env::var_os("KUBECONFIG").is_some_and(|k| !k.is_empty());
     let mut test = cargo();
     test.args(["test", "--locked"]);
     for package in binaries() {
         test.args(["-p", &package]);
     }
-    test.args(["--test", "e2e"]);
+    test.arg("--tests");
     if real_cluster {
         test.args(["--", "--include-ignored"]);
     }

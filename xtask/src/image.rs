@@ -226,7 +226,7 @@ fn metadata(provider: &str) -> anyhow::Result<Metadata> {
 
 /// `target/images`.
 fn images_dir() -> PathBuf {
-    binary::target_dir().join("images")
+    cmd::target_dir().join("images")
 }
 
 fn megabytes(bytes: usize) -> String {

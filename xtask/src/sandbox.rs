@@ -2,6 +2,7 @@
 //! fake cloud — the project's main job, for a newcomer with nothing but this
 //! repository.
 
+mod kubectl;
 pub(crate) mod status;
 
 use std::path::Path;
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
-use crate::cmd::{cargo, repo_root, run};
+use crate::cmd::{cargo, run, target_dir};
 use crate::processes::Processes;
 use status::Status;
 
@@ -22,8 +23,9 @@ runs the real fake-cloud-controller-manager against it with the fake cloud
 answering for any node name, shows progress, and leaves you a kubeconfig for
 kubectl until Ctrl-C.
 
-  --check      exit 0 once everything is initialized and provisioned, or fail
-               after --timeout (default 180 s); used by `cargo xtask ci`";
+  --check      exit 0 once everything is initialized and provisioned and a
+               Service created with kubectl has its ingress, or fail after
+               --timeout (default 180 s); used by `cargo xtask ci`";
 
 #[derive(Debug)]
 struct Options {
@@ -93,8 +95,8 @@ pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
         "-p",
         "fake-cloud-controller-manager",
     ]))?;
-    let root = repo_root();
-    let dir = root.join("target/sandbox");
+    let target = target_dir();
+    let dir = target.join("sandbox");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let kubeconfig = dir.join("kubeconfig");
     let cloud_config = dir.join("cloud.toml");
@@ -102,13 +104,13 @@ pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
 
     let mut processes = Processes::new(&dir);
     let api = processes.start_api_server(
-        &root.join("target/debug/test-apiserver"),
+        &target.join("debug/test-apiserver"),
         &kubeconfig,
         options.nodes,
         options.services,
     )?;
     let metrics = processes.start_ccm(
-        &root.join("target/debug/fake-cloud-controller-manager"),
+        &target.join("debug/fake-cloud-controller-manager"),
         &kubeconfig,
         &cloud_config,
     )?;
@@ -117,7 +119,11 @@ pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
         "CCM         /metrics on http://{metrics}/metrics, log in {}",
         dir.join("ccm.log").display()
     );
+    println!("kubectl     export KUBECONFIG={}", kubeconfig.display());
     println!();
+    if options.check {
+        crate::tools::kubectl::ensure()?;
+    }
 
     let start = Instant::now();
     let mut last_line = String::new();
@@ -137,6 +143,9 @@ pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
                         "\nall nodes initialized, all load balancers provisioned, all routes created"
                     );
                     if options.check {
+                        let left = options.timeout.saturating_sub(start.elapsed());
+                        let ingress = kubectl::service_gets_ingress(&kubeconfig, left)?;
+                        println!("a Service created with kubectl got its ingress: {ingress}");
                         return Ok(());
                     }
                     explain(&kubeconfig);

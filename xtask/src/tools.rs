@@ -8,7 +8,7 @@
 
 pub(crate) mod apt;
 pub(crate) mod helm;
-mod kubectl;
+pub(crate) mod kubectl;
 pub(crate) mod kubernetes_validate;
 mod moto;
 pub(crate) mod musl;
@@ -17,7 +17,18 @@ mod rust;
 pub(crate) mod skopeo;
 pub(crate) mod umoci;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::Context;
+
+/// Installs what the end-to-end suites use, when missing: kubectl, moto
+/// (AWS) and Prism (DigitalOcean).
+pub(crate) fn ensure_e2e() -> anyhow::Result<()> {
+    moto::ensure()?;
+    prism::ensure()?;
+    kubectl::ensure()
+}
 
 /// Installs every tool the checks use, when missing.
 pub(crate) fn ensure_all() -> anyhow::Result<()> {
@@ -34,10 +45,21 @@ pub(crate) fn ensure_all() -> anyhow::Result<()> {
 }
 
 /// `target/tools/<name>`: where a tool installed by xtask lives.
-#[allow(dead_code, reason = "used by the tool modules as they are added")]
 pub(crate) fn dir(name: &str) -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| crate::cmd::repo_root().join("target"));
-    target.join("tools").join(name)
+    crate::cmd::target_dir().join("tools").join(name)
+}
+
+/// Creates the Python virtualenv `venv` unless it exists, installing
+/// Debian's venv support first when the system Python lacks it.
+pub(crate) fn python_venv(venv: &Path) -> anyhow::Result<()> {
+    if venv.join("bin").join("python").exists() {
+        return Ok(());
+    }
+    // Debian splits venv and ensurepip out of python3.
+    if crate::cmd::output("python3", &["-c", "import ensurepip, venv"]).is_none() {
+        apt::install(&["python3", "python3-venv"])?;
+    }
+    std::fs::create_dir_all(venv)
+        .with_context(|| format!("could not create {}", venv.display()))?;
+    crate::cmd::run(Command::new("python3").args(["-m", "venv"]).arg(venv))
 }

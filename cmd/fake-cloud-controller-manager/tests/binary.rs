@@ -186,6 +186,18 @@ async fn serves_health_readiness_and_metrics_and_releases_the_lease_on_sigterm()
         "{metrics}"
     );
     assert!(metrics.ends_with("# EOF\n"));
+    // The route controller's first pass listed the cloud's routes: provider
+    // calls are counted by operation and outcome, whatever the provider.
+    ccm.wait_for("/metrics", |_, body| {
+        body.contains(
+            r#"ccm_cloud_provider_calls_total{operation="list_routes",outcome="success"}"#,
+        )
+    })
+    .await;
+    // Four controllers, one watch per kind.
+    let stats = server.stats();
+    assert_eq!(stats.open_watches_on("nodes"), 1, "{stats:?}");
+    assert_eq!(stats.open_watches_on("services"), 1, "{stats:?}");
     let agents: std::collections::BTreeSet<String> = server
         .requests()
         .into_iter()

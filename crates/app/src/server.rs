@@ -13,7 +13,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use ccm_runtime::Metrics;
 use cloud_provider::CloudProvider;
-use leader_election::LeaderHandle;
+use leader_election::{LeaderHandle, NotLeader};
 use tokio_util::sync::CancellationToken;
 
 /// What the health endpoints report.
@@ -68,15 +68,19 @@ pub(crate) async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpLis
 /// Healthy unless this process leads but has not renewed its lease in time:
 /// then it is about to lose leadership and should be restarted.
 async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
-    if state.leader.is_leader()
-        && let Err(err) = state.leader.fence()
-    {
-        return (
+    health(state.leader.is_leading(), state.leader.fence())
+}
+
+/// The `/healthz` answer: the elector still counts itself leader (`leading`)
+/// while the fence already refuses, so the lease went unrenewed.
+fn health(leading: bool, fence: Result<(), NotLeader>) -> (StatusCode, String) {
+    match fence {
+        Err(err) if leading => (
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("leaderElection failed: {err}\n"),
-        );
+        ),
+        _ => (StatusCode::OK, "ok\n".to_owned()),
     }
-    (StatusCode::OK, "ok\n".to_owned())
 }
 
 /// Ready once initialized; a leader also needs its caches filled. Standby
@@ -103,4 +107,27 @@ async fn metrics_text(State(state): State<AppState>) -> impl IntoResponse {
         )],
         body,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn healthz_fails_when_leading_with_an_unrenewed_lease() {
+        let expired = Err(NotLeader::Expired {
+            expired_for: Duration::from_secs(3),
+        });
+        let (status, body) = health(true, expired);
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(body.starts_with("leaderElection failed"), "{body}");
+    }
+
+    #[test]
+    fn healthz_passes_for_a_renewed_leader_and_for_standbys() {
+        assert_eq!(health(true, Ok(())).0, StatusCode::OK);
+        assert_eq!(health(false, Err(NotLeader::NotElected)).0, StatusCode::OK);
+    }
 }

@@ -286,6 +286,10 @@ async fn each_field_the_provider_reads_causes_one_ensure() {
             serde_json::json!({ "spec": { "loadBalancerSourceRanges": ["10.0.0.0/8"] } }),
         ),
         (
+            "IP families",
+            serde_json::json!({ "spec": { "ipFamilyPolicy": "PreferDualStack", "ipFamilies": ["IPv4", "IPv6"] } }),
+        ),
+        (
             "protocol",
             serde_json::json!({ "spec": { "ports": [{ "port": 8080, "protocol": "UDP" }] } }),
         ),

@@ -206,17 +206,13 @@ async fn a_bad_annotation_on_an_existing_load_balancer_leaves_it_as_it_was() {
     h.stop().await;
 }
 
-#[tokio::test]
-async fn a_retry_the_provider_asks_for_is_honoured_without_an_event() {
+/// Fails the first ensure with `injected`, which asks for 1.5 s, and checks
+/// that the second comes after that delay and before any backoff would.
+async fn requested_delay_is_honoured(injected: InjectedError) -> Harness {
     let mut h = Harness::new().await;
     h.create_node(&ready_node("n1")).await;
-    h.cloud.fail_next(
-        Some(Operation::EnsureLoadBalancer),
-        InjectedError::Retry {
-            after: Duration::from_millis(1500),
-        },
-        1,
-    );
+    h.cloud
+        .fail_next(Some(Operation::EnsureLoadBalancer), injected, 1);
     h.create_service(&load_balancer_service("web")).await;
     let start = Instant::now();
     h.start(&[ControllerId::Service], &fast_settings()).await;
@@ -235,10 +231,28 @@ async fn a_retry_the_provider_asks_for_is_honoured_without_an_event() {
         start.elapsed()
     );
     assert_eq!(h.cloud.count(Operation::EnsureLoadBalancer), 2);
+    h
+}
+
+#[tokio::test]
+async fn a_retry_the_provider_asks_for_is_honoured_without_an_event() {
+    let mut h = requested_delay_is_honoured(InjectedError::Retry {
+        after: Duration::from_millis(1500),
+    })
+    .await;
     assert!(
         h.events("web", "SyncLoadBalancerFailed").await.is_empty(),
         "no Warning event for a retry"
     );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_throttled_call_is_retried_after_the_delay_the_cloud_gives() {
+    let mut h = requested_delay_is_honoured(InjectedError::Throttled {
+        retry_after: Duration::from_millis(1500),
+    })
+    .await;
     h.stop().await;
 }
 

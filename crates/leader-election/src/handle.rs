@@ -106,6 +106,12 @@ impl LeaderHandle {
         self.fence().is_ok()
     }
 
+    /// Whether the elector counts this process as leader: true from
+    /// acquisition until it steps down, even after the fence has expired.
+    pub fn is_leading(&self) -> bool {
+        *self.shared.leading.borrow()
+    }
+
     /// The "am I leader" signal: `true` from acquisition until the elector
     /// steps down (leadership lost, or shutdown). It may lag
     /// [`fence`](Self::fence) by the time the elector takes to notice, so
@@ -186,6 +192,10 @@ mod tests {
             })
         );
         assert!(!handle.is_leader());
+        // The elector has not stepped down yet: /healthz reads this gap.
+        assert!(handle.is_leading());
+        handle.step_down();
+        assert!(!handle.is_leading());
     }
 
     #[tokio::test(start_paused = true)]

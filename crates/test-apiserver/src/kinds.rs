@@ -78,10 +78,21 @@ fn collect_unknown(input: &Value, decoded: &Value, path: &str, found: &mut Vec<S
     }
 }
 
-/// Whether `metadata.generation` counts spec changes (Pods since 1.33; none
-/// of the other kinds served here track it).
+/// Whether `metadata.generation` is kept (1 on create): on Pods (since
+/// 1.33) and EndpointSlices; none of the other kinds served here track it.
 pub(crate) fn tracks_generation(kind: Kind) -> bool {
-    kind == Kind::Pod
+    matches!(kind, Kind::Pod | Kind::EndpointSlice)
+}
+
+/// Whether updating `old` to `next` bumps `metadata.generation`: a change of
+/// a Pod's spec, or of anything outside an EndpointSlice's metadata (it has
+/// no spec), as their registry strategies do.
+pub(crate) fn bumps_generation(kind: Kind, old: &Value, next: &Value) -> bool {
+    match kind {
+        Kind::Pod => meta::top(next, "spec") != meta::top(old, "spec"),
+        Kind::EndpointSlice => outside_metadata(old) != outside_metadata(next),
+        _ => false,
+    }
 }
 
 /// Whether a completed DELETE answers with the object rather than a `Status`.
@@ -94,6 +105,17 @@ pub(crate) fn allows_create_on_update(kind: Kind) -> bool {
     matches!(
         kind,
         Kind::Service | Kind::Endpoints | Kind::Event | Kind::EventV1
+    )
+}
+
+/// The object's top-level fields but `metadata`.
+fn outside_metadata(obj: &Value) -> Option<Vec<(&String, &Value)>> {
+    let fields = obj.as_object()?;
+    Some(
+        fields
+            .iter()
+            .filter(|(key, _)| key.as_str() != "metadata")
+            .collect(),
     )
 }
 

@@ -95,7 +95,8 @@
 //! - uid, creationTimestamp, `generateName` (five-character suffix), and one
 //!   global, monotonically increasing resourceVersion. `generation` is kept
 //!   where Kubernetes keeps it: on Pods (1 on create, +1 on spec changes
-//!   only); the other kinds served have none in Kubernetes either.
+//!   only) and EndpointSlices (+1 on any change outside metadata); the other
+//!   kinds served have none in Kubernetes either.
 //! - Create of an existing name is 409 AlreadyExists; PUT or PATCH carrying
 //!   a stale `metadata.resourceVersion` (or another uid) is 409 Conflict;
 //!   404 comes with a `Status` naming the object. A write that changes

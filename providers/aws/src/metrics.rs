@@ -2,8 +2,8 @@
 //!
 //! - `cloudprovider_aws_api_request_duration_seconds{request}`: latency of
 //!   successful calls;
-//! - `cloudprovider_aws_api_request_errors{request}`: failed calls (a
-//!   counter, so OpenMetrics names its sample `..._total`);
+//! - `cloudprovider_aws_api_request_errors{request}`: failed calls, under
+//!   exactly upstream's sample name (see [`UntypedCounter`]);
 //! - `cloudprovider_aws_api_throttled_requests_total{operation_name}`: calls
 //!   AWS refused with a throttling error.
 //!
@@ -12,10 +12,11 @@
 
 use std::time::Duration;
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -33,6 +34,27 @@ const BUCKETS: [f64; 11] = [
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
+/// A counter exposed under its bare name. OpenMetrics requires a counter's
+/// samples to end in `_total`, but upstream's Go client exposes
+/// `cloudprovider_aws_api_request_errors` without it; typed `unknown`, the
+/// sample keeps upstream's name, so existing dashboards and alerts match.
+#[derive(Debug, Default, Clone)]
+struct UntypedCounter(Counter);
+
+impl TypedMetric for UntypedCounter {
+    const TYPE: MetricType = MetricType::Unknown;
+}
+
+impl EncodeMetric for UntypedCounter {
+    fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
+        encoder.encode_gauge(&self.0.get())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
+
 type Histograms = Family<RequestLabels, Histogram, fn() -> Histogram>;
 
 /// The provider's registry of AWS API metrics.
@@ -40,14 +62,14 @@ type Histograms = Family<RequestLabels, Histogram, fn() -> Histogram>;
 pub(crate) struct ApiMetrics {
     registry: Registry,
     durations: Histograms,
-    errors: Family<RequestLabels, Counter>,
+    errors: Family<RequestLabels, UntypedCounter>,
     throttled: Family<OperationLabels, Counter>,
 }
 
 impl Default for ApiMetrics {
     fn default() -> Self {
         let durations: Histograms = Family::new_with_constructor(|| Histogram::new(BUCKETS));
-        let errors = Family::<RequestLabels, Counter>::default();
+        let errors = Family::<RequestLabels, UntypedCounter>::default();
         let throttled = Family::<OperationLabels, Counter>::default();
         let mut registry = Registry::default();
         registry.register(
@@ -85,7 +107,7 @@ impl ApiMetrics {
 
     /// A call of `operation` failed.
     pub(crate) fn failed(&self, operation: &str) {
-        self.errors.get_or_create(&request(operation)).inc();
+        self.errors.get_or_create(&request(operation)).0.inc();
     }
 
     /// AWS throttled a call of `operation`.
@@ -158,9 +180,10 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("cloudprovider_aws_api_request_errors_total{request=\"create_route\"} 1"),
+            out.contains("cloudprovider_aws_api_request_errors{request=\"create_route\"} 1"),
             "{out}"
         );
+        assert!(!out.contains("request_errors_total"), "{out}");
         assert!(
             out.contains(
                 "cloudprovider_aws_api_throttled_requests_total{operation_name=\"DescribeInstances\"} 1"

@@ -171,3 +171,29 @@ fn missing_required_field_is_named() {
     let err = parse("[[instances]]\nzone = \"z\"\n").unwrap_err();
     assert!(err.contains(":1: instances: missing field `name`"), "{err}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn latency_and_rate_limit_from_the_file_take_effect() {
+    let config = parse(
+        r#"
+[settings]
+latency_ms = 250
+rate_limit_qps = 1.0
+rate_limit_burst = 2
+auto_instances = true
+"#,
+    )
+    .unwrap();
+    let cloud = provider_fake::FakeCloud::new(config);
+
+    let started = tokio::time::Instant::now();
+    cloud.instance_metadata(&node("a")).await.unwrap();
+    assert_eq!(started.elapsed(), std::time::Duration::from_millis(250));
+
+    cloud.instance_metadata(&node("b")).await.unwrap();
+    let third = cloud.instance_metadata(&node("c")).await;
+    assert!(
+        matches!(third, Err(CloudError::Throttled { .. })),
+        "a burst of 2 at 1 call/s throttles the third call: {third:?}"
+    );
+}

@@ -9,7 +9,7 @@ use anyhow::{Context, bail, ensure};
 use serde_json::{Value, json};
 
 use super::rbac::Request;
-use crate::cmd::{cargo, repo_root, run};
+use crate::cmd::{cargo, run, target_dir};
 use crate::http;
 use crate::processes::Processes;
 use crate::sandbox::status::Status;
@@ -51,8 +51,8 @@ pub(crate) fn run_scenario(ccm_args: &[String], cloud_config: &str) -> anyhow::R
         "-p",
         "fake-cloud-controller-manager",
     ]))?;
-    let root = repo_root();
-    let dir = root.join("target/chart-rbac");
+    let target = target_dir();
+    let dir = target.join("chart-rbac");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let kubeconfig = dir.join("kubeconfig");
     let cloud_config_path = dir.join("cloud.conf");
@@ -62,13 +62,13 @@ pub(crate) fn run_scenario(ccm_args: &[String], cloud_config: &str) -> anyhow::R
 
     let mut processes = Processes::new(&dir);
     let api = processes.start_api_server(
-        &root.join("target/debug/test-apiserver"),
+        &target.join("debug/test-apiserver"),
         &kubeconfig,
         SEED_NODES,
         SEED_SERVICES,
     )?;
     let metrics = processes.start_ccm_with(
-        &root.join("target/debug/fake-cloud-controller-manager"),
+        &target.join("debug/fake-cloud-controller-manager"),
         &kubeconfig,
         &args,
     )?;

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use anyhow::bail;
 
-use crate::cmd::{cargo, repo_root, run};
+use crate::cmd::{cargo, repo_root, run, target_dir};
 use crate::tools::musl::TARGET;
 
 /// The provider's binary, also its Cargo package: `<provider>-cloud-controller-manager`.
@@ -59,11 +59,4 @@ pub(crate) fn build(provider: &str) -> anyhow::Result<(PathBuf, std::time::Durat
         target_dir().join(TARGET).join("release").join(&package),
         elapsed,
     ))
-}
-
-/// Cargo's target directory: `target/` unless `CARGO_TARGET_DIR` moves it.
-pub(crate) fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target"))
 }

@@ -6,8 +6,6 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use anyhow::Context;
-
 use crate::cmd::{self, run};
 use crate::tools;
 
@@ -39,12 +37,7 @@ pub(crate) fn ensure() -> anyhow::Result<()> {
     if installed.as_deref().map(str::trim) == Some(VERSION) && binary().exists() {
         return Ok(());
     }
-    let venv = tools::dir("kubernetes-validate");
-    if !python.exists() {
-        std::fs::create_dir_all(&venv)
-            .with_context(|| format!("could not create {}", venv.display()))?;
-        run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-    }
+    tools::python_venv(&tools::dir("kubernetes-validate"))?;
     run(Command::new(&python).args([
         "-m",
         "pip",

@@ -5,10 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use anyhow::Context;
-
 use crate::cmd::{self, run};
-use crate::tools::{self, apt};
+use crate::tools;
 
 /// The moto release the tests are written against.
 const VERSION: &str = "5.2.5";
@@ -21,15 +19,7 @@ pub(crate) fn ensure() -> anyhow::Result<()> {
     {
         return Ok(());
     }
-    if !python.exists() {
-        // Debian splits venv and ensurepip out of python3.
-        if cmd::output("python3", &["-c", "import ensurepip, venv"]).is_none() {
-            apt::install(&["python3", "python3-venv"])?;
-        }
-        std::fs::create_dir_all(&venv)
-            .with_context(|| format!("could not create {}", venv.display()))?;
-        run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-    }
+    tools::python_venv(&venv)?;
     run(Command::new(&python).args([
         "-m",
         "pip",

@@ -42,13 +42,12 @@ pub(super) struct Create {
     pub(super) replaces: Vec<Route>,
 }
 
-/// Whether the controller manages `cidr`: it overlaps a cluster CIDR
-/// (upstream's `isResponsibleForRoute`: its first or last address is inside
-/// one). Other routes are never created nor deleted.
+/// Whether the controller manages `cidr`: it falls wholly inside a cluster
+/// CIDR. Other routes are never created nor deleted. Stricter than
+/// upstream's `isResponsibleForRoute` (first or last address inside), which
+/// would delete a wider route such as a /15 holding a /16 cluster CIDR.
 pub(super) fn is_managed(cidr: &IpNet, cluster_cidrs: &[IpNet]) -> bool {
-    cluster_cidrs
-        .iter()
-        .any(|cluster| cluster.contains(&cidr.network()) || cluster.contains(&cidr.broadcast()))
+    cluster_cidrs.iter().any(|cluster| cluster.contains(cidr))
 }
 
 /// The node's pod CIDRs: `spec.podCIDRs`, or `spec.podCIDR` when the list
@@ -451,13 +450,18 @@ mod tests {
     }
 
     #[test]
-    fn managed_means_overlapping_a_cluster_cidr() {
+    fn managed_means_wholly_inside_a_cluster_cidr() {
         let cluster = cluster();
         assert!(is_managed(&net("10.244.3.0/24"), &cluster));
         assert!(
             !is_managed(&net("10.0.0.0/8"), &cluster),
             "a covering route (say, the VPC's) is not ours"
         );
+        assert!(
+            !is_managed(&net("10.244.0.0/15"), &cluster),
+            "a route wider than the cluster CIDR is not ours, though it starts inside it"
+        );
+        assert!(is_managed(&net("10.244.0.0/16"), &cluster));
         assert!(is_managed(&net("fd00:10:244:9::/64"), &cluster));
         assert!(!is_managed(&net("10.245.0.0/24"), &cluster));
         assert!(!is_managed(&net("fd00:10:245::/64"), &cluster));

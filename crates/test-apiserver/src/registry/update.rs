@@ -224,9 +224,7 @@ fn shape(
         Subresource::Finalize => meta::set_top(next, "status", meta::top(old, "status").clone()),
     }
     check_no_new_finalizers_while_deleting(rt, old, next)?;
-    if kinds::tracks_generation(stored_type.kind_id)
-        && meta::top(next, "spec") != meta::top(old, "spec")
-    {
+    if kinds::bumps_generation(stored_type.kind_id, old, next) {
         meta::set(
             next,
             "generation",

@@ -135,9 +135,7 @@ async fn transient_errors_are_retried_within_the_call() {
     assert_eq!(describe.num_calls(), 3);
     let metrics = metrics(&provider);
     assert!(
-        metrics.contains(
-            "cloudprovider_aws_api_request_errors_total{request=\"describe_instance\"} 2"
-        ),
+        metrics.contains("cloudprovider_aws_api_request_errors{request=\"describe_instance\"} 2"),
         "{metrics}"
     );
     assert!(
