@@ -211,7 +211,7 @@ async fn create_stores_the_finalizer_then_ensures_then_writes_the_ingress() {
     let lb = load_balancer(&h, "web").expect("a load balancer exists");
     assert!(has_finalizer(&service));
     assert_eq!(ingress_ips(&service), std::slice::from_ref(&lb.ip));
-    assert_eq!(lb.nodes, ["n1"]);
+    assert_eq!(*lb.nodes, ["n1"]);
     assert_eq!(
         service
             .metadata

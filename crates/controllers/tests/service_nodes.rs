@@ -179,7 +179,7 @@ async fn an_excluded_node_leaves_every_load_balancer_and_comes_back() {
         h.cloud
             .load_balancers()
             .iter()
-            .all(|lb| lb.nodes == ["n0", "n2"])
+            .all(|lb| *lb.nodes == ["n0", "n2"])
             .then_some(())
     })
     .await;
@@ -198,7 +198,7 @@ async fn an_excluded_node_leaves_every_load_balancer_and_comes_back() {
         h.cloud
             .load_balancers()
             .iter()
-            .all(|lb| lb.nodes == ["n0", "n1", "n2"])
+            .all(|lb| *lb.nodes == ["n0", "n1", "n2"])
             .then_some(())
     })
     .await;
@@ -272,7 +272,7 @@ async fn a_failed_update_warns_and_its_retry_ensures_the_load_balancer() {
         [Operation::UpdateLoadBalancer, Operation::EnsureLoadBalancer],
         "the retry is a full ensure"
     );
-    assert_eq!(h.cloud.load_balancers()[0].nodes, ["n-new", "n0"]);
+    assert_eq!(*h.cloud.load_balancers()[0].nodes, ["n-new", "n0"]);
     h.stop().await;
 }
 
@@ -309,7 +309,7 @@ async fn the_node_set_given_to_the_provider_excludes_nodes_being_removed_by_the_
     h.start(&[ControllerId::Service], &fast_settings()).await;
     wait_all_synced(&h, 1).await;
     assert_eq!(
-        h.cloud.load_balancers()[0].nodes,
+        *h.cloud.load_balancers()[0].nodes,
         ["n0", "n2"],
         "readiness does not matter; the autoscaler's taint does"
     );

@@ -150,3 +150,35 @@ async fn periodic_passes_chunk_by_batch_size() {
         .collect();
     assert_eq!(sizes, [40, 40, 20]);
 }
+
+/// 400 lookups in batches of 100, each call taking 1 s: how long they take
+/// with `concurrency` calls allowed at once.
+async fn burst_duration(concurrency: usize) -> Duration {
+    let cloud = auto_cloud(100);
+    cloud.set_latency(Duration::from_secs(1));
+    let batcher = Batcher::spawn(
+        metadata_call(&cloud),
+        NonZeroUsize::new(100).unwrap(),
+        WINDOW,
+        NonZeroUsize::new(concurrency).unwrap(),
+    );
+    let start = tokio::time::Instant::now();
+    let lookups = (0..400).map(|i| batcher.lookup(node(&format!("node-{i}"))));
+    assert!(join_all(lookups).await.iter().all(Result::is_ok));
+    assert_eq!(cloud.count(Operation::InstancesMetadata), 4);
+    start.elapsed()
+}
+
+#[tokio::test(start_paused = true)]
+async fn concurrency_bounds_the_batch_calls_in_flight() {
+    let serial = burst_duration(1).await;
+    assert!(
+        serial >= Duration::from_secs(4) && serial <= Duration::from_secs(4) + WINDOW,
+        "one call at a time: four waves of 1 s, took {serial:?}"
+    );
+    let paired = burst_duration(2).await;
+    assert!(
+        paired >= Duration::from_secs(2) && paired <= Duration::from_secs(2) + WINDOW,
+        "two calls at a time: two waves of 1 s, took {paired:?}"
+    );
+}

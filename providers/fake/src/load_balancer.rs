@@ -142,7 +142,7 @@ impl LoadBalancer for FakeCloud {
             cluster_name: cluster_name.to_owned(),
             service: service_key(service),
             ports: forwarded_ports(service),
-            nodes: node_names(nodes),
+            nodes: state.shared_node_list(node_names(nodes)),
             source_ranges: spec.load_balancer_source_ranges.unwrap_or_default(),
             external_traffic_policy: spec.external_traffic_policy,
             health_check_node_port: spec.health_check_node_port,
@@ -172,9 +172,11 @@ impl LoadBalancer for FakeCloud {
         .await?;
         validate(service)?;
         let name = self.load_balancer_name(cluster_name, service);
-        match self.state().load_balancers.get_mut(&name) {
+        let mut state = self.state();
+        let nodes = state.shared_node_list(node_names(nodes));
+        match state.load_balancers.get_mut(&name) {
             Some(lb) => {
-                lb.nodes = node_names(nodes);
+                lb.nodes = nodes;
                 Ok(())
             }
             None => Err(CloudError::msg(format!(

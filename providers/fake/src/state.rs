@@ -1,4 +1,5 @@
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use cloud_provider::{InstanceMetadata, NodeAddress, NodeAddressType, Route};
 use serde::Deserialize;
@@ -99,8 +100,9 @@ pub struct FakeLoadBalancer {
     pub service: String,
     /// The ports it forwards.
     pub ports: Vec<ForwardedPort>,
-    /// Names of the nodes it sends traffic to, sorted.
-    pub nodes: Vec<String>,
+    /// Names of the nodes it sends traffic to, sorted; shared with the other
+    /// load balancers that have the same nodes.
+    pub nodes: Arc<[String]>,
     /// `spec.loadBalancerSourceRanges`.
     pub source_ranges: Vec<String>,
     /// `spec.externalTrafficPolicy`.
@@ -129,9 +131,25 @@ pub(crate) struct State {
     pub(crate) load_balancers: BTreeMap<String, FakeLoadBalancer>,
     pub(crate) routes: Vec<OwnedRoute>,
     pub(crate) next_ip: u32,
+    /// The node list given last, reused while load balancers get the same
+    /// one: 1,000 load balancers over 5,000 nodes hold one list, not 1,000
+    /// (the fake runs inside the CCM, whose memory the benchmark measures).
+    pub(crate) last_nodes: Option<Arc<[String]>>,
 }
 
 impl State {
+    /// `names`, as a list shared with the previous load balancer's when equal.
+    pub(crate) fn shared_node_list(&mut self, names: Vec<String>) -> Arc<[String]> {
+        match &self.last_nodes {
+            Some(last) if **last == *names => last.clone(),
+            _ => {
+                let list: Arc<[String]> = names.into();
+                self.last_nodes = Some(list.clone());
+                list
+            }
+        }
+    }
+
     pub(crate) fn insert_instance(&mut self, instance: Instance) {
         if let Some(old) = self.instances.get(&instance.name) {
             self.by_provider_id.remove(&old.provider_id);

@@ -35,7 +35,7 @@ async fn ensure_is_idempotent_and_keeps_the_address() {
     let lbs = cloud.load_balancers();
     assert_eq!(lbs.len(), 1, "a second ensure never duplicates");
     assert_eq!(lbs[0].name, "a11111111222233334444555555555555"[..32]);
-    assert_eq!(lbs[0].nodes, ["n1", "n2"]);
+    assert_eq!(*lbs[0].nodes, ["n1", "n2"]);
     assert_eq!(lbs[0].service, "default/web");
     assert_eq!(lbs[0].ports[0].node_port, 30080);
     assert_eq!(
@@ -63,7 +63,7 @@ async fn update_changes_backends_and_delete_removes_everything() {
         .update_load_balancer("c1", &svc, &[node("n3")])
         .await
         .unwrap();
-    assert_eq!(cloud.load_balancers()[0].nodes, ["n3"]);
+    assert_eq!(*cloud.load_balancers()[0].nodes, ["n3"]);
 
     cloud
         .ensure_load_balancer_deleted("c1", &svc)

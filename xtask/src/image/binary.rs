@@ -60,3 +60,18 @@ pub(crate) fn build(provider: &str) -> anyhow::Result<(PathBuf, std::time::Durat
         elapsed,
     ))
 }
+
+/// Compiles the provider's binary crate a second time, from scratch (its
+/// own artifacts removed; dependencies are reused), relinking it with LTO
+/// over every crate: for `--check` to compare with the first build.
+pub(crate) fn rebuild(provider: &str) -> anyhow::Result<(PathBuf, std::time::Duration)> {
+    run(cargo().args([
+        "clean",
+        "--release",
+        "--target",
+        TARGET,
+        "-p",
+        &package(provider),
+    ]))?;
+    build(provider)
+}
