@@ -1,8 +1,9 @@
 //! Running commands with their output streamed and their failure explained.
 
 use std::ffi::OsStr;
+use std::io::Write;
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
 
 use anyhow::{Context, bail};
 
@@ -48,6 +49,27 @@ pub(crate) fn output(program: impl AsRef<OsStr>, args: &[&str]) -> Option<String
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Runs `cmd` with `input` on its standard input and collects its output,
+/// whatever its exit status.
+pub(crate) fn output_with_stdin(cmd: &mut Command, input: &[u8]) -> anyhow::Result<Output> {
+    let shown = display(cmd);
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("could not start `{shown}`"))?;
+    child
+        .stdin
+        .take()
+        .with_context(|| format!("`{shown}` has no standard input"))?
+        .write_all(input)
+        .with_context(|| format!("writing to `{shown}`"))?;
+    child
+        .wait_with_output()
+        .with_context(|| format!("waiting for `{shown}`"))
 }
 
 fn display(cmd: &Command) -> String {

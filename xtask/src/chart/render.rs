@@ -1,9 +1,8 @@
 //! Helm, run on the chart: lint, template, and the rendered manifests as
 //! JSON for the checks that read them.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use anyhow::{Context, bail};
 use serde_json::Value;
@@ -112,22 +111,13 @@ pub(crate) fn documents(yaml: &str) -> anyhow::Result<Vec<Value>> {
             python.display()
         );
     }
-    let mut child = Command::new(python)
-        .args([
+    let out = crate::cmd::output_with_stdin(
+        Command::new(python).args([
             "-c",
             "import json, sys, yaml; json.dump([d for d in yaml.safe_load_all(sys.stdin) if d is not None], sys.stdout)",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("starting python to read YAML")?;
-    child
-        .stdin
-        .take()
-        .context("python stdin")?
-        .write_all(yaml.as_bytes())?;
-    let out = child.wait_with_output()?;
+        ]),
+        yaml.as_bytes(),
+    )?;
     if !out.status.success() {
         bail!(
             "rendered YAML does not parse: {}",

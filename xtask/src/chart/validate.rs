@@ -1,8 +1,7 @@
 //! Rendered manifests against the Kubernetes API's strict schemas, and the
 //! chart's own values schema against values it must refuse.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use anyhow::{Context, bail};
 
@@ -53,19 +52,10 @@ pub(crate) fn strict(yaml: &str, version: &str) -> anyhow::Result<()> {
             binary.display()
         );
     }
-    let mut child = Command::new(&binary)
-        .args(["--strict", "--quiet", "--kubernetes-version", version, "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("starting {}", binary.display()))?;
-    child
-        .stdin
-        .take()
-        .context("kubernetes-validate stdin")?
-        .write_all(yaml.as_bytes())?;
-    let out = child.wait_with_output()?;
+    let out = crate::cmd::output_with_stdin(
+        Command::new(&binary).args(["--strict", "--quiet", "--kubernetes-version", version, "-"]),
+        yaml.as_bytes(),
+    )?;
     let report = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),

@@ -1,9 +1,8 @@
 //! The sandbox's last check, as a user would do it: a LoadBalancer Service
 //! created with kubectl gets an ingress from the running CCM.
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -21,19 +20,16 @@ spec: {type: LoadBalancer, ports: [{port: 80, targetPort: 8080}]}
 /// Applies [`MANIFEST`] with kubectl, then waits up to `timeout` for its
 /// ingress, reading it back with kubectl too.
 pub(crate) fn service_gets_ingress(kubeconfig: &Path, timeout: Duration) -> anyhow::Result<String> {
-    let mut apply = kubectl(kubeconfig)
-        .args(["apply", "--validate=false", "-f", "-"])
-        .stdin(Stdio::piped())
-        .spawn()
-        .context("starting kubectl apply")?;
-    apply
-        .stdin
-        .take()
-        .context("kubectl apply has no stdin")?
-        .write_all(MANIFEST.as_bytes())?;
-    let status = apply.wait()?;
-    if !status.success() {
-        bail!("kubectl apply of Service {NAME} failed ({status})");
+    let apply = crate::cmd::output_with_stdin(
+        kubectl(kubeconfig).args(["apply", "--validate=false", "-f", "-"]),
+        MANIFEST.as_bytes(),
+    )?;
+    if !apply.status.success() {
+        bail!(
+            "kubectl apply of Service {NAME} failed ({}): {}",
+            apply.status,
+            String::from_utf8_lossy(&apply.stderr).trim()
+        );
     }
     let start = Instant::now();
     loop {
