@@ -80,3 +80,53 @@ pub(crate) fn build(
     let builder = ClientBuilder::try_from(config).map_err(ClientError::Build)?;
     Ok(builder.with_layer(&QpsLayer::new(qps, burst)).build())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KUBECONFIG: &str = "\
+apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: 'https://127.0.0.1:6443'}
+contexts:
+- name: c
+  context: {cluster: c, user: u}
+current-context: c
+users:
+- name: u
+  user: {token: t}
+";
+
+    #[tokio::test]
+    async fn master_alone_is_the_server() {
+        let config = config(None, Some("http://127.0.0.1:8080")).await.unwrap();
+        assert_eq!(config.cluster_url.to_string(), "http://127.0.0.1:8080/");
+    }
+
+    #[tokio::test]
+    async fn master_overrides_the_kubeconfig_server_and_keeps_its_credentials() {
+        let path = std::env::temp_dir().join(format!("ccm-app-kubeconfig-{}", std::process::id()));
+        std::fs::write(&path, KUBECONFIG).unwrap();
+        let from_file = config(Some(&path), None).await.unwrap();
+        let overridden = config(Some(&path), Some("http://127.0.0.2:8080"))
+            .await
+            .unwrap();
+        std::fs::remove_file(&path).unwrap();
+
+        assert_eq!(from_file.cluster_url.to_string(), "https://127.0.0.1:6443/");
+        assert_eq!(overridden.cluster_url.to_string(), "http://127.0.0.2:8080/");
+        assert!(
+            overridden.auth_info.token.is_some(),
+            "credentials from the file"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_master_that_is_not_a_url_is_named_in_the_error() {
+        let err = config(None, Some("not a url")).await.unwrap_err();
+        assert_eq!(err.to_string(), "--master `not a url` is not a URL");
+    }
+}
