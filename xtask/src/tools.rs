@@ -33,15 +33,12 @@ pub(crate) fn ensure_e2e() -> anyhow::Result<()> {
 /// Installs every tool the checks use, when missing.
 pub(crate) fn ensure_all() -> anyhow::Result<()> {
     rust::ensure()?;
-    moto::ensure()?;
-    prism::ensure()?;
+    ensure_e2e()?;
     musl::ensure()?;
     skopeo::ensure()?;
     umoci::ensure()?;
     helm::ensure()?;
-    kubernetes_validate::ensure()?;
-    kubectl::ensure()?;
-    Ok(())
+    kubernetes_validate::ensure()
 }
 
 /// `target/tools/<name>`: where a tool installed by xtask lives.

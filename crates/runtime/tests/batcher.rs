@@ -38,15 +38,21 @@ fn auto_cloud(batch: usize) -> FakeCloud {
 
 const WINDOW: Duration = Duration::from_millis(100);
 
+/// A batcher of up to 100 nodes a call over `cloud`, `concurrency` calls at
+/// a time, waiting [`WINDOW`] for more lookups.
+fn spawn_batcher(cloud: &FakeCloud, concurrency: usize) -> Batcher<InstanceMetadata> {
+    Batcher::spawn(
+        metadata_call(cloud),
+        NonZeroUsize::new(100).unwrap(),
+        WINDOW,
+        NonZeroUsize::new(concurrency).unwrap(),
+    )
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_burst_of_lookups_costs_ceil_n_over_batch_calls() {
     let cloud = auto_cloud(100);
-    let batcher = Batcher::spawn(
-        metadata_call(&cloud),
-        NonZeroUsize::new(100).unwrap(),
-        WINDOW,
-        NonZeroUsize::MIN,
-    );
+    let batcher = spawn_batcher(&cloud, 1);
     let lookups = (0..1000).map(|i| batcher.lookup(node(&format!("node-{i}"))));
     let results = join_all(lookups).await;
     assert!(results.iter().all(Result::is_ok));
@@ -67,12 +73,7 @@ async fn a_burst_of_lookups_costs_ceil_n_over_batch_calls() {
 #[tokio::test(start_paused = true)]
 async fn a_lone_lookup_waits_one_window_then_goes_alone() {
     let cloud = auto_cloud(100);
-    let batcher = Batcher::spawn(
-        metadata_call(&cloud),
-        NonZeroUsize::new(100).unwrap(),
-        WINDOW,
-        NonZeroUsize::MIN,
-    );
+    let batcher = spawn_batcher(&cloud, 1);
     let start = tokio::time::Instant::now();
     batcher.lookup(node("solo")).await.unwrap();
     assert_eq!(start.elapsed(), WINDOW);
@@ -83,12 +84,7 @@ async fn a_lone_lookup_waits_one_window_then_goes_alone() {
 async fn lookups_arriving_while_calls_are_busy_join_the_next_batch() {
     let cloud = auto_cloud(100);
     cloud.set_latency(Duration::from_secs(1));
-    let batcher = Batcher::spawn(
-        metadata_call(&cloud),
-        NonZeroUsize::new(100).unwrap(),
-        WINDOW,
-        NonZeroUsize::MIN,
-    );
+    let batcher = spawn_batcher(&cloud, 1);
     let first = tokio::spawn({
         let batcher = batcher.clone();
         async move { batcher.lookup(node("early")).await }
@@ -114,12 +110,7 @@ async fn a_failed_batch_answers_every_node_with_its_error() {
         },
         1,
     );
-    let batcher = Batcher::spawn(
-        metadata_call(&cloud),
-        NonZeroUsize::new(100).unwrap(),
-        WINDOW,
-        NonZeroUsize::MIN,
-    );
+    let batcher = spawn_batcher(&cloud, 1);
     let results = join_all((0..5).map(|i| batcher.lookup(node(&format!("n{i}"))))).await;
     for result in results {
         assert!(
@@ -156,12 +147,7 @@ async fn periodic_passes_chunk_by_batch_size() {
 async fn burst_duration(concurrency: usize) -> Duration {
     let cloud = auto_cloud(100);
     cloud.set_latency(Duration::from_secs(1));
-    let batcher = Batcher::spawn(
-        metadata_call(&cloud),
-        NonZeroUsize::new(100).unwrap(),
-        WINDOW,
-        NonZeroUsize::new(concurrency).unwrap(),
-    );
+    let batcher = spawn_batcher(&cloud, concurrency);
     let start = tokio::time::Instant::now();
     let lookups = (0..400).map(|i| batcher.lookup(node(&format!("node-{i}"))));
     assert!(join_all(lookups).await.iter().all(Result::is_ok));
