@@ -4,7 +4,7 @@
 //! values, and the chart's RBAC against the requests a real CCM sends.
 
 mod rbac;
-mod render;
+pub(crate) mod render;
 mod scenario;
 mod validate;
 

@@ -17,6 +17,7 @@
 mod bench;
 mod chart;
 mod ci;
+mod cluster;
 mod cmd;
 mod digest;
 mod e2e;
@@ -60,6 +61,11 @@ const TASKS: &[Task] = &[
         name: "bench",
         summary: "the CCM at scale against the test API server; figures vs upstream's algorithm",
         run: bench::main,
+    },
+    Task {
+        name: "cluster",
+        summary: "the real kube-apiserver and etcd on loopback (built from Go modules) until Ctrl-C",
+        run: cluster::main,
     },
     Task {
         name: "ci",

@@ -7,6 +7,7 @@
 //! ([`dir`]), where tests look for them.
 
 pub(crate) mod apt;
+pub(crate) mod control_plane;
 pub(crate) mod helm;
 pub(crate) mod kubectl;
 pub(crate) mod kubernetes_validate;
@@ -30,15 +31,17 @@ pub(crate) fn ensure_e2e() -> anyhow::Result<()> {
     kubectl::ensure()
 }
 
-/// Installs every tool the checks use, when missing.
-pub(crate) fn ensure_all() -> anyhow::Result<()> {
-    rust::ensure()?;
-    ensure_e2e()?;
+/// Installs the rustfmt and clippy components, when missing.
+pub(crate) fn ensure_rust() -> anyhow::Result<()> {
+    rust::ensure()
+}
+
+/// Installs what the image checks use, when missing: the musl target and
+/// tools, skopeo and umoci.
+pub(crate) fn ensure_image() -> anyhow::Result<()> {
     musl::ensure()?;
     skopeo::ensure()?;
-    umoci::ensure()?;
-    helm::ensure()?;
-    kubernetes_validate::ensure()
+    umoci::ensure()
 }
 
 /// `target/tools/<name>`: where a tool installed by xtask lives.

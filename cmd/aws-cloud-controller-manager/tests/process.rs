@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use support::ccm::command;
+use support::ccm::launch;
 use support::{E2e, eventually};
 
 /// The Lease upstream's default flags name.
@@ -28,11 +28,7 @@ async fn an_unknown_cloud_config_key_exits_64_naming_file_line_and_key() -> anyh
         "--master=http://127.0.0.1:9".to_owned(),
         "--secure-port=0".to_owned(),
     ];
-    let (mut command, log) = command("bad-config", &args)?;
-    let status = tokio::time::timeout(Duration::from_secs(30), command.status())
-        .await
-        .map_err(|_| anyhow::anyhow!("the CCM did not exit within 30s"))??;
-    let output = std::fs::read_to_string(&log)?;
+    let (status, output) = launch("bad-config", &args).run_to_exit().await?;
     assert_eq!(status.code(), Some(64), "{output}");
     assert_eq!(
         output.lines().collect::<Vec<_>>(),

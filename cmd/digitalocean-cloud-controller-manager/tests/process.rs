@@ -4,12 +4,12 @@ mod support;
 
 use std::time::Duration;
 
+use ccm_test_support::ApiServer;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use provider_digitalocean::test_util::account;
-use support::ccm::{Ccm, run_to_exit};
+use support::ccm::{self, run_to_exit};
 use support::{ccm_args, do_env};
-use test_apiserver::TestApiServer;
 
 /// The lines a process wrote to standard error, blank ones left out.
 fn stderr_lines(output: &std::process::Output) -> Vec<String> {
@@ -68,15 +68,15 @@ async fn without_a_cluster_id_it_refuses_to_run_unless_allowed_untagged() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_route_controller_is_off_because_digitalocean_has_no_routes() {
     let account = account();
-    let server = TestApiServer::start().await.unwrap();
-    let mut args = ccm_args(&server);
+    let server = ApiServer::start().await.unwrap();
+    let mut args = ccm_args();
     // Everything the route controller needs but a cloud with routes.
     args.extend([
         "--allocate-node-cidrs=true".to_owned(),
         "--configure-cloud-routes=true".to_owned(),
         "--cluster-cidr=10.244.0.0/16".to_owned(),
     ]);
-    let ccm = Ccm::start(&do_env(&account), &args).await.unwrap();
+    let ccm = ccm::start(&server, &do_env(&account), &args).await.unwrap();
 
     let metrics = ccm.metrics().await.unwrap();
     for (controller, running) in [
@@ -99,7 +99,7 @@ async fn the_route_controller_is_off_because_digitalocean_has_no_routes() {
     );
 }
 
-async fn lease_holder(server: &TestApiServer) -> Option<String> {
+async fn lease_holder(server: &ApiServer) -> Option<String> {
     let leases: Api<Lease> = Api::namespaced(server.client(), "kube-system");
     leases
         .get("cloud-controller-manager")
@@ -113,19 +113,19 @@ async fn lease_holder(server: &TestApiServer) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_stops_it_with_exit_0_after_releasing_its_lease() {
     let account = account();
-    let server = TestApiServer::start().await.unwrap();
+    let server = ApiServer::start().await.unwrap();
     // Without DO_CLUSTER_ID, which --allow-untagged-cloud permits.
     let env: Vec<_> = do_env(&account)
         .into_iter()
         .filter(|(k, _)| *k != "DO_CLUSTER_ID")
         .collect();
-    let mut args = ccm_args(&server);
+    let mut args = ccm_args();
     args.push("--allow-untagged-cloud".to_owned());
-    let mut ccm = Ccm::start(&env, &args).await.unwrap();
+    let mut ccm = ccm::start(&server, &env, &args).await.unwrap();
     assert!(lease_holder(&server).await.is_some(), "a ready CCM leads");
 
     ccm.terminate().await.unwrap();
-    let status = ccm.wait_exit(Duration::from_secs(30)).await.unwrap();
+    let status = ccm.wait(Duration::from_secs(30)).await.unwrap();
 
     assert_eq!(status.code(), Some(0), "{}", ccm.log());
     assert_eq!(

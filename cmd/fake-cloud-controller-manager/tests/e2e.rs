@@ -1,17 +1,18 @@
-//! End to end: the real binary and `kubectl`, against the test API server —
-//! or, unchanged, against a real cluster when `KUBECONFIG` is set (those
-//! variants are ignored by default).
+//! End to end: the real binary and `kubectl`, against an API server started
+//! for the test (the in-memory one, or a real kube-apiserver with the CCM
+//! under the chart's RBAC when `CCM_TEST_APISERVER=real`), or, unchanged,
+//! against a real cluster when `KUBECONFIG` is set (that variant is ignored
+//! by default).
 //!
 //! The fake cloud answers for any node name, so on a real cluster the suite
 //! registers its own Node objects (with unique names) and cleans them up.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use ccm_test_support::{ApiServer, Ccm, Credentials, Launch};
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, DeleteParams, PostParams};
-use test_apiserver::TestApiServer;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_fake-cloud-controller-manager");
 const WAIT: Duration = Duration::from_secs(60);
@@ -20,20 +21,26 @@ const WAIT: Duration = Duration::from_secs(60);
 struct Target {
     kubeconfig: PathBuf,
     client: kube::Client,
-    /// Keeps the test API server alive when the target is local.
-    server: Option<TestApiServer>,
+    /// What the CCM runs with: the chart's ServiceAccount on a real
+    /// kube-apiserver started for the test, else the administrator.
+    credentials: Credentials,
+    /// Keeps the API server alive when the test started it.
+    server: Option<ApiServer>,
 }
 
 impl Target {
+    /// The API server the environment asks for, started for this test.
     async fn local() -> Self {
-        let server = TestApiServer::start().await.unwrap();
+        let server = ApiServer::start().await.unwrap();
         Self {
             kubeconfig: server.kubeconfig_path().to_owned(),
             client: server.client(),
+            credentials: server.ccm_credentials("fake").await.unwrap(),
             server: Some(server),
         }
     }
 
+    /// The cluster `KUBECONFIG` points at.
     async fn real_cluster() -> Self {
         let kubeconfig = PathBuf::from(
             std::env::var_os("KUBECONFIG").expect("set KUBECONFIG to a real cluster"),
@@ -42,59 +49,41 @@ impl Target {
             .await
             .expect("a client for KUBECONFIG");
         Self {
+            credentials: Credentials {
+                kubeconfig: kubeconfig.clone(),
+                rbac_limited: false,
+            },
             kubeconfig,
             client,
             server: None,
         }
     }
-}
 
-/// The CCM under test (with its cloud config), stopped when dropped.
-struct Ccm {
-    child: Child,
-    /// Holds the cloud config until the process is gone.
-    _config: tempfile::TempDir,
-}
-
-impl Ccm {
-    fn start(kubeconfig: &Path, cluster_name: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let cloud_config = dir.path().join("cloud.toml");
-        std::fs::write(&cloud_config, "[settings]\nauto_instances = true\n").unwrap();
-        let child = Command::new(BINARY)
-            .arg(format!("--kubeconfig={}", kubeconfig.display()))
-            .arg(format!("--cloud-config={}", cloud_config.display()))
-            .arg(format!("--cluster-name={cluster_name}"))
-            // A lease of its own, so a real cluster's CCM is not disturbed.
-            .arg(format!("--leader-elect-resource-name={cluster_name}"))
-            .args([
-                "--configure-cloud-routes=false",
-                "--secure-port=0",
-                "--node-monitor-period=1s",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the binary starts");
-        Self {
-            child,
-            _config: dir,
-        }
+    /// Whether the API server is the in-memory one.
+    fn in_memory(&self) -> bool {
+        matches!(self.server, Some(ApiServer::Memory(_)))
     }
 }
 
-impl Drop for Ccm {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
-            std::thread::yield_now();
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+/// Starts the CCM for `cluster_name` with `credentials`. With the
+/// administrator's, it takes a Lease of its own so a real cluster's CCM is
+/// not disturbed; with the chart's, the chart's Lease (the only one its
+/// Role may update).
+async fn start_ccm(credentials: &Credentials, cluster_name: &str, dir: &Path) -> Ccm {
+    let cloud_config = dir.join("cloud.toml");
+    std::fs::write(&cloud_config, "[settings]\nauto_instances = true\n").unwrap();
+    let mut launch = Launch::new(BINARY, dir.join("ccm.log"))
+        .credentials(credentials)
+        .args([
+            format!("--cloud-config={}", cloud_config.display()),
+            format!("--cluster-name={cluster_name}"),
+            "--configure-cloud-routes=false".to_owned(),
+            "--node-monitor-period=1s".to_owned(),
+        ]);
+    if !credentials.rbac_limited {
+        launch = launch.args([format!("--leader-elect-resource-name={cluster_name}")]);
     }
+    launch.start().await.expect("the CCM starts and is ready")
 }
 
 /// Runs kubectl without blocking the runtime (the test API server may be
@@ -153,7 +142,8 @@ async fn nodes_and_load_balancers(target: Target) {
             .await
             .unwrap();
     }
-    let _ccm = Ccm::start(&target.kubeconfig, &cluster);
+    let dir = tempfile::tempdir().unwrap();
+    let _ccm = start_ccm(&target.credentials, &cluster, dir.path()).await;
 
     for name in &names {
         let node = eventually("node initialized", async || {
@@ -202,7 +192,7 @@ async fn nodes_and_load_balancers(target: Target) {
     )
     .unwrap();
     // The test API server serves no OpenAPI document to validate against.
-    let validate = if target.server.is_some() {
+    let validate = if target.in_memory() {
         "--validate=false"
     } else {
         "--validate=true"
@@ -254,8 +244,9 @@ async fn nodes_and_load_balancers(target: Target) {
     }
 }
 
+/// On the API server the environment asks for ([`ApiServer::start`]).
 #[tokio::test]
-async fn nodes_and_load_balancers_on_the_test_apiserver() {
+async fn nodes_and_load_balancers_on_a_fresh_apiserver() {
     nodes_and_load_balancers(Target::local().await).await;
 }
 

@@ -9,6 +9,24 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
 /// Distinct messages remembered before the memory is reset.
 const MAX_MESSAGES: usize = 1024;
+/// The longest note, in bytes, kube-apiserver accepts on an events.k8s.io/v1
+/// Event (`can have at most 1024 characters`).
+const MAX_NOTE_BYTES: usize = 1024;
+
+/// `note` cut to what kube-apiserver accepts, ending in `...` when cut, as
+/// client-go's event recorder does.
+fn fit_note(mut note: String) -> String {
+    if note.len() <= MAX_NOTE_BYTES {
+        return note;
+    }
+    let mut end = MAX_NOTE_BYTES - 3;
+    while !note.is_char_boundary(end) {
+        end -= 1;
+    }
+    note.truncate(end);
+    note.push_str("...");
+    note
+}
 
 /// Publishes events for one controller. Publishing is best-effort: a failure
 /// is logged, never returned, so an event can't fail a reconcile.
@@ -84,6 +102,7 @@ impl Events {
         reason: &str,
         note: String,
     ) {
+        let note = fit_note(note);
         let recorder = self.recorder_for(&note);
         let event = Event {
             type_,
@@ -95,5 +114,20 @@ impl Events {
         if let Err(err) = recorder.publish(&event, object).await {
             tracing::warn!(reason, object = ?object.name, error = %err, "could not publish event");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_NOTE_BYTES, fit_note};
+
+    #[test]
+    fn notes_are_cut_to_what_kube_apiserver_accepts() {
+        assert_eq!(fit_note("short".into()), "short");
+        let exact = "x".repeat(MAX_NOTE_BYTES);
+        assert_eq!(fit_note(exact.clone()), exact);
+        let cut = fit_note("é".repeat(MAX_NOTE_BYTES));
+        assert!(cut.len() <= MAX_NOTE_BYTES, "{}", cut.len());
+        assert!(cut.ends_with("é..."), "cut on a character boundary");
     }
 }

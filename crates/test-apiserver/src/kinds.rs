@@ -85,12 +85,20 @@ pub(crate) fn tracks_generation(kind: Kind) -> bool {
 }
 
 /// Whether updating `old` to `next` bumps `metadata.generation`: a change of
-/// a Pod's spec, or of anything outside an EndpointSlice's metadata (it has
-/// no spec), as their registry strategies do.
+/// a Pod's spec; of anything outside an EndpointSlice's metadata (it has no
+/// spec), or of its labels or annotations, as their registry strategies do
+/// (pinned by the contract suite against kube-apiserver).
 pub(crate) fn bumps_generation(kind: Kind, old: &Value, next: &Value) -> bool {
+    let metadata_field =
+        |obj: &Value, field: &str| obj.get("metadata").and_then(|m| m.get(field)).cloned();
     match kind {
         Kind::Pod => meta::top(next, "spec") != meta::top(old, "spec"),
-        Kind::EndpointSlice => outside_metadata(old) != outside_metadata(next),
+        Kind::EndpointSlice => {
+            outside_metadata(old) != outside_metadata(next)
+                || ["labels", "annotations"]
+                    .iter()
+                    .any(|f| metadata_field(old, f) != metadata_field(next, f))
+        }
         _ => false,
     }
 }

@@ -234,6 +234,6 @@ mod validation;
 
 pub use error::Error;
 pub use faults::{Failure, RequestMatch};
-pub use seed::{UNINITIALIZED_TAINT, pod_cidr};
+pub use seed::{UNINITIALIZED_TAINT, node as seed_node, pod_cidr};
 pub use server::{Builder, TestApiServer};
 pub use stats::{RequestCount, RequestKey, RequestRecord, Stats, Verb};

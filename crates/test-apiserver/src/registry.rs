@@ -87,6 +87,36 @@ pub(crate) struct Decoded {
     pub(crate) warnings: Vec<String>,
 }
 
+/// What a refusal of unknown fields under `fieldValidation=Strict` says.
+pub(crate) const STRICT_DECODING: &str = "strict decoding error:";
+
+/// Decodes a patched object under `validation`: as [`decode`], except that
+/// unknown fields refused under `fieldValidation=Strict` are 422 Invalid on
+/// the field `patch`, as kube-apiserver answers a patch.
+///
+/// # Errors
+///
+/// As [`decode`], with that one difference.
+pub(crate) fn decode_patched(
+    rt: &ResourceType,
+    patched: Value,
+    validation: FieldValidation,
+) -> Result<Decoded, ApiError> {
+    let shown = patched.to_string();
+    decode(rt, patched, validation).map_err(|err| match err.message.split_once(STRICT_DECODING) {
+        Some((_, unknown)) if err.code == 400 => ApiError::invalid(
+            "",
+            "",
+            "",
+            &[(
+                "patch".to_owned(),
+                format!("Invalid value: {shown:?}: {STRICT_DECODING}{unknown}"),
+            )],
+        ),
+        _ => err,
+    })
+}
+
 /// Decodes a body sent to `rt` as the Kubernetes type of its kind.
 ///
 /// # Errors
@@ -134,7 +164,10 @@ pub(crate) fn decode(
                 .map(|f| format!("unknown field {f:?}"))
                 .collect();
             return Err(ApiError::bad_request(format!(
-                "strict decoding error: {}",
+                "{} in version {:?} cannot be handled as a {}: {STRICT_DECODING} {}",
+                rt.kind,
+                rt.version,
+                rt.kind,
                 listed.join(", ")
             )));
         }
@@ -145,6 +178,9 @@ pub(crate) fn decode(
                 .collect();
         }
         _ => {}
+    }
+    if rt.kind_id == Kind::EventV1 {
+        event::validate_note(&decoded)?;
     }
     let stored = match rt.kind_id {
         Kind::EventV1 => kinds::normalize(Kind::Event, &event::to_core(&decoded))

@@ -67,8 +67,13 @@ pub fn pod_cidr(i: usize) -> String {
     format!("10.{second}.{}.0/24", i % 256)
 }
 
-/// A node as kubelet registers it with `--cloud-provider=external`.
-pub(crate) fn node(i: usize) -> Value {
+/// Node `node-<i>` (from 1) as kubelet registers it with
+/// `--cloud-provider=external`: Ready, the uninitialized taint, a Hostname
+/// address and pod CIDR [`pod_cidr`]`(i)`. What [`Builder::seed_nodes`]
+/// seeds, for tests that create the same nodes on a real cluster.
+///
+/// [`Builder::seed_nodes`]: crate::Builder::seed_nodes
+pub fn node(i: usize) -> Value {
     let name = format!("node-{i}");
     let now = crate::meta::now_time();
     let cidr = pod_cidr(i);

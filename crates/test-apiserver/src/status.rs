@@ -105,7 +105,7 @@ impl ApiError {
         };
         let causes: Vec<Value> = causes
             .iter()
-            .map(|(field, message)| json!({"reason": "FieldValueInvalid", "message": message, "field": field}))
+            .map(|(field, message)| json!({"reason": cause_reason(message), "message": message, "field": field}))
             .collect();
         Self::new(422, "Invalid", message)
             .with_details(json!({"name": name, "group": group, "kind": kind, "causes": causes}))
@@ -237,4 +237,19 @@ pub(crate) fn reason_for_code(code: u16) -> &'static str {
 /// `details` naming one object: Kubernetes puts the plural resource in `kind`.
 fn object_details(rt: &ResourceType, name: &str) -> Value {
     json!({"name": name, "group": rt.group, "kind": rt.plural})
+}
+
+/// The `reason` of a 422 cause, from how its message starts (Kubernetes'
+/// `field.Error` types print these prefixes).
+fn cause_reason(message: &str) -> &'static str {
+    [
+        ("Unsupported value", "FieldValueNotSupported"),
+        ("Required value", "FieldValueRequired"),
+        ("Duplicate value", "FieldValueDuplicate"),
+        ("Forbidden", "FieldValueForbidden"),
+        ("Too long", "FieldValueTooLong"),
+    ]
+    .iter()
+    .find(|(prefix, _)| message.starts_with(prefix))
+    .map_or("FieldValueInvalid", |(_, reason)| reason)
 }

@@ -130,9 +130,33 @@ contract_test!(
                 ..Default::default()
             };
             cms.delete(&name, &params).await?;
-            gone(&cms, &name)
-                .await
-                .with_context(|| format!("{policy:?}"))?;
+            // Background deletes at once. Foreground and Orphan leave the
+            // object marked for deletion with the policy's finalizer, which
+            // the garbage collector (kube-controller-manager) removes; the
+            // in-memory server plays both parts and deletes at once.
+            let finalizer = match policy {
+                PropagationPolicy::Background => None,
+                PropagationPolicy::Foreground => Some("foregroundDeletion"),
+                PropagationPolicy::Orphan => Some("orphan"),
+            };
+            match (cms.get_opt(&name).await?, finalizer) {
+                (None, _) => {}
+                (Some(held), Some(finalizer)) if t.server().is_none() => {
+                    assert!(held.metadata.deletion_timestamp.is_some(), "{policy:?}");
+                    assert_eq!(
+                        held.metadata.finalizers,
+                        Some(vec![finalizer.to_owned()]),
+                        "{policy:?}"
+                    );
+                    let release = json!({"metadata": {"finalizers": null}});
+                    cms.patch(&name, &PatchParams::default(), &Patch::Merge(release))
+                        .await?;
+                    gone(&cms, &name)
+                        .await
+                        .with_context(|| format!("{policy:?}"))?;
+                }
+                (Some(held), _) => bail!("{policy:?} left {held:?}"),
+            }
         }
         Ok(())
     }

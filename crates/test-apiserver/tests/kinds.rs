@@ -56,7 +56,24 @@ contract_test!(
                 &Patch::Merge(json!({"metadata": {"labels": {"extra": "yes"}}})),
             )
             .await?;
-        assert_eq!(labelled.metadata.generation, Some(1), "metadata only");
+        assert_eq!(
+            labelled.metadata.generation,
+            Some(2),
+            "labels count, as kube-apiserver's EndpointSlice strategy has it"
+        );
+
+        let finalized = slices
+            .patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"finalizers": ["example.com/keep"]}})),
+            )
+            .await?;
+        assert_eq!(
+            finalized.metadata.generation,
+            Some(2),
+            "other metadata does not"
+        );
 
         let moved = slices
             .patch(
@@ -65,7 +82,7 @@ contract_test!(
                 &Patch::Merge(json!({"endpoints": [{"addresses": ["10.0.0.2"]}]})),
             )
             .await?;
-        assert_eq!(moved.metadata.generation, Some(2), "the endpoints changed");
+        assert_eq!(moved.metadata.generation, Some(3), "the endpoints changed");
         assert_eq!(moved.endpoints[0].addresses, ["10.0.0.2"]);
 
         let selected = slices
@@ -77,6 +94,13 @@ contract_test!(
             .map(|s| s.metadata.name.clone())
             .collect();
         assert_eq!(names, [Some(name.clone())]);
+        slices
+            .patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+            )
+            .await?;
         slices.delete(&name, &DeleteParams::default()).await?;
         assert!(slices.get_opt(&name).await?.is_none());
         Ok(())

@@ -3,7 +3,7 @@
 mod support;
 
 use anyhow::{Context, bail};
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, VersionMatch};
 use serde_json::json;
@@ -96,7 +96,26 @@ contract_test!(field_selectors_on_name_and_namespace, |t| {
         .labels(&format!("run={run}"))
         .fields("metadata.namespace=default");
     assert_eq!(names(&all, &everywhere).await?.len(), 2);
+    // ConfigMaps have no field-label conversions of their own; Services do,
+    // and kube-apiserver words the two refusals differently.
     match cms
+        .list(&ListParams::default().fields("spec.bogus=x"))
+        .await
+    {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!(s.code, 400);
+            assert!(
+                s.message.contains(
+                    "\"spec.bogus\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+                ),
+                "{}",
+                s.message
+            );
+        }
+        other => bail!("an unsupported field must be refused, got {other:?}"),
+    }
+    let services: Api<Service> = Api::namespaced(t.client(), "default");
+    match services
         .list(&ListParams::default().fields("spec.bogus=x"))
         .await
     {
@@ -110,6 +129,10 @@ contract_test!(field_selectors_on_name_and_namespace, |t| {
         }
         other => bail!("an unsupported field must be refused, got {other:?}"),
     }
+    services
+        .list(&ListParams::default().fields("spec.type=LoadBalancer"))
+        .await
+        .context("Services select on spec.type")?;
     cleanup(&cms, &run).await
 });
 

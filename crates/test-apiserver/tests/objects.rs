@@ -299,12 +299,33 @@ contract_test!(unknown_fields_are_dropped_or_refused_when_strict, |t| {
         field_validation: Some(ValidationDirective::Strict),
         ..Default::default()
     };
+    // A patch is refused as an invalid value of the field `patch`...
     let refused = api_error(cms.patch(&name, &strict, &patch).await)?;
-    assert_eq!(refused.code, 400);
+    assert_eq!((refused.code, refused.reason.as_str()), (422, "Invalid"));
     assert!(
-        refused.message.contains("unknown field \"bogus\""),
+        refused
+            .message
+            .contains("strict decoding error: unknown field \"bogus\""),
         "{}",
         refused.message
+    );
+    // ...a body as one that cannot be decoded.
+    let body = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": format!("{name}-b")},
+        "bogus": {"x": 1}
+    });
+    let request =
+        http::Request::post("/api/v1/namespaces/default/configmaps?fieldValidation=Strict")
+            .header("content-type", "application/json")
+            .body(serde_json::to_vec(&body)?)?;
+    let created = t.client().request::<ConfigMap>(request).await;
+    let refused = api_error(created)?;
+    assert_eq!((refused.code, refused.reason.as_str()), (400, "BadRequest"));
+    assert_eq!(
+        refused.message,
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"bogus\""
     );
     cms.delete(&name, &DeleteParams::default()).await?;
     Ok(())

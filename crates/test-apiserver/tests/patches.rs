@@ -146,7 +146,8 @@ contract_test!(
         );
         assert_eq!(
             addresses(&patched),
-            pairs(&[("Hostname", name.as_str()), ("InternalIP", "10.0.0.7")])
+            pairs(&[("InternalIP", "10.0.0.7"), ("Hostname", name.as_str())]),
+            "an item new to the server comes first, in the patch's order"
         );
         let delete = json!({"status": {"addresses": [{"type": "Hostname", "$patch": "delete"}]}});
         let patched = nodes
@@ -172,7 +173,8 @@ contract_test!(
             .await?;
         assert_eq!(
             patched.metadata.finalizers,
-            Some(vec!["example.com/a".into(), "example.com/b".into()])
+            Some(vec!["example.com/b".into(), "example.com/a".into()]),
+            "the patch's items first, then the server's"
         );
         let taints: Vec<String> = patched
             .spec
@@ -235,8 +237,8 @@ contract_test!(strategic_patch_replaces_service_ingress_whole, |t| {
         .collect();
     assert_eq!(
         names,
-        [Some("http".to_owned()), Some("https".to_owned())],
-        "spec.ports merge by port"
+        [Some("https".to_owned()), Some("http".to_owned())],
+        "spec.ports merge by port; the patch's items come first"
     );
     services.delete(&name, &DeleteParams::default()).await?;
     Ok(())
@@ -267,7 +269,8 @@ contract_test!(patch_content_types_are_distinguished, |t| {
         .await?;
     assert_eq!(
         strategic.metadata.finalizers,
-        Some(vec!["example.com/y".into(), "example.com/z".into()])
+        Some(vec!["example.com/z".into(), "example.com/y".into()]),
+        "strategic merge patch unions finalizers, the patch's first"
     );
     cms.patch(
         &name,

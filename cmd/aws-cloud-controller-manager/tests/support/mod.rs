@@ -1,5 +1,8 @@
 //! Tier-4 harness: the real `aws-cloud-controller-manager` binary, started
-//! as a process against the in-memory test API server and moto, with a cloud
+//! as a process against the API server the environment asks for (the
+//! in-memory test API server, or a real kube-apiserver started for the test
+//! with the CCM under the chart's RBAC: [`ccm_test_support::ApiServer`]) and
+//! moto, with a cloud
 //! config whose `[ServiceOverride]` sections point EC2, ELBv2 and STS at
 //! moto and dummy AWS keys in the process's environment.
 //!
@@ -19,27 +22,26 @@ pub mod aws;
 pub mod ccm;
 pub mod objects;
 
-use std::future::Future;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use ccm_test_support::ApiServer;
+pub use ccm_test_support::eventually;
 use provider_aws::test_util::seed::{self, Estate};
 use provider_aws::test_util::{CLUSTER, Moto, cloud_config, ec2, elbv2, moto};
-use test_apiserver::TestApiServer;
 
 use ccm::Ccm;
 
 /// `--cluster-cidr`: the pod network the route controller owns.
 pub const CLUSTER_CIDR: &str = "10.244.0.0/16";
 
-/// The test API server, moto with a seeded estate, and the CCM running
-/// against both.
+/// The API server, moto with a seeded estate, and the CCM running against
+/// both.
 pub struct E2e {
     /// Declared first so it is dropped first: the process is killed before
     /// the next test resets moto.
     pub ccm: Ccm,
-    pub api: TestApiServer,
+    pub api: ApiServer,
     pub client: kube::Client,
     pub estate: Estate,
     pub ec2: aws_sdk_ec2::Client,
@@ -59,16 +61,20 @@ impl E2e {
         let estate = seed::estate(&ec2, instances)
             .await
             .context("seeding moto")?;
-        let api = TestApiServer::start().await?;
+        let api = ApiServer::start().await?;
         let dir = tempfile::tempdir()?;
         let config = dir.path().join("cloud.conf");
         std::fs::write(
             &config,
             cloud_config(&moto, &format!("VPC = {}", estate.vpc)),
         )?;
-        let mut args = flags(api.kubeconfig_path(), &config);
+        let mut args = flags(&config);
         args.extend(extra.iter().map(|a| (*a).to_owned()));
-        let ccm = Ccm::start(name, args).await?;
+        let credentials = api.ccm_credentials("aws").await?;
+        let ccm = ccm::launch(name, &args)
+            .credentials(&credentials)
+            .start()
+            .await?;
         Ok(Self {
             ccm,
             client: api.client(),
@@ -82,11 +88,11 @@ impl E2e {
     }
 }
 
-/// The flags of a test cluster: every controller, pod CIDRs allocated in
-/// [`CLUSTER_CIDR`], a one-second node monitor, and a short lease.
-pub fn flags(kubeconfig: &Path, cloud_config: &Path) -> Vec<String> {
+/// The flags of a test cluster (but `--kubeconfig`): every controller, pod
+/// CIDRs allocated in [`CLUSTER_CIDR`], a one-second node monitor, and a
+/// short lease.
+pub fn flags(cloud_config: &Path) -> Vec<String> {
     vec![
-        format!("--kubeconfig={}", kubeconfig.display()),
         format!("--cloud-config={}", cloud_config.display()),
         "--cloud-provider=aws".into(),
         format!("--cluster-name={CLUSTER}"),
@@ -98,24 +104,4 @@ pub fn flags(kubeconfig: &Path, cloud_config: &Path) -> Vec<String> {
         "--leader-elect-renew-deadline=4s".into(),
         "--leader-elect-retry-period=1s".into(),
     ]
-}
-
-/// Polls `check` every 200 ms until it answers `Some`, failing after
-/// `timeout` with `what` and the last thing `check` said was missing.
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> anyhow::Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = anyhow::Result<Option<T>>>,
-{
-    let start = Instant::now();
-    loop {
-        if let Some(value) = check().await? {
-            return Ok(value);
-        }
-        anyhow::ensure!(
-            start.elapsed() < timeout,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }

@@ -1,5 +1,7 @@
 //! End-to-end fixtures: the real `digitalocean-cloud-controller-manager`
-//! binary as a child process, the test API server, and the fake
+//! binary as a child process, the API server the environment asks for
+//! ([`ccm_test_support::ApiServer`]: in memory, or a real kube-apiserver
+//! with the CCM under the chart's RBAC), and the fake
 //! DigitalOcean API behind Stoplight Prism (`provider_digitalocean::test_util`),
 //! so every request the binary sends, and every response it reads, is
 //! checked against DigitalOcean's OpenAPI spec.
@@ -13,12 +15,12 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
 
+use ccm_test_support::ApiServer;
 use k8s_openapi::api::core::v1::{Event, Node, Service};
 use kube::Api;
 use kube::api::{ListParams, PostParams};
 use provider_digitalocean::test_util::Account;
 use serde_json::{Value, json};
-use test_apiserver::TestApiServer;
 
 use ccm::Ccm;
 
@@ -47,11 +49,10 @@ pub(crate) fn do_env(account: &Account) -> Vec<(&'static str, String)> {
     ]
 }
 
-/// Flags for a CCM against `server`: its kubeconfig, a one-second node
-/// monitor and short leader-election durations.
-pub(crate) fn ccm_args(server: &TestApiServer) -> Vec<String> {
+/// Flags for a test CCM (but `--kubeconfig`): a one-second node monitor
+/// and short leader-election durations.
+pub(crate) fn ccm_args() -> Vec<String> {
     vec![
-        format!("--kubeconfig={}", server.kubeconfig_path().display()),
         "--cluster-name=e2e".to_owned(),
         "--node-monitor-period=1s".to_owned(),
         "--leader-elect-lease-duration=4s".to_owned(),
@@ -82,26 +83,24 @@ where
     }
 }
 
-/// The CCM against a test API server and an account on the fake.
+/// The CCM against an API server and an account on the fake.
 ///
 /// Fields drop in order: the CCM is killed before the API server stops.
 #[derive(Debug)]
 pub(crate) struct Cluster {
     pub(crate) ccm: Ccm,
-    pub(crate) server: TestApiServer,
+    pub(crate) server: ApiServer,
     pub(crate) account: Account,
 }
 
 impl Cluster {
-    /// A test API server with nodes `node-1` to `node-<nodes>` as kubelet
+    /// An API server with nodes `node-1` to `node-<nodes>` as kubelet
     /// registers them, and a ready CCM for `account`.
     pub(crate) async fn start(account: Account, nodes: usize) -> Self {
-        let server = TestApiServer::builder()
-            .seed_nodes(nodes)
-            .start()
+        let server = ApiServer::with_nodes(nodes)
             .await
-            .expect("the test API server starts");
-        let ccm = Ccm::start(&do_env(&account), &ccm_args(&server))
+            .expect("the API server starts");
+        let ccm = ccm::start(&server, &do_env(&account), &ccm_args())
             .await
             .expect("the CCM starts");
         Self {

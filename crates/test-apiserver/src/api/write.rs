@@ -140,7 +140,7 @@ pub(crate) fn patch(
             registry::view(req.rt, &current.value),
             body,
         )?;
-        let decoded = registry::decode(req.rt, patched, opts.validation)?;
+        let decoded = registry::decode_patched(req.rt, patched, opts.validation)?;
         match registry::update(
             &shared.store,
             target(req, name),

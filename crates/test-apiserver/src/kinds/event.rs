@@ -3,6 +3,38 @@
 
 use serde_json::{Map, Value};
 
+use crate::status::ApiError;
+
+/// The longest `note`, in bytes, events.k8s.io/v1 accepts.
+const MAX_NOTE_BYTES: usize = 1024;
+
+/// kube-apiserver's limit on an events.k8s.io/v1 Event's `note` (core/v1
+/// `message` has none), with its words: the field is named `message` and
+/// the value shown empty.
+///
+/// # Errors
+///
+/// 422 Invalid when the note is longer than 1024 bytes.
+pub(crate) fn validate_note(event: &Value) -> Result<(), ApiError> {
+    let note = event.get("note").and_then(Value::as_str).unwrap_or("");
+    if note.len() <= MAX_NOTE_BYTES {
+        return Ok(());
+    }
+    let name = event
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    Err(ApiError::invalid(
+        "Event",
+        "events.k8s.io",
+        name,
+        &[(
+            "message".to_owned(),
+            format!("Invalid value: \"\": can have at most {MAX_NOTE_BYTES} characters"),
+        )],
+    ))
+}
+
 /// `(events.k8s.io/v1 field, core/v1 field)`; the rest have the same name.
 const RENAMED: &[(&str, &str)] = &[
     ("regarding", "involvedObject"),

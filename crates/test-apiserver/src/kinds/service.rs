@@ -134,6 +134,10 @@ pub(crate) fn prepare(
             }
         }
     }
+    validate_ports(spec, &mut causes);
+    if !causes.is_empty() {
+        return Err(causes);
+    }
     let old_spec = old.and_then(|o| o.get("spec"));
     if service_type != "ExternalName" {
         assign_cluster_ip(spec, old_spec, index, &mut causes);
@@ -153,6 +157,42 @@ pub(crate) fn prepare(
         Ok(())
     } else {
         Err(causes)
+    }
+}
+
+/// kube-apiserver's checks of `spec.ports[*]` once defaulted: ports and
+/// numeric target ports within 1-65535, a protocol it supports.
+fn validate_ports(spec: &Value, causes: &mut Causes) {
+    let Some(ports) = spec.get("ports").and_then(Value::as_array) else {
+        return;
+    };
+    let in_range = |n: i64| (1..=65535).contains(&n);
+    for (i, port) in ports.iter().enumerate() {
+        let number = port.get("port").and_then(Value::as_i64).unwrap_or(0);
+        if !in_range(number) {
+            causes.push((
+                format!("spec.ports[{i}].port"),
+                format!("Invalid value: {number}: must be between 1 and 65535, inclusive"),
+            ));
+        }
+        if let Some(protocol) = port.get("protocol").and_then(Value::as_str)
+            && !["TCP", "UDP", "SCTP"].contains(&protocol)
+        {
+            causes.push((
+                format!("spec.ports[{i}].protocol"),
+                format!(
+                    "Unsupported value: {protocol:?}: supported values: \"SCTP\", \"TCP\", \"UDP\""
+                ),
+            ));
+        }
+        if let Some(target) = port.get("targetPort").and_then(Value::as_i64)
+            && !in_range(target)
+        {
+            causes.push((
+                format!("spec.ports[{i}].targetPort"),
+                format!("Invalid value: {target}: must be between 1 and 65535, inclusive"),
+            ));
+        }
     }
 }
 

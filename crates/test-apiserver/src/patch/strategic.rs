@@ -158,10 +158,25 @@ fn merge_list(
         }
         ListStrategy::MergeByKey(merge_key) => merge_keyed(kind, current, patch, merge_key, path)?,
     };
-    match order {
-        Some(order) => reorder(merged, order, strategy, &server),
-        None => Ok(merged),
-    }
+    // Kubernetes orders every merged list: the patch's items in the order of
+    // `$setElementOrder` or else of the patch itself, with the server-only
+    // items interleaved by the server's order (pinned by the contract suite
+    // against kube-apiserver).
+    let patch_order;
+    let order = match order {
+        Some(order) => order,
+        None => {
+            patch_order = Value::Array(
+                patch
+                    .iter()
+                    .filter(|v| v.get("$patch").is_none())
+                    .cloned()
+                    .collect(),
+            );
+            &patch_order
+        }
+    };
+    reorder(merged, order, strategy, &server)
 }
 
 fn merge_keyed(
@@ -290,9 +305,11 @@ mod tests {
             out["status"]["conditions"],
             json!([
                 {"type": "Ready", "status": "True"},
-                {"type": "MemoryPressure", "status": "False"},
-                {"type": "NetworkUnavailable", "status": "False"}
-            ])
+                {"type": "NetworkUnavailable", "status": "False"},
+                {"type": "MemoryPressure", "status": "False"}
+            ]),
+            "the patch's items in its order; a server-only item after a patch item \
+             the server does not know"
         );
     }
 
@@ -321,7 +338,11 @@ mod tests {
                 "$deleteFromPrimitiveList/finalizers": ["b"]
             }}),
         );
-        assert_eq!(out["metadata"]["finalizers"], json!(["a", "c"]));
+        assert_eq!(
+            out["metadata"]["finalizers"],
+            json!(["c", "a"]),
+            "in the patch's order, as Kubernetes' normalizeElementOrder"
+        );
     }
 
     #[test]

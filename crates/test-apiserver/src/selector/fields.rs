@@ -45,19 +45,60 @@ const EVENT: &[Selectable] = &[
     ("source", "/source/component", ""),
     ("type", "/type", ""),
 ];
+/// events.k8s.io/v1 names for the same stored (core/v1) fields.
+const EVENT_V1: &[Selectable] = &[
+    ("regarding.kind", "/involvedObject/kind", ""),
+    ("regarding.namespace", "/involvedObject/namespace", ""),
+    ("regarding.name", "/involvedObject/name", ""),
+    ("regarding.uid", "/involvedObject/uid", ""),
+    ("regarding.apiVersion", "/involvedObject/apiVersion", ""),
+    (
+        "regarding.resourceVersion",
+        "/involvedObject/resourceVersion",
+        "",
+    ),
+    ("regarding.fieldPath", "/involvedObject/fieldPath", ""),
+    ("reason", "/reason", ""),
+    ("reportingController", "/reportingComponent", ""),
+    ("type", "/type", ""),
+];
+const SERVICE: &[Selectable] = &[
+    ("spec.clusterIP", "/spec/clusterIP", ""),
+    ("spec.type", "/spec/type", ""),
+];
 const SECRET: &[Selectable] = &[("type", "/type", "")];
 const NAMESPACE: &[Selectable] = &[("status.phase", "/status/phase", "")];
 
-/// The selectable fields of `kind` besides `metadata.name` and `metadata.namespace`.
-fn selectable(kind: Kind) -> &'static [Selectable] {
+/// The selectable fields of `kind` besides `metadata.name` and
+/// `metadata.namespace`, or `None` for kinds without field-label conversion
+/// functions of their own (kube-apiserver words their refusals
+/// differently).
+fn selectable(kind: Kind) -> Option<&'static [Selectable]> {
     match kind {
-        Kind::Pod => POD,
-        Kind::Node => NODE,
-        Kind::Event => EVENT,
-        Kind::Secret => SECRET,
-        Kind::Namespace => NAMESPACE,
-        _ => &[],
+        Kind::Pod => Some(POD),
+        Kind::Node => Some(NODE),
+        Kind::Event => Some(EVENT),
+        Kind::EventV1 => Some(EVENT_V1),
+        Kind::Secret => Some(SECRET),
+        Kind::Namespace => Some(NAMESPACE),
+        Kind::Service => Some(SERVICE),
+        Kind::Endpoints
+        | Kind::ConfigMap
+        | Kind::PersistentVolume
+        | Kind::Lease
+        | Kind::EndpointSlice => None,
     }
+}
+
+/// kube-apiserver's refusal of a field `kind` does not select on.
+fn unsupported(kind: Kind, label: &str) -> ApiError {
+    ApiError::bad_request(if selectable(kind).is_some() {
+        format!("field label not supported: {label}")
+    } else {
+        format!(
+            "\"{label}\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        )
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,13 +149,13 @@ impl FieldSelector {
             let field = match field.trim() {
                 "metadata.name" => Field::Name,
                 "metadata.namespace" => Field::Namespace,
-                label => match selectable(kind).iter().find(|(l, _, _)| *l == label) {
+                label => match selectable(kind)
+                    .unwrap_or_default()
+                    .iter()
+                    .find(|(l, _, _)| *l == label)
+                {
                     Some((_, pointer, absent)) => Field::At(pointer, absent),
-                    None => {
-                        return Err(ApiError::bad_request(format!(
-                            "field label not supported: {label}"
-                        )));
-                    }
+                    None => return Err(unsupported(kind, label)),
                 },
             };
             requirements.push(FieldRequirement {
@@ -250,6 +291,21 @@ mod tests {
             "{}",
             err.message
         );
+    }
+
+    #[test]
+    fn kinds_without_conversions_refuse_in_the_generic_words() {
+        let err = FieldSelector::parse("spec.bogus=x", Kind::ConfigMap).expect_err("unsupported");
+        assert_eq!(err.code, 400);
+        assert_eq!(
+            err.message,
+            "\"spec.bogus\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        );
+        let by_type =
+            FieldSelector::parse("spec.type=LoadBalancer", Kind::Service).expect("selectable");
+        assert!(by_type.matches(&json!({"spec": {"type": "LoadBalancer"}})));
+        let about = FieldSelector::parse("regarding.name=n1", Kind::EventV1).expect("selectable");
+        assert!(about.matches(&json!({"involvedObject": {"name": "n1"}})));
     }
 
     #[test]

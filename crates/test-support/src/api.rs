@@ -1,0 +1,180 @@
+//! The Kubernetes API an end-to-end test runs against: the in-memory test
+//! API server (the default), or a real kube-apiserver and etcd started for
+//! the test when [`APISERVER_ENV`] is `real`.
+//!
+//! Against the real one, the CCM under test can run with the Helm chart's
+//! ServiceAccount and RBAC rather than as administrator: `cargo xtask ci`
+//! renders each provider's RBAC into [`RBAC_DIR_ENV`], and
+//! [`ApiServer::ccm_kubeconfig`] applies it and hands out that
+//! ServiceAccount's token.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, PostParams};
+use test_apiserver::TestApiServer;
+
+use crate::control_plane::ControlPlane;
+
+/// `real` runs the suites against a real kube-apiserver; anything else (or
+/// nothing) against the in-memory test API server.
+pub const APISERVER_ENV: &str = "CCM_TEST_APISERVER";
+/// A directory holding `<provider>.yaml`: the chart's ServiceAccount and
+/// RBAC for that provider, as `helm template` renders them.
+pub const RBAC_DIR_ENV: &str = "CCM_TEST_RBAC_DIR";
+/// The namespace the chart's ServiceAccount lives in.
+const RELEASE_NAMESPACE: &str = "kube-system";
+
+/// A Kubernetes API server for one test.
+#[derive(Debug)]
+pub enum ApiServer {
+    /// `crates/test-apiserver`, in this process.
+    Memory(TestApiServer),
+    /// kube-apiserver and etcd, as child processes.
+    Real(Box<ControlPlane>),
+}
+
+/// The kubeconfig a CCM process should use, and whether it grants less
+/// than everything (so a 403 in the CCM's log is a missing RBAC rule).
+#[derive(Debug, Clone)]
+pub struct Credentials {
+    pub kubeconfig: PathBuf,
+    pub rbac_limited: bool,
+}
+
+impl ApiServer {
+    /// Whether the environment asks for a real kube-apiserver.
+    pub fn real_requested() -> bool {
+        std::env::var(APISERVER_ENV).is_ok_and(|v| v == "real")
+    }
+
+    /// The API server the environment asks for, empty but for what every
+    /// cluster has.
+    ///
+    /// # Errors
+    /// When it does not start.
+    pub async fn start() -> anyhow::Result<Self> {
+        Self::with_nodes(0).await
+    }
+
+    /// The API server the environment asks for, with nodes `node-1` to
+    /// `node-<nodes>` as kubelet registers them
+    /// ([`test_apiserver::seed_node`]).
+    ///
+    /// # Errors
+    /// When it does not start or a node is refused.
+    pub async fn with_nodes(nodes: usize) -> anyhow::Result<Self> {
+        if Self::real_requested() {
+            let plane = ControlPlane::start().await?;
+            let api: Api<Node> = Api::all(plane.client());
+            for i in 1..=nodes {
+                let node: Node = serde_json::from_value(test_apiserver::seed_node(i))?;
+                api.create(&PostParams::default(), &node)
+                    .await
+                    .with_context(|| format!("creating node-{i}"))?;
+            }
+            Ok(Self::Real(Box::new(plane)))
+        } else {
+            let server = TestApiServer::builder().seed_nodes(nodes).start().await?;
+            Ok(Self::Memory(server))
+        }
+    }
+
+    /// A client with every right.
+    pub fn client(&self) -> kube::Client {
+        match self {
+            Self::Memory(server) => server.client(),
+            Self::Real(plane) => plane.client(),
+        }
+    }
+
+    /// A kubeconfig with every right.
+    pub fn kubeconfig_path(&self) -> &Path {
+        match self {
+            Self::Memory(server) => server.kubeconfig_path(),
+            Self::Real(plane) => plane.kubeconfig_path(),
+        }
+    }
+
+    /// The in-memory server, for what only it can answer (request counts,
+    /// fault injection).
+    pub fn memory(&self) -> Option<&TestApiServer> {
+        match self {
+            Self::Memory(server) => Some(server),
+            Self::Real(_) => None,
+        }
+    }
+
+    /// What `provider`'s CCM should run with. On a real kube-apiserver with
+    /// [`RBAC_DIR_ENV`] set: the chart's ServiceAccount, RBAC applied with
+    /// kubectl, and a fresh token for it. Otherwise the administrator's
+    /// kubeconfig.
+    ///
+    /// # Errors
+    /// When the RBAC file is missing or kubectl fails.
+    pub async fn ccm_credentials(&self, provider: &str) -> anyhow::Result<Credentials> {
+        let admin = Credentials {
+            kubeconfig: self.kubeconfig_path().to_owned(),
+            rbac_limited: false,
+        };
+        let (Self::Real(plane), Some(dir)) = (self, std::env::var_os(RBAC_DIR_ENV)) else {
+            return Ok(admin);
+        };
+        let rbac = PathBuf::from(dir).join(format!("{provider}.yaml"));
+        anyhow::ensure!(
+            rbac.is_file(),
+            "{RBAC_DIR_ENV} has no {provider}.yaml ({})",
+            rbac.display()
+        );
+        let applied = kubectl(
+            plane.kubeconfig_path(),
+            &["apply", "-o", "name", "-f", &rbac.to_string_lossy()],
+        )
+        .await?;
+        let account = applied
+            .lines()
+            .find_map(|l| l.strip_prefix("serviceaccount/"))
+            .with_context(|| format!("{} holds no ServiceAccount", rbac.display()))?
+            .to_owned();
+        let token = kubectl(
+            plane.kubeconfig_path(),
+            &[
+                "create",
+                "token",
+                &account,
+                "-n",
+                RELEASE_NAMESPACE,
+                "--duration=2h",
+            ],
+        )
+        .await?;
+        let kubeconfig = plane.kubeconfig_with_token(&account, token.trim())?;
+        Ok(Credentials {
+            kubeconfig,
+            rbac_limited: true,
+        })
+    }
+}
+
+/// Runs kubectl against `kubeconfig` and answers its standard output.
+///
+/// # Errors
+/// When kubectl is missing or fails; the error holds its standard error.
+pub async fn kubectl(kubeconfig: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let out = tokio::process::Command::new("kubectl")
+        .arg(format!("--kubeconfig={}", kubeconfig.display()))
+        .args(args)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .context("running kubectl (`cargo xtask ci` installs it when missing)")?;
+    if !out.status.success() {
+        bail!(
+            "kubectl {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}

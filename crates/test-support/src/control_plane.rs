@@ -1,0 +1,318 @@
+//! The real control plane: etcd and kube-apiserver as child processes on
+//! loopback, with a throw-away PKI, a static administrator token, a
+//! service-account signing key and the RBAC authorizer.
+//!
+//! The binaries are the ones `cargo xtask` builds from their Go modules and
+//! names in [`KUBE_APISERVER_ENV`] and [`ETCD_ENV`]. Both processes are
+//! killed when the [`ControlPlane`] drops, however the test ends.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use tokio::process::{Child, Command};
+
+use crate::pki;
+
+/// The variable naming the kube-apiserver binary.
+pub const KUBE_APISERVER_ENV: &str = "CCM_KUBE_APISERVER";
+/// The variable naming the etcd binary.
+pub const ETCD_ENV: &str = "CCM_ETCD";
+/// The administrator's static bearer token (loopback only, throw-away).
+const ADMIN_TOKEN: &str = "ccm-test-admin-token";
+/// How long etcd and kube-apiserver may take to serve on a busy 2-core
+/// machine (about 3 s when idle).
+const READY_WITHIN: Duration = Duration::from_secs(90);
+/// How many times a start is tried again when a probed port was taken by
+/// another process in the meantime.
+const START_ATTEMPTS: usize = 3;
+
+/// A running etcd and kube-apiserver.
+///
+/// Fields drop in order: kube-apiserver is killed before etcd, and the
+/// directory (data, PKI, logs) goes last.
+pub struct ControlPlane {
+    apiserver: Child,
+    etcd: Child,
+    url: String,
+    kubeconfig: PathBuf,
+    client: kube::Client,
+    dir: tempfile::TempDir,
+}
+
+impl std::fmt::Debug for ControlPlane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControlPlane")
+            .field("url", &self.url)
+            .field("dir", &self.dir.path())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The two binaries, from [`KUBE_APISERVER_ENV`] and [`ETCD_ENV`].
+fn binaries() -> anyhow::Result<(PathBuf, PathBuf)> {
+    let path = |var: &str| -> anyhow::Result<PathBuf> {
+        let path = std::env::var_os(var).map(PathBuf::from).with_context(|| {
+            format!(
+                "{var} is not set: `cargo xtask ci` (or `cargo xtask cluster`) builds the real \
+                 control plane and sets it"
+            )
+        })?;
+        anyhow::ensure!(path.is_file(), "{var}={} is not a file", path.display());
+        Ok(path)
+    };
+    Ok((path(KUBE_APISERVER_ENV)?, path(ETCD_ENV)?))
+}
+
+/// A port on 127.0.0.1 nothing listens on now.
+pub fn free_port() -> anyhow::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("binding a probe port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+impl ControlPlane {
+    /// Starts etcd and kube-apiserver from the binaries the environment
+    /// names, each on free loopback ports, and waits until kube-apiserver is
+    /// ready and its namespaces exist.
+    ///
+    /// # Errors
+    /// When a binary is missing or a process does not become ready within
+    /// 90 s; the error holds the end of its log.
+    pub async fn start() -> anyhow::Result<Self> {
+        let mut last = None;
+        for _ in 0..START_ATTEMPTS {
+            match Self::start_once().await {
+                Ok(plane) => return Ok(plane),
+                Err(err) if format!("{err:#}").contains("address already in use") => {
+                    last = Some(err);
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        Err(last.unwrap_or_else(|| anyhow::anyhow!("the control plane did not start")))
+    }
+
+    async fn start_once() -> anyhow::Result<Self> {
+        let (kube_apiserver, etcd_binary) = binaries()?;
+        let dir = tempfile::Builder::new()
+            .prefix("ccm-control-plane-")
+            .tempdir()?;
+        let pki = pki::write(dir.path())?;
+        let [etcd_port, peer_port, apiserver_port] = [free_port()?, free_port()?, free_port()?];
+
+        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
+        let peer_url = format!("http://127.0.0.1:{peer_port}");
+        let etcd = spawn(
+            Command::new(&etcd_binary)
+                .arg(format!("--data-dir={}", dir.path().join("etcd").display()))
+                .arg(format!("--listen-client-urls={etcd_url}"))
+                .arg(format!("--advertise-client-urls={etcd_url}"))
+                .arg(format!("--listen-peer-urls={peer_url}"))
+                .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+                .arg(format!("--initial-cluster=default={peer_url}"))
+                .arg("--log-level=warn"),
+            &dir.path().join("etcd.log"),
+        )?;
+
+        let tokens = dir.path().join("tokens.csv");
+        std::fs::write(
+            &tokens,
+            format!("{ADMIN_TOKEN},ccm-test-admin,ccm-test-admin,\"system:masters\"\n"),
+        )?;
+        let apiserver = spawn(
+            Command::new(&kube_apiserver)
+                .arg(format!("--etcd-servers={etcd_url}"))
+                .args([
+                    "--bind-address=127.0.0.1",
+                    "--advertise-address=127.0.0.1",
+                    "--authorization-mode=Node,RBAC",
+                    "--service-cluster-ip-range=10.96.0.0/16",
+                    "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                    "--disable-admission-plugins=ServiceAccount",
+                    "--profiling=false",
+                    // Streaming lists (`sendInitialEvents`), which the test
+                    // API server serves and its contract suite pins; off by
+                    // default in 1.33.
+                    "--feature-gates=WatchList=true",
+                    "--v=1",
+                ])
+                .arg(format!("--secure-port={apiserver_port}"))
+                .arg(format!("--cert-dir={}", dir.path().join("certs").display()))
+                .arg(format!("--tls-cert-file={}", pki.serving_cert.display()))
+                .arg(format!(
+                    "--tls-private-key-file={}",
+                    pki.serving_key.display()
+                ))
+                .arg(format!("--client-ca-file={}", pki.ca_cert.display()))
+                .arg(format!("--token-auth-file={}", tokens.display()))
+                .arg(format!(
+                    "--service-account-key-file={}",
+                    pki.service_account_public_key.display()
+                ))
+                .arg(format!(
+                    "--service-account-signing-key-file={}",
+                    pki.service_account_key.display()
+                )),
+            &dir.path().join("kube-apiserver.log"),
+        )?;
+
+        let url = format!("https://127.0.0.1:{apiserver_port}");
+        let kubeconfig = dir.path().join("kubeconfig");
+        std::fs::write(
+            &kubeconfig,
+            kubeconfig_yaml(&url, &pki.ca_cert, "admin", ADMIN_TOKEN),
+        )?;
+        let client = client(&kubeconfig).await?;
+        let mut plane = Self {
+            apiserver,
+            etcd,
+            url,
+            kubeconfig,
+            client,
+            dir,
+        };
+        plane.wait_ready().await?;
+        Ok(plane)
+    }
+
+    async fn wait_ready(&mut self) -> anyhow::Result<()> {
+        let deadline = tokio::time::Instant::now() + READY_WITHIN;
+        loop {
+            for (name, child) in [
+                ("etcd", &mut self.etcd),
+                ("kube-apiserver", &mut self.apiserver),
+            ] {
+                if let Some(status) = child.try_wait()? {
+                    bail!(
+                        "{name} exited ({status}) before kube-apiserver was ready; its log ends:\n{}",
+                        tail(&self.dir.path().join(format!("{name}.log")))
+                    );
+                }
+            }
+            if self.ready().await {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                bail!(
+                    "kube-apiserver was not ready within {READY_WITHIN:?}; its log ends:\n{}",
+                    tail(&self.dir.path().join("kube-apiserver.log"))
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    /// `/readyz` answers ok and the namespaces every cluster has exist.
+    async fn ready(&self) -> bool {
+        let Ok(request) = http::Request::get("/readyz").body(Vec::new()) else {
+            return false;
+        };
+        if !self
+            .client
+            .request_text(request)
+            .await
+            .is_ok_and(|body| body.trim() == "ok")
+        {
+            return false;
+        }
+        let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+            kube::Api::all(self.client.clone());
+        for name in ["default", "kube-system"] {
+            if !matches!(namespaces.get_opt(name).await, Ok(Some(_))) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// kube-apiserver's URL (`https://127.0.0.1:PORT`).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// A kubeconfig for the administrator (`system:masters`).
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// A client for the administrator.
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// A kubeconfig file under this control plane's directory that
+    /// authenticates with `token`, for a process that must run with less
+    /// than the administrator's rights.
+    ///
+    /// # Errors
+    /// When the file cannot be written.
+    pub fn kubeconfig_with_token(&self, name: &str, token: &str) -> anyhow::Result<PathBuf> {
+        let ca = self.dir.path().join("ca.crt");
+        let path = self.dir.path().join(format!("kubeconfig-{name}"));
+        std::fs::write(&path, kubeconfig_yaml(&self.url, &ca, name, token))?;
+        Ok(path)
+    }
+
+    /// The directory holding the data, PKI, kubeconfigs and logs.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The end of kube-apiserver's log.
+    pub fn apiserver_log_tail(&self) -> String {
+        tail(&self.dir.path().join("kube-apiserver.log"))
+    }
+
+    /// Waits for both processes to exit (after a signal from elsewhere,
+    /// such as Ctrl-C reaching the process group).
+    ///
+    /// # Errors
+    /// When waiting fails.
+    pub async fn wait(mut self) -> anyhow::Result<()> {
+        self.apiserver.wait().await?;
+        self.etcd.wait().await?;
+        Ok(())
+    }
+}
+
+/// Starts `command` with its output in `log`, killed when dropped.
+fn spawn(command: &mut Command, log: &Path) -> anyhow::Result<Child> {
+    let out = std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+    command
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out)
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting {:?}", command.as_std().get_program()))
+}
+
+/// A one-cluster, one-user kubeconfig trusting the CA at `ca`.
+fn kubeconfig_yaml(url: &str, ca: &Path, user: &str, token: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: real\n  cluster:\n    server: {url}\n    \
+         certificate-authority: {}\nusers:\n- name: {user}\n  user:\n    token: {token}\n\
+         contexts:\n- name: real\n  context:\n    cluster: real\n    user: {user}\n\
+         current-context: real\n",
+        ca.display()
+    )
+}
+
+/// A client for the kubeconfig at `path`.
+async fn client(path: &Path) -> anyhow::Result<kube::Client> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(path)?;
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await?;
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// The last 60 lines of `log`.
+pub(crate) fn tail(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(60)..].join("\n")
+}

@@ -1,0 +1,19 @@
+//! What the end-to-end suites share: the Kubernetes API a test runs against
+//! ([`ApiServer`]: the in-memory test API server, or a real kube-apiserver
+//! and etcd started for the test), the real control plane itself
+//! ([`ControlPlane`]), the CCM binary as a child process ([`Launch`],
+//! [`Ccm`]), and bounded waiting ([`eventually`]).
+//!
+//! Start with [`ApiServer::with_nodes`]: it reads [`APISERVER_ENV`], so the
+//! same test body runs on both servers.
+
+mod api;
+mod ccm;
+mod control_plane;
+mod pki;
+mod wait;
+
+pub use api::{APISERVER_ENV, ApiServer, Credentials, RBAC_DIR_ENV, kubectl};
+pub use ccm::{Ccm, Launch, forbidden_lines, tail};
+pub use control_plane::{ControlPlane, ETCD_ENV, KUBE_APISERVER_ENV, free_port};
+pub use wait::eventually;

