@@ -120,8 +120,9 @@ impl Launch {
     }
 
     /// Starts the process with `--bind-address=127.0.0.1
-    /// --secure-port=<free port>` added, and waits until `/readyz` answers
-    /// 200: the provider is up, the process leads and its caches are filled.
+    /// --secure-port=<free port>` added, and waits until it leads and
+    /// `/readyz` answers 200: the provider is up, the controllers started and
+    /// their caches filled.
     ///
     /// # Errors
     /// When it exits first or is not ready within 60 s; the error holds the
@@ -162,17 +163,28 @@ impl Ccm {
                     self.log_tail()
                 );
             }
-            if let Ok((200, _)) = self.get("/readyz").await {
+            if self.leads().await
+                && let Ok((200, _)) = self.get("/readyz").await
+            {
                 return Ok(());
             }
             if tokio::time::Instant::now() >= deadline {
                 bail!(
-                    "the CCM was not ready within {READY_WITHIN:?}; its log ends:\n{}",
+                    "the CCM was not leading and ready within {READY_WITHIN:?}; its log ends:\n{}",
                     self.log_tail()
                 );
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+    }
+
+    /// Whether the process leads: it has started (or turned off) its
+    /// controllers, which it reports in `/metrics` only once leading. A
+    /// standby is ready too, so `/readyz` alone does not say.
+    async fn leads(&self) -> bool {
+        self.metrics()
+            .await
+            .is_ok_and(|m| m.contains("ccm_controller_running{"))
     }
 
     /// `GET path` on the CCM's port: status code and body.
