@@ -277,7 +277,7 @@ pub fn forbidden_lines(log: &str) -> Vec<&str> {
     log.lines()
         .filter(|l| {
             let lower = l.to_ascii_lowercase();
-            lower.contains("forbidden") || lower.contains(" 403")
+            lower.contains("forbidden") || lower.contains("code: 403")
         })
         .collect()
 }
@@ -328,12 +328,12 @@ mod tests {
     #[test]
     fn forbidden_lines_finds_refusals_in_any_case_and_nothing_else() {
         let log = "INFO started\nWARN patching node: ApiError: nodes \"a\" is forbidden: User \
-                   cannot patch (Forbidden)\nINFO 4030 items\nERROR request failed with 403\n";
+                   cannot patch (Forbidden)\nINFO 4030 items, 403 of them new\nERROR Status { code: 403 }\n";
         assert_eq!(
             forbidden_lines(log),
             [
                 "WARN patching node: ApiError: nodes \"a\" is forbidden: User cannot patch (Forbidden)",
-                "ERROR request failed with 403"
+                "ERROR Status { code: 403 }"
             ]
         );
     }
