@@ -11,7 +11,9 @@ fake cloud in process, AWS against moto, DigitalOcean against its fake API
 behind Prism) against the embedded test API server. When KUBECONFIG is set,
 also runs the variants
 that need a real cluster (ignored by default) against it, and the test API
-server's contract suite against it, so its expectations stay honest.";
+server's contract suite against it, so its expectations stay honest.
+`cargo xtask cluster --suites` runs them against a real kube-apiserver and
+etcd started on loopback instead, with each CCM under the chart's RBAC.";
 
 /// The binaries' packages with end-to-end suites in this checkout.
 fn binaries() -> Vec<String> {

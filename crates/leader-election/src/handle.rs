@@ -146,7 +146,7 @@ impl LeaderHandle {
 }
 
 /// Hand-driven handles for tests of the code that obeys them.
-#[cfg(any(test, feature = "test-util"))]
+#[cfg(test)]
 impl LeaderHandle {
     /// A handle that does not lead until [`set_leader`](Self::set_leader)
     /// says so.
