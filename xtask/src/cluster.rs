@@ -203,15 +203,18 @@ pub(crate) fn run_suites() -> anyhow::Result<()> {
             )?;
         }
     }
-    let per_test: [(&str, &[&str]); 3] = [
-        ("cmd/fake-cloud-controller-manager", &["e2e"]),
+    // (package, test targets (all when empty), tests to skip).
+    let per_test: [(&str, &[&str], &[&str]); 3] = [
+        ("cmd/fake-cloud-controller-manager", &["e2e"], &[]),
         // Refused before any connection: no API server involved.
         (
             "cmd/aws-cloud-controller-manager",
+            &[],
             &["an_unknown_cloud_config_key"],
         ),
         (
             "cmd/digitalocean-cloud-controller-manager",
+            &[],
             &[
                 "a_missing_access_token",
                 "a_bad_flag",
@@ -219,16 +222,8 @@ pub(crate) fn run_suites() -> anyhow::Result<()> {
             ],
         ),
     ];
-    for (package, skips) in per_test {
-        let targets: &[&str] = if package.contains("fake") {
-            &["e2e"]
-        } else {
-            &[]
-        };
-        let mut args = Vec::new();
-        for skip in skips.iter().filter(|_| !package.contains("fake")) {
-            args.extend(["--skip", skip]);
-        }
+    for (package, targets, skips) in per_test {
+        let args: Vec<&str> = skips.iter().flat_map(|skip| ["--skip", skip]).collect();
         for binary in suite(package, targets) {
             count += run_counting(
                 binary

@@ -45,7 +45,7 @@ pub struct Credentials {
 
 impl ApiServer {
     /// Whether the environment asks for a real kube-apiserver.
-    pub fn real_requested() -> bool {
+    fn real_requested() -> bool {
         std::env::var(APISERVER_ENV).is_ok_and(|v| v == "real")
     }
 
@@ -94,15 +94,6 @@ impl ApiServer {
         match self {
             Self::Memory(server) => server.kubeconfig_path(),
             Self::Real(plane) => plane.kubeconfig_path(),
-        }
-    }
-
-    /// The in-memory server, for what only it can answer (request counts,
-    /// fault injection).
-    pub fn memory(&self) -> Option<&TestApiServer> {
-        match self {
-            Self::Memory(server) => Some(server),
-            Self::Real(_) => None,
         }
     }
 

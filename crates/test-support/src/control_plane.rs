@@ -253,27 +253,6 @@ impl ControlPlane {
         std::fs::write(&path, kubeconfig_yaml(&self.url, &ca, name, token))?;
         Ok(path)
     }
-
-    /// The directory holding the data, PKI, kubeconfigs and logs.
-    pub fn dir(&self) -> &Path {
-        self.dir.path()
-    }
-
-    /// The end of kube-apiserver's log.
-    pub fn apiserver_log_tail(&self) -> String {
-        tail(&self.dir.path().join("kube-apiserver.log"))
-    }
-
-    /// Waits for both processes to exit (after a signal from elsewhere,
-    /// such as Ctrl-C reaching the process group).
-    ///
-    /// # Errors
-    /// When waiting fails.
-    pub async fn wait(mut self) -> anyhow::Result<()> {
-        self.apiserver.wait().await?;
-        self.etcd.wait().await?;
-        Ok(())
-    }
 }
 
 /// Starts `command` with its output in `log`, killed when dropped.
