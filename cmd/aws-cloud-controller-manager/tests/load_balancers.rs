@@ -8,15 +8,16 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use ccm_test_support::{eventually, ingress_hostnames};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use provider_aws::annotations;
 use provider_aws::test_util::seed::{Seeded, cluster_tag};
 use support::objects::{
-    NAMESPACE, create_node, create_service, events, ingress_hostnames, is_initialized,
-    kubelet_node, nlb_service, node_port, nodes, services,
+    NAMESPACE, create_node, create_service, events, is_initialized, kubelet_node, nlb_service,
+    node_port, nodes, services,
 };
-use support::{E2e, aws, eventually};
+use support::{E2e, aws};
 
 /// How long the CCM may take to act on a change.
 const ACT_WITHIN: Duration = Duration::from_secs(60);

@@ -8,15 +8,16 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use ccm_test_support::{eventually, has_taint};
 use kube::api::DeleteParams;
 use provider_aws::ZONE_ID_LABEL;
 use provider_aws::test_util::REGION;
 use provider_aws::test_util::seed::INSTANCE_TYPE;
 use support::objects::{
-    SHUTDOWN, addresses, condition, create_node, events, has_taint, is_initialized, kubelet_node,
-    nodes, provider_id, set_ready,
+    SHUTDOWN, addresses, condition, create_node, events, is_initialized, kubelet_node, nodes,
+    provider_id, set_ready,
 };
-use support::{E2e, aws, eventually};
+use support::{E2e, aws};
 
 /// How long the CCM may take to act on a change.
 const ACT_WITHIN: Duration = Duration::from_secs(60);

@@ -5,10 +5,11 @@ mod support;
 
 use std::time::Duration;
 
+use ccm_test_support::eventually;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
+use support::E2e;
 use support::ccm::launch;
-use support::{E2e, eventually};
 
 /// The Lease upstream's default flags name.
 const LEASE: &str = "cloud-controller-manager";

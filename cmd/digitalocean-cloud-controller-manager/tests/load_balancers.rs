@@ -6,13 +6,12 @@ mod support;
 
 use std::time::Duration;
 
+use ccm_test_support::{annotation, eventually, ingress_ips};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use provider_digitalocean::test_util::{FakeDroplet, account};
 use serde_json::json;
-use support::{
-    CLUSTER_ID, Cluster, FINALIZER, LOAD_BALANCER_ID, WAIT, annotation, eventually, ingress_ips,
-};
+use support::{CLUSTER_ID, Cluster, FINALIZER, LOAD_BALANCER_ID, WAIT};
 
 const SIZE_UNIT: &str = "service.beta.kubernetes.io/do-loadbalancer-size-unit";
 const IDLE_TIMEOUT: &str = "service.beta.kubernetes.io/do-loadbalancer-http-idle-timeout-seconds";
@@ -28,7 +27,7 @@ fn default_name(uid: &str) -> String {
 /// Waits until Service `name` has an ingress IP; answers it and its
 /// load-balancer ID.
 async fn provisioned(cluster: &Cluster, name: &str) -> (Service, String) {
-    let service = eventually(&format!("{name} has an ingress IP"), || async {
+    let service = eventually(&format!("{name} has an ingress IP"), WAIT, || async {
         cluster
             .services()
             .get(name)
@@ -36,7 +35,8 @@ async fn provisioned(cluster: &Cluster, name: &str) -> (Service, String) {
             .ok()
             .filter(|s| !ingress_ips(s).is_empty())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     let id = annotation(&service, LOAD_BALANCER_ID)
         .unwrap_or_else(|| panic!("{name} has no {LOAD_BALANCER_ID} annotation"))
         .to_owned();
@@ -116,7 +116,7 @@ async fn a_load_balancer_service_is_provisioned_polled_to_active_and_deleted() {
         .delete("web", &DeleteParams::default())
         .await
         .expect("service deleted");
-    eventually("web is gone (its finalizer removed)", || async {
+    eventually("web is gone (its finalizer removed)", WAIT, || async {
         cluster
             .services()
             .get_opt("web")
@@ -124,7 +124,8 @@ async fn a_load_balancer_service_is_provisioned_polled_to_active_and_deleted() {
             .ok()
             .and_then(|s| s.is_none().then_some(()))
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert_eq!(
         cluster.load_balancer(&id),
         None,
@@ -147,20 +148,28 @@ async fn load_balancer_droplets_follow_nodes_added_and_removed() {
     assert_eq!(cluster.load_balancer_droplets(&id), Some(vec![4101, 4102]));
 
     cluster.create_node("node-3").await;
-    eventually("node-3's droplet is behind the load balancer", || async {
-        (cluster.load_balancer_droplets(&id) == Some(vec![4101, 4102, 4103])).then_some(())
-    })
-    .await;
+    eventually(
+        "node-3's droplet is behind the load balancer",
+        WAIT,
+        || async {
+            (cluster.load_balancer_droplets(&id) == Some(vec![4101, 4102, 4103])).then_some(())
+        },
+    )
+    .await
+    .expect("a bounded wait");
 
     cluster
         .nodes()
         .delete("node-1", &DeleteParams::default())
         .await
         .expect("node-1 deleted");
-    eventually("node-1's droplet has left the load balancer", || async {
-        (cluster.load_balancer_droplets(&id) == Some(vec![4102, 4103])).then_some(())
-    })
-    .await;
+    eventually(
+        "node-1's droplet has left the load balancer",
+        WAIT,
+        || async { (cluster.load_balancer_droplets(&id) == Some(vec![4102, 4103])).then_some(()) },
+    )
+    .await
+    .expect("a bounded wait");
 
     let droplets_path = format!("/v2/load_balancers/{id}/droplets");
     assert_eq!(cluster.account.count("POST", &droplets_path), 1);

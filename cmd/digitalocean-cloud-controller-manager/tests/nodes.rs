@@ -5,20 +5,14 @@ mod support;
 
 use std::collections::BTreeSet;
 
+use ccm_test_support::{UNINITIALIZED, eventually, has_taint};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Patch, PatchParams};
 use provider_digitalocean::test_util::{FakeDroplet, account};
 use serde_json::json;
-use support::{Cluster, UNINITIALIZED, eventually};
+use support::{Cluster, WAIT};
 
 const SHUTDOWN: &str = "node.cloudprovider.kubernetes.io/shutdown";
-
-fn has_taint(node: &Node, key: &str) -> bool {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.taints.as_ref())
-        .is_some_and(|taints| taints.iter().any(|t| t.key == key))
-}
 
 fn label<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
     node.metadata.labels.as_ref()?.get(key).map(String::as_str)
@@ -37,7 +31,7 @@ fn cloud_addresses(node: &Node) -> BTreeSet<(String, String)> {
 }
 
 async fn initialized(cluster: &Cluster, name: &str) -> Node {
-    eventually(&format!("{name} is initialized"), || async {
+    eventually(&format!("{name} is initialized"), WAIT, || async {
         cluster
             .nodes()
             .get(name)
@@ -46,6 +40,7 @@ async fn initialized(cluster: &Cluster, name: &str) -> Node {
             .filter(|n| !has_taint(n, UNINITIALIZED))
     })
     .await
+    .expect("a bounded wait")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -131,7 +126,7 @@ async fn a_node_whose_droplet_is_off_is_tainted_and_one_whose_droplet_is_gone_is
     mark_not_ready(&cluster, "node-1").await;
     mark_not_ready(&cluster, "node-2").await;
 
-    eventually("node-1 has the shutdown taint", || async {
+    eventually("node-1 has the shutdown taint", WAIT, || async {
         cluster
             .nodes()
             .get("node-1")
@@ -139,8 +134,9 @@ async fn a_node_whose_droplet_is_off_is_tainted_and_one_whose_droplet_is_gone_is
             .ok()
             .filter(|n| has_taint(n, SHUTDOWN))
     })
-    .await;
-    eventually("node-2 is deleted", || async {
+    .await
+    .expect("a bounded wait");
+    eventually("node-2 is deleted", WAIT, || async {
         cluster
             .nodes()
             .get_opt("node-2")
@@ -148,7 +144,8 @@ async fn a_node_whose_droplet_is_off_is_tainted_and_one_whose_droplet_is_gone_is
             .ok()
             .and_then(|n| n.is_none().then_some(()))
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert!(
         cluster.nodes().get_opt("node-1").await.unwrap().is_some(),
         "a droplet that is off is not gone: its node stays"

@@ -8,14 +8,18 @@
 //! registers its own Node objects (with unique names) and cleans them up.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ccm_test_support::{ApiServer, Ccm, Credentials, Launch};
+use ccm_test_support::{
+    ApiServer, Ccm, Credentials, Launch, eventually, kubectl, uninitialized_node, unique,
+};
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, DeleteParams, PostParams};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_fake-cloud-controller-manager");
 const WAIT: Duration = Duration::from_secs(60);
+/// The label on the suite's own nodes, so `kubectl get -l` lists only them.
+const SUITE_LABEL: &str = "e2e.ccm.example/suite";
 
 /// Where the suite runs: a kubeconfig and a client for it.
 struct Target {
@@ -86,50 +90,6 @@ async fn start_ccm(credentials: &Credentials, cluster_name: &str, dir: &Path) ->
     launch.start().await.expect("the CCM starts and is ready")
 }
 
-/// Runs kubectl without blocking the runtime (the test API server may be
-/// serving from this very thread).
-async fn kubectl(kubeconfig: &Path, args: &[&str]) -> String {
-    let out = tokio::process::Command::new("kubectl")
-        .arg(format!("--kubeconfig={}", kubeconfig.display()))
-        .args(args)
-        .output()
-        .await
-        .expect("kubectl runs; `cargo xtask ci` installs it when missing");
-    assert!(
-        out.status.success(),
-        "kubectl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-async fn eventually<T, F: AsyncFnMut() -> Option<T>>(what: &str, mut check: F) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(start.elapsed() < WAIT, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!("{prefix}-{:x}{nanos:08x}", std::process::id())
-}
-
-fn uninitialized_node(name: &str) -> Node {
-    serde_json::from_value(serde_json::json!({
-        "metadata": { "name": name, "labels": { "e2e.ccm.example/suite": "fake" } },
-        "spec": { "taints": [{ "key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule" }] },
-    }))
-    .unwrap()
-}
-
 /// Nodes are initialized, a LoadBalancer Service created with kubectl gets an
 /// ingress, and deleting it releases the load balancer and the finalizer.
 async fn nodes_and_load_balancers(target: Target) {
@@ -137,16 +97,18 @@ async fn nodes_and_load_balancers(target: Target) {
     let nodes: Api<Node> = Api::all(target.client.clone());
     let names: Vec<String> = (0..3).map(|i| format!("{cluster}-node-{i}")).collect();
     for name in &names {
-        nodes
-            .create(&PostParams::default(), &uninitialized_node(name))
-            .await
-            .unwrap();
+        let mut node = uninitialized_node(name);
+        node.metadata
+            .labels
+            .get_or_insert_default()
+            .insert(SUITE_LABEL.to_owned(), "fake".to_owned());
+        nodes.create(&PostParams::default(), &node).await.unwrap();
     }
     let dir = tempfile::tempdir().unwrap();
     let _ccm = start_ccm(&target.credentials, &cluster, dir.path()).await;
 
     for name in &names {
-        let node = eventually("node initialized", async || {
+        let node = eventually("node initialized", WAIT, || async {
             let node = nodes.get(name).await.ok()?;
             let tainted = node
                 .spec
@@ -157,7 +119,8 @@ async fn nodes_and_load_balancers(target: Target) {
                 .any(|t| t.key.contains("uninitialized"));
             (!tainted).then_some(node)
         })
-        .await;
+        .await
+        .expect("a bounded wait");
         assert_eq!(
             node.spec.unwrap().provider_id,
             Some(format!("fake://{name}"))
@@ -178,10 +141,11 @@ async fn nodes_and_load_balancers(target: Target) {
             "-o",
             "wide",
             "-l",
-            "e2e.ccm.example/suite=fake",
+            &format!("{SUITE_LABEL}=fake"),
         ],
     )
-    .await;
+    .await
+    .expect("kubectl");
     assert!(names.iter().all(|n| wide.contains(n.as_str())), "{wide}");
 
     let service = format!("{cluster}-web");
@@ -201,13 +165,15 @@ async fn nodes_and_load_balancers(target: Target) {
         &target.kubeconfig,
         &["apply", validate, "-f", manifest.path().to_str().unwrap()],
     )
-    .await;
+    .await
+    .expect("kubectl");
     let services: Api<Service> = Api::namespaced(target.client.clone(), "default");
-    let ingress = eventually("an ingress", async || {
+    let ingress = eventually("an ingress", WAIT, || async {
         let svc = services.get(&service).await.ok()?;
         svc.status?.load_balancer?.ingress?.into_iter().next()?.ip
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert!(ingress.starts_with("100."), "{ingress}");
     let svc = services.get(&service).await.unwrap();
     assert!(
@@ -228,8 +194,9 @@ async fn nodes_and_load_balancers(target: Target) {
             "--wait=false",
         ],
     )
-    .await;
-    eventually("the Service gone (finalizer removed)", async || {
+    .await
+    .expect("kubectl");
+    eventually("the Service gone (finalizer removed)", WAIT, || async {
         services
             .get_opt(&service)
             .await
@@ -237,7 +204,8 @@ async fn nodes_and_load_balancers(target: Target) {
             .is_none()
             .then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
 
     for name in &names {
         let _ = nodes.delete(name, &DeleteParams::default()).await;

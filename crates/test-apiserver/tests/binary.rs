@@ -121,9 +121,7 @@ async fn bad_flags_exit_64_with_one_line() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn binds_the_address_it_is_given() -> anyhow::Result<()> {
-    let probe = std::net::TcpListener::bind("127.0.0.1:0")?;
-    let addr = probe.local_addr()?;
-    drop(probe);
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], ccm_test_support::free_port()?));
     let server = Binary::start(&["--bind", &addr.to_string()]).await?;
     assert_eq!(server.url, format!("http://{addr}"));
     let kubeconfig = std::fs::read_to_string(&server.kubeconfig)?;

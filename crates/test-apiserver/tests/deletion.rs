@@ -37,7 +37,7 @@ async fn gone(cms: &Api<ConfigMap>, name: &str) -> anyhow::Result<()> {
 
 contract_test!(finalizers_hold_an_object_until_the_last_is_removed, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-    let name = support::unique("finalized");
+    let name = ccm_test_support::unique("finalized");
     create(
         &cms,
         &name,
@@ -73,7 +73,7 @@ contract_test!(finalizers_hold_an_object_until_the_last_is_removed, |t| {
 
 contract_test!(delete_preconditions_are_honoured, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-    let name = support::unique("preconditions");
+    let name = ccm_test_support::unique("preconditions");
     let created = create(&cms, &name, json!({})).await?;
     let wrong_uid = DeleteParams {
         preconditions: Some(Preconditions {
@@ -123,7 +123,7 @@ contract_test!(
             PropagationPolicy::Foreground,
             PropagationPolicy::Orphan,
         ] {
-            let name = support::unique("propagation");
+            let name = ccm_test_support::unique("propagation");
             create(&cms, &name, json!({})).await?;
             let params = DeleteParams {
                 propagation_policy: Some(policy.clone()),
@@ -164,7 +164,7 @@ contract_test!(
 
 contract_test!(delete_collection_deletes_only_selected_objects, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-    let run = support::unique("collection");
+    let run = ccm_test_support::unique("collection");
     for (name, doomed) in [("a", "yes"), ("b", "yes"), ("c", "no")] {
         create(
             &cms,

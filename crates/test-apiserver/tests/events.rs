@@ -13,7 +13,7 @@ use serde_json::json;
 
 contract_test!(recorder_events_series_and_both_api_groups_agree, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-    let name = support::unique("evented");
+    let name = ccm_test_support::unique("evented");
     let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": name}}))?;
     let cm = cms.create(&PostParams::default(), &cm).await?;
     let reference: ObjectReference = cm.object_ref(&());

@@ -43,7 +43,7 @@ contract_test!(
     endpoint_slice_generation_counts_changes_outside_metadata,
     |t| {
         let slices: Api<EndpointSlice> = Api::namespaced(t.client(), "default");
-        let name = support::unique("slice");
+        let name = ccm_test_support::unique("slice");
         let created = slices
             .create(&PostParams::default(), &endpoint_slice(&name, "10.0.0.1"))
             .await?;
@@ -109,7 +109,7 @@ contract_test!(
 
 contract_test!(endpoints_are_created_by_an_update_of_a_missing_name, |t| {
     let endpoints: Api<Endpoints> = Api::namespaced(t.client(), "default");
-    let name = support::unique("endpoints");
+    let name = ccm_test_support::unique("endpoints");
     let body = Endpoints {
         metadata: ObjectMeta {
             name: Some(name.clone()),
@@ -143,7 +143,7 @@ contract_test!(
     persistent_volumes_are_cluster_scoped_and_start_pending,
     |t| {
         let volumes: Api<PersistentVolume> = Api::all(t.client());
-        let name = support::unique("pv");
+        let name = ccm_test_support::unique("pv");
         let volume = PersistentVolume {
             metadata: ObjectMeta {
                 name: Some(name.clone()),

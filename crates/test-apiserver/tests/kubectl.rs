@@ -23,7 +23,7 @@ data:
 
 #[tokio::test]
 async fn kubectl_gets_describes_creates_patches_watches_and_deletes() -> anyhow::Result<()> {
-    support::process::kubectl_path()?;
+    ccm_test_support::kubectl_path()?;
     let server = Binary::start(&["--nodes", "2", "--services", "1"]).await?;
 
     let nodes = kubectl(&server, &["get", "nodes", "-o", "name"]).await?;

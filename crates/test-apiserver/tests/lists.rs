@@ -44,7 +44,7 @@ async fn cleanup(cms: &Api<ConfigMap>, run: &str) -> anyhow::Result<()> {
 
 contract_test!(label_selectors_support_every_operator, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-    let run = support::unique("labels");
+    let run = ccm_test_support::unique("labels");
     create(&cms, &run, "a", json!({"tier": "front", "env": "prod"})).await?;
     create(&cms, &run, "b", json!({"tier": "back", "env": "prod"})).await?;
     create(&cms, &run, "c", json!({"tier": "back"})).await?;
@@ -83,7 +83,7 @@ contract_test!(label_selectors_support_every_operator, |t| {
 contract_test!(field_selectors_on_name_and_namespace, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
     let all: Api<ConfigMap> = Api::all(t.client());
-    let run = support::unique("fields");
+    let run = ccm_test_support::unique("fields");
     create(&cms, &run, "a", json!({})).await?;
     create(&cms, &run, "b", json!({})).await?;
     let by_name = ListParams::default().fields(&format!("metadata.name={run}-a"));
@@ -138,7 +138,7 @@ contract_test!(field_selectors_on_name_and_namespace, |t| {
 
 contract_test!(pages_are_read_at_the_first_page_resource_version, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-    let run = support::unique("pages");
+    let run = ccm_test_support::unique("pages");
     for i in 0..5 {
         create(&cms, &run, &format!("{i}"), json!({})).await?;
     }
@@ -180,7 +180,7 @@ contract_test!(
     exact_lists_show_a_past_state_and_lists_report_their_version,
     |t| {
         let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-        let run = support::unique("exact");
+        let run = ccm_test_support::unique("exact");
         let created = create(&cms, &run, "a", json!({})).await?;
         let list = cms
             .list(&ListParams::default().labels(&format!("run={run}")))

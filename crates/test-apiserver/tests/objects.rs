@@ -45,7 +45,7 @@ fn rv(meta: &ObjectMeta) -> anyhow::Result<u64> {
 
 contract_test!(create_assigns_identity_and_refuses_duplicates, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-    let name = support::unique("identity");
+    let name = ccm_test_support::unique("identity");
     let created = cms
         .create(&PostParams::default(), &config_map(&name, &[("a", "1")]))
         .await?;
@@ -76,7 +76,7 @@ contract_test!(create_assigns_identity_and_refuses_duplicates, |t| {
 contract_test!(resource_versions_increase_across_kinds, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
     let secrets: Api<Secret> = Api::namespaced(t.client(), "default");
-    let name = support::unique("global-rv");
+    let name = ccm_test_support::unique("global-rv");
     let cm = cms
         .create(&PostParams::default(), &config_map(&name, &[]))
         .await?;
@@ -104,7 +104,7 @@ contract_test!(resource_versions_increase_across_kinds, |t| {
 
 contract_test!(generate_name_appends_a_random_suffix, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-    let prefix = format!("{}-", support::unique("gen"));
+    let prefix = format!("{}-", ccm_test_support::unique("gen"));
     let mut cm = config_map("", &[]);
     cm.metadata.name = None;
     cm.metadata.generate_name = Some(prefix.clone());
@@ -123,7 +123,7 @@ contract_test!(generate_name_appends_a_random_suffix, |t| {
 
 contract_test!(missing_objects_are_404_with_a_status_body, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-    let name = support::unique("absent");
+    let name = ccm_test_support::unique("absent");
     let status = api_error(cms.get(&name).await)?;
     assert_eq!((status.code, status.reason.as_str()), (404, "NotFound"));
     assert_eq!(status.message, format!("configmaps \"{name}\" not found"));
@@ -141,7 +141,7 @@ contract_test!(missing_objects_are_404_with_a_status_body, |t| {
 });
 
 contract_test!(objects_in_a_missing_namespace_are_refused, |t| {
-    let cms: Api<ConfigMap> = Api::namespaced(t.client(), &support::unique("nowhere"));
+    let cms: Api<ConfigMap> = Api::namespaced(t.client(), &ccm_test_support::unique("nowhere"));
     let status = api_error(
         cms.create(&PostParams::default(), &config_map("x", &[]))
             .await,
@@ -159,7 +159,7 @@ contract_test!(
     stale_resource_version_is_a_conflict_for_put_and_patch,
     |t| {
         let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-        let name = support::unique("stale");
+        let name = ccm_test_support::unique("stale");
         let original = cms
             .create(&PostParams::default(), &config_map(&name, &[("a", "1")]))
             .await?;
@@ -185,7 +185,7 @@ contract_test!(
 
 contract_test!(writes_that_change_nothing_keep_the_resource_version, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-    let name = support::unique("noop");
+    let name = ccm_test_support::unique("noop");
     let created = cms
         .create(&PostParams::default(), &config_map(&name, &[("a", "1")]))
         .await?;
@@ -206,7 +206,7 @@ contract_test!(writes_that_change_nothing_keep_the_resource_version, |t| {
 
 contract_test!(updates_keep_uid_and_creation_timestamp, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-    let name = support::unique("system-fields");
+    let name = ccm_test_support::unique("system-fields");
     let created = cms
         .create(&PostParams::default(), &config_map(&name, &[]))
         .await?;
@@ -232,7 +232,7 @@ contract_test!(updates_keep_uid_and_creation_timestamp, |t| {
 
 contract_test!(pod_generation_counts_spec_changes_only, |t| {
     let pods: Api<Pod> = Api::namespaced(t.client(), "default");
-    let name = support::unique("generation");
+    let name = ccm_test_support::unique("generation");
     let pod = Pod {
         metadata: ObjectMeta {
             name: Some(name.clone()),
@@ -275,7 +275,7 @@ contract_test!(pod_generation_counts_spec_changes_only, |t| {
 
 contract_test!(unknown_fields_are_dropped_or_refused_when_strict, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-    let name = support::unique("unknown");
+    let name = ccm_test_support::unique("unknown");
     cms.create(&PostParams::default(), &config_map(&name, &[]))
         .await?;
     let patch = Patch::Merge(json!({"data": {"k": "v"}, "bogus": {"x": 1}}));

@@ -60,7 +60,7 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
 
 contract_test!(merge_patch_merges_maps_and_null_deletes, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-    let name = support::unique("merge");
+    let name = ccm_test_support::unique("merge");
     let cm: ConfigMap =
         serde_json::from_value(json!({"metadata": {"name": name}, "data": {"a": "1", "b": "2"}}))?;
     cms.create(&PostParams::default(), &cm).await?;
@@ -84,7 +84,7 @@ contract_test!(
     json_patch_applies_in_order_and_a_failed_test_changes_nothing,
     |t| {
         let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-        let name = support::unique("jsonpatch");
+        let name = ccm_test_support::unique("jsonpatch");
         let cm: ConfigMap =
             serde_json::from_value(json!({"metadata": {"name": name}, "data": {"a": "1"}}))?;
         cms.create(&PostParams::default(), &cm).await?;
@@ -131,7 +131,7 @@ contract_test!(
     strategic_patch_merges_node_conditions_and_addresses_by_type,
     |t| {
         let nodes: Api<Node> = Api::all(t.client());
-        let name = support::unique("smp-node");
+        let name = ccm_test_support::unique("smp-node");
         create_node(&nodes, &name).await?;
         let patch = json!({"status": {
             "conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady"}],
@@ -162,7 +162,7 @@ contract_test!(
     strategic_patch_unions_finalizers_and_replaces_taints_whole,
     |t| {
         let nodes: Api<Node> = Api::all(t.client());
-        let name = support::unique("smp-taints");
+        let name = ccm_test_support::unique("smp-taints");
         create_node(&nodes, &name).await?;
         let patch = json!({
             "metadata": {"finalizers": ["example.com/b"]},
@@ -203,7 +203,7 @@ contract_test!(
 
 contract_test!(strategic_patch_replaces_service_ingress_whole, |t| {
     let services: Api<Service> = Api::namespaced(t.client(), "default");
-    let name = support::unique("smp-svc");
+    let name = ccm_test_support::unique("smp-svc");
     let svc: Service = serde_json::from_value(json!({
         "metadata": {"name": name},
         "spec": {"type": "LoadBalancer", "ports": [{"name": "http", "port": 80}]}
@@ -246,7 +246,7 @@ contract_test!(strategic_patch_replaces_service_ingress_whole, |t| {
 
 contract_test!(patch_content_types_are_distinguished, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-    let name = support::unique("ctype");
+    let name = ccm_test_support::unique("ctype");
     let cm: ConfigMap = serde_json::from_value(
         json!({"metadata": {"name": name, "finalizers": ["example.com/x"]}}),
     )?;

@@ -28,7 +28,7 @@ fn ready(node: &Node) -> Option<String> {
 
 contract_test!(status_writes_never_change_spec, |t| {
     let nodes: Api<Node> = Api::all(t.client());
-    let name = support::unique("status-node");
+    let name = ccm_test_support::unique("status-node");
     let created = nodes.create(&PostParams::default(), &node(&name)?).await?;
     assert_eq!(
         ready(&created).as_deref(),
@@ -52,7 +52,7 @@ contract_test!(status_writes_never_change_spec, |t| {
 
 contract_test!(main_resource_writes_keep_status, |t| {
     let nodes: Api<Node> = Api::all(t.client());
-    let name = support::unique("main-node");
+    let name = ccm_test_support::unique("main-node");
     nodes.create(&PostParams::default(), &node(&name)?).await?;
     let patch = json!({
         "spec": {"unschedulable": true},
@@ -71,7 +71,7 @@ contract_test!(
     service_status_is_cleared_on_create_and_set_through_status,
     |t| {
         let services: Api<Service> = Api::namespaced(t.client(), "default");
-        let name = support::unique("status-svc");
+        let name = ccm_test_support::unique("status-svc");
         let svc: Service = serde_json::from_value(json!({
             "metadata": {"name": name},
             "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},

@@ -31,7 +31,7 @@ contract_test!(
     service_ports_out_of_range_or_unknown_protocols_are_invalid,
     |t| {
         let services: Api<Service> = Api::namespaced(t.client(), "default");
-        let name = support::unique("ports");
+        let name = ccm_test_support::unique("ports");
 
         let too_high = service(&name, &json!({"port": 70000}))?;
         let refused = refusal(services.create(&PostParams::default(), &too_high).await)?;
@@ -81,7 +81,7 @@ contract_test!(
     an_events_v1_note_over_1024_bytes_is_invalid_a_core_message_is_not,
     |t| {
         let long = "x".repeat(3000);
-        let name = support::unique("note");
+        let name = ccm_test_support::unique("note");
         let v1: Api<Event> = Api::namespaced(t.client(), "default");
         let event: Event = serde_json::from_value(json!({
             "metadata": {"name": name},

@@ -89,7 +89,7 @@ fn watch(cms: &Api<ConfigMap>, config: watcher::Config) -> Events {
 
 contract_test!(watcher_lists_then_follows_changes, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-    let run = support::unique("follow");
+    let run = ccm_test_support::unique("follow");
     create(&cms, &format!("{run}-a"), &run).await?;
     let mut events = watch(
         &cms,
@@ -115,7 +115,7 @@ contract_test!(
     watcher_resumes_after_server_timeouts_without_missing_changes,
     |t| {
         let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-        let run = support::unique("resume");
+        let run = ccm_test_support::unique("resume");
         let config = watcher::Config::default()
             .labels(&format!("run={run}"))
             .timeout(1);
@@ -142,7 +142,7 @@ contract_test!(
 
 contract_test!(streaming_list_watcher_initializes_from_a_watch, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-    let run = support::unique("stream-watcher");
+    let run = ccm_test_support::unique("stream-watcher");
     create(&cms, &format!("{run}-a"), &run).await?;
     let config = watcher::Config::default()
         .labels(&format!("run={run}"))

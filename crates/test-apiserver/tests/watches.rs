@@ -35,7 +35,7 @@ fn describe(event: &WatchEvent<ConfigMap>) -> String {
 
 contract_test!(watch_replays_changes_after_a_resource_version, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-    let name = support::unique("replay");
+    let name = ccm_test_support::unique("replay");
     let created = cms
         .create(&PostParams::default(), &cm(&name, &json!({}))?)
         .await?;
@@ -138,12 +138,12 @@ contract_test!(timeout_seconds_ends_the_stream, |t| {
 
 contract_test!(selector_watches_see_objects_enter_and_leave, |t| {
     let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-    let name = support::unique("transitions");
+    let name = ccm_test_support::unique("transitions");
     let created = cms
         .create(&PostParams::default(), &cm(&name, &json!({}))?)
         .await?;
     let from = created.metadata.resource_version.clone().context("rv")?;
-    let label = support::unique("selected");
+    let label = ccm_test_support::unique("selected");
     let relabel = |value: serde_json::Value| {
         Patch::Merge(json!({"metadata": {"labels": {"watched": value}}}))
     };
@@ -184,7 +184,7 @@ contract_test!(
     streaming_lists_send_initial_events_then_the_end_bookmark,
     |t| {
         let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
-        let run = support::unique("streaming");
+        let run = ccm_test_support::unique("streaming");
         for i in 0..3 {
             cms.create(
                 &PostParams::default(),

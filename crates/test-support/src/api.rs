@@ -9,6 +9,7 @@
 //! ServiceAccount's token.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::Node;
@@ -148,24 +149,66 @@ impl ApiServer {
     }
 }
 
-/// Runs kubectl against `kubeconfig` and answers its standard output.
+/// How long one kubectl command may take.
+const KUBECTL_WITHIN: Duration = Duration::from_secs(60);
+
+/// `kubectl`: `$KUBECTL` if set, else the first on `PATH`.
 ///
 /// # Errors
-/// When kubectl is missing or fails; the error holds its standard error.
-pub async fn kubectl(kubeconfig: &Path, args: &[&str]) -> anyhow::Result<String> {
-    let out = tokio::process::Command::new("kubectl")
+/// When it is on neither, naming what installs it.
+pub fn kubectl_path() -> anyhow::Result<PathBuf> {
+    if let Some(path) = std::env::var_os("KUBECTL") {
+        return Ok(PathBuf::from(path));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("kubectl"))
+        .find(|candidate| candidate.is_file())
+        .context(
+            "kubectl is not on PATH: run `cargo xtask ci`, which installs Debian's kubernetes-client package",
+        )
+}
+
+/// A kubectl command pointed at `kubeconfig`, with its discovery cache
+/// beside it (kept apart from the user's and other tests'), killed if
+/// dropped.
+///
+/// # Errors
+/// When kubectl is missing.
+pub fn kubectl_command(kubeconfig: &Path) -> anyhow::Result<tokio::process::Command> {
+    let cache = kubeconfig
+        .parent()
+        .unwrap_or_else(|| Path::new("."))
+        .join("kube-cache");
+    let mut command = tokio::process::Command::new(kubectl_path()?);
+    command
         .arg(format!("--kubeconfig={}", kubeconfig.display()))
-        .args(args)
-        .kill_on_drop(true)
-        .output()
-        .await
-        .context("running kubectl (`cargo xtask ci` installs it when missing)")?;
+        .arg(format!("--cache-dir={}", cache.display()))
+        .kill_on_drop(true);
+    Ok(command)
+}
+
+/// Runs kubectl against `kubeconfig` (within 60 s) and answers its standard
+/// output.
+///
+/// # Errors
+/// When kubectl is missing, fails or hangs; the error holds its standard
+/// error.
+pub async fn kubectl(kubeconfig: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let out = tokio::time::timeout(
+        KUBECTL_WITHIN,
+        kubectl_command(kubeconfig)?.args(args).output(),
+    )
+    .await
+    .with_context(|| format!("kubectl {} took over {KUBECTL_WITHIN:?}", args.join(" ")))?
+    .context("running kubectl")?;
     if !out.status.success() {
         bail!(
-            "kubectl {}: {}",
+            "kubectl {} failed ({}): {}",
             args.join(" "),
+            out.status,
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(String::from_utf8(out.stdout)?)
 }

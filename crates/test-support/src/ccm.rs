@@ -127,19 +127,28 @@ impl Launch {
     /// # Errors
     /// When it exits first or is not ready within 60 s; the error holds the
     /// end of its log.
-    pub async fn start(mut self) -> anyhow::Result<Ccm> {
+    pub async fn start(self) -> anyhow::Result<Ccm> {
+        let mut ccm = self.spawn()?;
+        ccm.wait_ready().await?;
+        Ok(ccm)
+    }
+
+    /// Starts the process with `--bind-address=127.0.0.1
+    /// --secure-port=<free port>` added, without waiting for anything.
+    ///
+    /// # Errors
+    /// When it cannot start.
+    pub fn spawn(mut self) -> anyhow::Result<Ccm> {
         let port = free_port()?;
         self.args.push("--bind-address=127.0.0.1".to_owned());
         self.args.push(format!("--secure-port={port}"));
         let child = self.command()?.spawn().context("starting the CCM")?;
-        let mut ccm = Ccm {
+        Ok(Ccm {
             child,
             port,
             log: self.log,
             rbac_limited: self.rbac_limited,
-        };
-        ccm.wait_ready().await?;
-        Ok(ccm)
+        })
     }
 }
 
@@ -230,6 +239,14 @@ impl Ccm {
             .await
             .with_context(|| format!("the CCM did not exit within {timeout:?}"))?
             .context("waiting for the CCM")
+    }
+
+    /// The process's exit status if it has exited, without waiting.
+    ///
+    /// # Errors
+    /// When its status cannot be read.
+    pub fn exited(&mut self) -> anyhow::Result<Option<ExitStatus>> {
+        Ok(self.child.try_wait()?)
     }
 
     /// Everything the process logged so far.

@@ -66,8 +66,11 @@ fn binaries() -> anyhow::Result<(PathBuf, PathBuf)> {
 }
 
 /// A port on 127.0.0.1 nothing listens on now.
-pub fn free_port() -> anyhow::Result<u16> {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("binding a probe port")?;
+///
+/// # Errors
+/// When no port can be bound.
+pub fn free_port() -> std::io::Result<u16> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?.port())
 }
 

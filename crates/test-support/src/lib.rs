@@ -2,7 +2,8 @@
 //! ([`ApiServer`]: the in-memory test API server, or a real kube-apiserver
 //! and etcd started for the test), the real control plane itself
 //! ([`ControlPlane`]), the CCM binary as a child process ([`Launch`],
-//! [`Ccm`]), and bounded waiting ([`eventually`]).
+//! [`Ccm`]), bounded waiting ([`eventually`]), and the fixtures every suite builds
+//! ([`uninitialized_node`], [`load_balancer_service`], [`unique`]).
 //!
 //! Start with [`ApiServer::with_nodes`]: it reads [`APISERVER_ENV`], so the
 //! same test body runs on both servers.
@@ -10,10 +11,17 @@
 mod api;
 mod ccm;
 mod control_plane;
+mod objects;
 mod pki;
 mod wait;
 
-pub use api::{APISERVER_ENV, ApiServer, Credentials, RBAC_DIR_ENV, kubectl};
+pub use api::{
+    APISERVER_ENV, ApiServer, Credentials, RBAC_DIR_ENV, kubectl, kubectl_command, kubectl_path,
+};
 pub use ccm::{Ccm, Launch, forbidden_lines, tail};
 pub use control_plane::{ControlPlane, ETCD_ENV, KUBE_APISERVER_ENV, free_port};
-pub use wait::eventually;
+pub use objects::{
+    UNINITIALIZED, annotation, has_taint, ingress_hostnames, ingress_ips, load_balancer_service,
+    ready_condition, uninitialized_node, unique,
+};
+pub use wait::{Outcome, eventually};

@@ -4,21 +4,49 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 /// How often [`eventually`] asks.
-const POLL: Duration = Duration::from_millis(200);
+const POLL: Duration = Duration::from_millis(100);
 
-/// Polls `check` every 200 ms until it answers `Some`, failing after
+/// What a check given to [`eventually`] answers: `Some` when the outcome
+/// is there, `None` to ask again, or (as `anyhow::Result`) an error that
+/// ends the wait at once.
+pub trait Outcome<T> {
+    /// The answer as one shape.
+    ///
+    /// # Errors
+    /// When the check failed.
+    fn into_outcome(self) -> anyhow::Result<Option<T>>;
+}
+
+impl<T> Outcome<T> for Option<T> {
+    fn into_outcome(self) -> anyhow::Result<Option<T>> {
+        Ok(self)
+    }
+}
+
+impl<T> Outcome<T> for anyhow::Result<Option<T>> {
+    fn into_outcome(self) -> anyhow::Result<Option<T>> {
+        self
+    }
+}
+
+/// Polls `check` every 100 ms until it answers `Some`, failing after
 /// `timeout` with `what`.
 ///
 /// # Errors
 /// When `check` fails, or on timeout.
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> anyhow::Result<T>
+pub async fn eventually<T, O, F, Fut>(
+    what: &str,
+    timeout: Duration,
+    mut check: F,
+) -> anyhow::Result<T>
 where
+    O: Outcome<T>,
     F: FnMut() -> Fut,
-    Fut: Future<Output = anyhow::Result<Option<T>>>,
+    Fut: Future<Output = O>,
 {
     let start = Instant::now();
     loop {
-        if let Some(value) = check().await? {
+        if let Some(value) = check().await.into_outcome()? {
             return Ok(value);
         }
         anyhow::ensure!(
@@ -26,5 +54,45 @@ where
             "timed out after {timeout:?} waiting for {what}"
         );
         tokio::time::sleep(POLL).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::eventually;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn answers_the_first_outcome_of_either_shape() {
+        let mut asked = 0;
+        let found = eventually("the third ask", Duration::from_secs(5), || {
+            asked += 1;
+            let now = asked;
+            async move { (now == 3).then_some(now) }
+        })
+        .await
+        .expect("found");
+        assert_eq!(found, 3);
+        let fallible = eventually("a fallible check", Duration::from_secs(5), || async {
+            Ok(Some("ok"))
+        })
+        .await
+        .expect("found");
+        assert_eq!(fallible, "ok");
+    }
+
+    #[tokio::test]
+    async fn stops_at_an_error_or_the_timeout() {
+        let failed = eventually::<(), _, _, _>("never", Duration::from_secs(5), || async {
+            Err(anyhow::anyhow!("the check broke"))
+        })
+        .await
+        .expect_err("an error ends the wait");
+        assert_eq!(failed.to_string(), "the check broke");
+        let late =
+            eventually::<(), _, _, _>("nothing", Duration::from_millis(250), || async { None })
+                .await
+                .expect_err("times out");
+        assert!(late.to_string().contains("waiting for nothing"), "{late}");
     }
 }

@@ -180,10 +180,7 @@ async fn start() -> Result<Server, Error> {
     if !venv.join("bin").join("moto_server").exists() || !python.exists() {
         return Err(Error::NotInstalled { venv });
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map_err(io("finding a free port for moto"))?
-        .port();
+    let port = ccm_test_support::free_port().map_err(io("finding a free port for moto"))?;
     // One log per test binary, overwritten each run.
     let stem = std::env::current_exe()
         .ok()

@@ -26,7 +26,6 @@ use std::path::Path;
 
 use anyhow::Context;
 use ccm_test_support::ApiServer;
-pub use ccm_test_support::eventually;
 use provider_aws::test_util::seed::{self, Estate};
 use provider_aws::test_util::{CLUSTER, Moto, cloud_config, ec2, elbv2, moto};
 

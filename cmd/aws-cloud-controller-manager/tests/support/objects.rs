@@ -1,106 +1,51 @@
 //! Kubernetes objects as a kubelet and a user write them, and reads of
 //! what the CCM wrote.
 
-use std::collections::BTreeMap;
-
-use k8s_openapi::api::core::v1::{
-    Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, Service, ServicePort, ServiceSpec,
-    Taint,
+use ccm_test_support::{
+    UNINITIALIZED, has_taint, load_balancer_service, ready_condition, uninitialized_node,
 };
+use k8s_openapi::api::core::v1::{Node, Service, ServicePort};
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use provider_aws::annotations;
 use provider_aws::test_util::seed::Seeded;
 
-/// The taint a kubelet with `--cloud-provider=external` registers with.
-pub const UNINITIALIZED: &str = "node.cloudprovider.kubernetes.io/uninitialized";
 /// The taint the lifecycle controller puts on nodes whose instance is shut down.
 pub const SHUTDOWN: &str = "node.cloudprovider.kubernetes.io/shutdown";
 /// The namespace of the tests' Services.
 pub const NAMESPACE: &str = "default";
-
-fn ready_condition(ready: bool) -> NodeCondition {
-    NodeCondition {
-        type_: "Ready".into(),
-        status: if ready { "True" } else { "False" }.into(),
-        reason: Some(
-            if ready {
-                "KubeletReady"
-            } else {
-                "KubeletNotReady"
-            }
-            .into(),
-        ),
-        ..NodeCondition::default()
-    }
-}
 
 /// The node of `instance` as a kubelet with `--cloud-provider=external`
 /// registers it: named after the instance's private DNS name, no provider
 /// ID, the uninitialized taint, a Hostname address, Ready as given, and
 /// `pod_cidr` if any (as the node IPAM controller would allocate it).
 pub fn kubelet_node(instance: &Seeded, ready: bool, pod_cidr: Option<&str>) -> Node {
-    let name = instance.private_dns_name.clone();
-    Node {
-        metadata: ObjectMeta {
-            name: Some(name.clone()),
-            labels: Some(BTreeMap::from([(
-                "kubernetes.io/hostname".to_owned(),
-                name.clone(),
-            )])),
-            ..ObjectMeta::default()
-        },
-        spec: Some(NodeSpec {
-            taints: Some(vec![Taint {
-                key: UNINITIALIZED.into(),
-                value: Some("true".into()),
-                effect: "NoSchedule".into(),
-                time_added: None,
-            }]),
-            pod_cidr: pod_cidr.map(str::to_owned),
-            pod_cidrs: pod_cidr.map(|c| vec![c.to_owned()]),
-            ..NodeSpec::default()
-        }),
-        status: Some(NodeStatus {
-            addresses: Some(vec![NodeAddress {
-                type_: "Hostname".into(),
-                address: name,
-            }]),
-            conditions: Some(vec![ready_condition(ready)]),
-            ..NodeStatus::default()
-        }),
-    }
+    let mut node = uninitialized_node(&instance.private_dns_name);
+    let spec = node.spec.get_or_insert_default();
+    spec.pod_cidr = pod_cidr.map(str::to_owned);
+    spec.pod_cidrs = pod_cidr.map(|c| vec![c.to_owned()]);
+    node.status.get_or_insert_default().conditions = Some(vec![ready_condition(ready)]);
+    node
 }
 
 /// A Service of type LoadBalancer asking for a Network Load Balancer, with
 /// TCP ports 80 and 443 and `extra` annotations.
 pub fn nlb_service(name: &str, extra: &[(&str, &str)]) -> Service {
-    let mut all = BTreeMap::from([(annotations::TYPE.to_owned(), "nlb".to_owned())]);
-    all.extend(
-        extra
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-    );
-    let port = |name: &str, port: i32| ServicePort {
+    let mut all = vec![(annotations::TYPE, "nlb")];
+    all.extend_from_slice(extra);
+    let mut service = load_balancer_service(name, &all);
+    let spec = service.spec.get_or_insert_default();
+    spec.selector = None;
+    spec.ports = Some(vec![port("http", 80), port("https", 443)]);
+    service
+}
+
+fn port(name: &str, port: i32) -> ServicePort {
+    ServicePort {
         name: Some(name.into()),
         port,
         protocol: Some("TCP".into()),
         ..ServicePort::default()
-    };
-    Service {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some(NAMESPACE.into()),
-            annotations: Some(all),
-            ..ObjectMeta::default()
-        },
-        spec: Some(ServiceSpec {
-            type_: Some("LoadBalancer".into()),
-            ports: Some(vec![port("http", 80), port("https", 443)]),
-            ..ServiceSpec::default()
-        }),
-        status: None,
     }
 }
 
@@ -132,13 +77,6 @@ pub async fn set_ready(client: &kube::Client, name: &str, ready: bool) -> anyhow
     Ok(())
 }
 
-pub fn has_taint(node: &Node, key: &str) -> bool {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.taints.as_ref())
-        .is_some_and(|taints| taints.iter().any(|t| t.key == key))
-}
-
 pub fn provider_id(node: &Node) -> Option<&str> {
     node.spec.as_ref().and_then(|s| s.provider_id.as_deref())
 }
@@ -168,17 +106,6 @@ pub fn condition(node: &Node, type_: &str) -> Option<String> {
         .and_then(|s| s.conditions.as_ref())
         .and_then(|c| c.iter().find(|c| c.type_ == type_))
         .map(|c| c.status.clone())
-}
-
-/// The Service's `status.loadBalancer.ingress[*].hostname`.
-pub fn ingress_hostnames(service: &Service) -> Vec<String> {
-    service
-        .status
-        .as_ref()
-        .and_then(|s| s.load_balancer.as_ref())
-        .and_then(|lb| lb.ingress.as_ref())
-        .map(|i| i.iter().filter_map(|i| i.hostname.clone()).collect())
-        .unwrap_or_default()
 }
 
 /// The node port of the Service's port `port`.

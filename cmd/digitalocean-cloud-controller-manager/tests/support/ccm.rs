@@ -3,20 +3,16 @@
 
 use std::path::PathBuf;
 use std::process::Output;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 pub(crate) use ccm_test_support::Ccm;
-use ccm_test_support::{ApiServer, Launch};
+use ccm_test_support::{ApiServer, Launch, unique};
 
 /// The binary under test.
 pub(crate) const BINARY: &str = env!("CARGO_BIN_EXE_digitalocean-cloud-controller-manager");
 
 /// A log file no other process of this test run writes.
 fn log_path() -> PathBuf {
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("do-ccm-{}-{n}.log", std::process::id()))
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{}.log", unique("do-ccm")))
 }
 
 /// The binary with `env` as its whole environment and `--v=2` plus `args`.

@@ -11,16 +11,14 @@
 
 pub(crate) mod ccm;
 
-use std::collections::BTreeMap;
-use std::future::Future;
 use std::time::Duration;
 
-use ccm_test_support::ApiServer;
+use ccm_test_support::{ApiServer, load_balancer_service, uninitialized_node};
 use k8s_openapi::api::core::v1::{Event, Node, Service};
 use kube::Api;
 use kube::api::{ListParams, PostParams};
 use provider_digitalocean::test_util::Account;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use ccm::Ccm;
 
@@ -31,8 +29,6 @@ pub(crate) const REGION: &str = "nyc3";
 /// How long any one outcome may take. A new load balancer is polled every
 /// 15 s until it is active, so this leaves room for a few polls.
 pub(crate) const WAIT: Duration = Duration::from_secs(60);
-/// The taint kubelet sets until the CCM initializes the node.
-pub(crate) const UNINITIALIZED: &str = "node.cloudprovider.kubernetes.io/uninitialized";
 /// Where the provider records the load balancer's ID on the Service.
 pub(crate) const LOAD_BALANCER_ID: &str = "kubernetes.digitalocean.com/load-balancer-id";
 /// The service controller's finalizer.
@@ -59,28 +55,6 @@ pub(crate) fn ccm_args() -> Vec<String> {
         "--leader-elect-renew-deadline=3s".to_owned(),
         "--leader-elect-retry-period=1s".to_owned(),
     ]
-}
-
-/// Polls `check` every 200 ms until it answers `Some`, for at most [`WAIT`].
-///
-/// # Panics
-/// On timeout, naming `what`.
-pub(crate) async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        if let Some(found) = check().await {
-            return found;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out after {WAIT:?} waiting until {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 /// The CCM against an API server and an account on the fake.
@@ -120,14 +94,8 @@ impl Cluster {
 
     /// Registers node `name` as kubelet does with `--cloud-provider=external`.
     pub(crate) async fn create_node(&self, name: &str) {
-        let node: Node = serde_json::from_value(json!({
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-            "spec": {"taints": [{"key": UNINITIALIZED, "value": "true", "effect": "NoSchedule"}]},
-            "status": {"addresses": [{"type": "Hostname", "address": name}]}
-        }))
-        .expect("a Node");
         self.nodes()
-            .create(&PostParams::default(), &node)
+            .create(&PostParams::default(), &uninitialized_node(name))
             .await
             .expect("node created");
     }
@@ -135,18 +103,11 @@ impl Cluster {
     /// Creates the LoadBalancer Service `default/<name>`: TCP port 80 to
     /// 8080, a node port allocated by the server, and `annotations`.
     pub(crate) async fn create_service(&self, name: &str, annotations: &[(&str, &str)]) -> Service {
-        let annotations: BTreeMap<&str, &str> = annotations.iter().copied().collect();
-        let service: Service = serde_json::from_value(json!({
-            "metadata": {"name": name, "annotations": annotations},
-            "spec": {
-                "type": "LoadBalancer",
-                "selector": {"app": name},
-                "ports": [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]
-            }
-        }))
-        .expect("a Service");
         self.services()
-            .create(&PostParams::default(), &service)
+            .create(
+                &PostParams::default(),
+                &load_balancer_service(name, annotations),
+            )
             .await
             .expect("service created")
     }
@@ -200,27 +161,4 @@ impl Cluster {
             violations.join("\n")
         );
     }
-}
-
-/// The IPs in a Service's `status.loadBalancer.ingress`.
-pub(crate) fn ingress_ips(service: &Service) -> Vec<String> {
-    service
-        .status
-        .as_ref()
-        .and_then(|s| s.load_balancer.as_ref())
-        .and_then(|lb| lb.ingress.as_ref())
-        .into_iter()
-        .flatten()
-        .filter_map(|i| i.ip.clone())
-        .collect()
-}
-
-/// The value of annotation `key` on `service`.
-pub(crate) fn annotation<'a>(service: &'a Service, key: &str) -> Option<&'a str> {
-    service
-        .metadata
-        .annotations
-        .as_ref()?
-        .get(key)
-        .map(String::as_str)
 }

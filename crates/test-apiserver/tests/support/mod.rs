@@ -64,18 +64,6 @@ impl Target {
     }
 }
 
-/// A name no other test run uses: real clusters keep objects between runs.
-pub(crate) fn unique(prefix: &str) -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("{prefix}-{:x}{n}", nanos ^ std::process::id())
-}
-
 /// Fails when `fut` takes longer than `secs` seconds: no test may hang.
 pub(crate) async fn within<T>(
     secs: u64,

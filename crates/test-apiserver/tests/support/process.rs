@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -62,46 +62,12 @@ impl Binary {
     }
 }
 
-/// `kubectl`: `$KUBECTL` if set, else the first on `PATH`.
-pub(crate) fn kubectl_path() -> anyhow::Result<PathBuf> {
-    if let Some(path) = std::env::var_os("KUBECTL") {
-        return Ok(PathBuf::from(path));
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("kubectl"))
-        .find(|candidate| candidate.is_file())
-        .context(
-            "kubectl is not on PATH: run `cargo xtask ci`, which installs Debian's kubernetes-client package",
-        )
-}
-
 /// Runs kubectl against `server` and answers its standard output.
 pub(crate) async fn kubectl(server: &Binary, args: &[&str]) -> anyhow::Result<String> {
-    let output = tokio::time::timeout(
-        Duration::from_secs(60),
-        kubectl_command(server)?.args(args).output(),
-    )
-    .await
-    .with_context(|| format!("kubectl {args:?} took over 60s"))??;
-    if !output.status.success() {
-        bail!(
-            "kubectl {args:?} failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        );
-    }
-    Ok(String::from_utf8(output.stdout)?)
+    ccm_test_support::kubectl(&server.kubeconfig, args).await
 }
 
-/// A kubectl command pointed at `server`, its discovery cache kept apart.
+/// A kubectl command pointed at `server`.
 pub(crate) fn kubectl_command(server: &Binary) -> anyhow::Result<Command> {
-    let mut command = Command::new(kubectl_path()?);
-    command
-        .arg("--kubeconfig")
-        .arg(&server.kubeconfig)
-        .arg("--cache-dir")
-        .arg(server.dir().join("kube-cache"))
-        .kill_on_drop(true);
-    Ok(command)
+    ccm_test_support::kubectl_command(&server.kubeconfig)
 }

@@ -74,12 +74,6 @@ pub fn spec() -> PathBuf {
         })
 }
 
-fn free_port() -> std::io::Result<u16> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-}
-
 /// Starts `prism proxy --errors` for `upstream` and waits until it accepts
 /// connections.
 ///
@@ -95,7 +89,7 @@ pub async fn start(upstream: &str) -> Result<Prism, Error> {
     if !spec.exists() {
         return Err(Error::SpecMissing(spec));
     }
-    let port = free_port().map_err(Error::Port)?;
+    let port = ccm_test_support::free_port().map_err(Error::Port)?;
     let log = std::env::temp_dir().join(format!("prism-do-{}-{port}.log", std::process::id()));
     // The wrapper kills Prism (by its PID) and removes its log once our end
     // of its stdin closes, which happens when this test process exits,
