@@ -1,3 +1,6 @@
+//! The fake's call log: every provider call recorded by operation and
+//! arguments, for tests to count.
+
 use std::fmt;
 
 /// A provider operation, as recorded in the call log.

@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, HashSet};
 use cloud_provider::{CloudConfig, ConfigError, NodeAddress, NodeAddressType};
 use serde::Deserialize;
 
-use crate::state::{Instance, InstanceState};
+use crate::instance::{Instance, InstanceState, default_provider_id};
 
 /// The parsed cloud config.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -233,9 +233,37 @@ impl FakeConfig {
     }
 }
 
-/// The provider ID the fake gives an instance named `name`.
-pub(crate) fn default_provider_id(name: &str) -> String {
-    format!("fake://{name}")
+impl Settings {
+    /// A running instance named `name` with addresses derived from the name,
+    /// as `auto_instances` creates them.
+    pub(crate) fn synthesized_instance(&self, name: &str) -> Instance {
+        let h = fnv1a(name.as_bytes());
+        let ip = format!(
+            "10.{}.{}.{}",
+            (h >> 16) & 0xff,
+            (h >> 8) & 0xff,
+            (h & 0xfe) + 1
+        );
+        Instance {
+            name: name.to_owned(),
+            provider_id: default_provider_id(name),
+            instance_type: self.instance_type.clone(),
+            zone: self.zones[(h as usize) % self.zones.len()].clone(),
+            region: self.region.clone(),
+            addresses: vec![
+                NodeAddress::new(NodeAddressType::InternalIp, ip),
+                NodeAddress::new(NodeAddressType::Hostname, name),
+            ],
+            state: InstanceState::Running,
+            labels: BTreeMap::new(),
+        }
+    }
+}
+
+fn fnv1a(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(*b)).wrapping_mul(0x0100_0193)
+    })
 }
 
 fn line_of(text: &str, offset: usize) -> usize {

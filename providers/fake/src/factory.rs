@@ -1,3 +1,5 @@
+//! [`FakeProviderFactory`]: the fake cloud built from its TOML cloud config.
+
 use std::sync::Arc;
 
 use cloud_provider::{CloudConfig, CloudProvider, ConfigError, Environment, ProviderFactory};

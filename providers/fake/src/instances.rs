@@ -1,3 +1,5 @@
+//! The fake's `Instances`: batched lookups answered from its instance table.
+
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
@@ -5,7 +7,7 @@ use async_trait::async_trait;
 use cloud_provider::k8s_openapi::api::core::v1::Node;
 use cloud_provider::{BatchResult, CloudError, InstanceMetadata, Instances};
 
-use crate::state::{Instance, InstanceState};
+use crate::instance::{Instance, InstanceState};
 use crate::{FakeCloud, Operation};
 
 fn node_name(node: &Node) -> &str {

@@ -15,6 +15,7 @@ mod calls;
 mod config;
 mod factory;
 mod faults;
+mod instance;
 mod instances;
 mod load_balancer;
 mod routes;
@@ -32,11 +33,12 @@ pub use calls::{Call, Operation};
 pub use config::{AddressSpec, FakeConfig, InstanceSpec, Settings};
 pub use factory::FakeProviderFactory;
 pub use faults::InjectedError;
+pub use instance::{Instance, InstanceState};
 pub use load_balancer::{
     ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_HOSTNAME, ANNOTATION_LOAD_BALANCER_ID,
     ANNOTATION_TYPE,
 };
-pub use state::{FakeLoadBalancer, ForwardedPort, Instance, InstanceState, OwnedRoute};
+pub use state::{FakeLoadBalancer, ForwardedPort, OwnedRoute};
 
 use faults::{Faults, TokenBucket};
 use state::State;

@@ -1,3 +1,6 @@
+//! The fake's `LoadBalancer`: load balancers held in memory, with an
+//! address each from 100.64.0.0/10.
+
 use std::sync::Arc;
 
 use async_trait::async_trait;

@@ -1,7 +1,9 @@
+//! The fake's `Routes`: routes held in memory, each to a known instance.
+
 use async_trait::async_trait;
 use cloud_provider::{CloudError, Route, Routes};
 
-use crate::state::InstanceState;
+use crate::instance::InstanceState;
 use crate::{FakeCloud, Operation, OwnedRoute};
 
 #[async_trait]

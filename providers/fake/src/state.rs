@@ -1,82 +1,13 @@
+//! What the fake cloud holds: instances, load balancers and routes, and
+//! the lookups and allocations the provider's calls make on them.
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use cloud_provider::{InstanceMetadata, NodeAddress, NodeAddressType, Route};
-use serde::Deserialize;
+use cloud_provider::Route;
 
-use crate::config::{Settings, default_provider_id};
-
-/// The life-cycle state of a fake instance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum InstanceState {
-    /// Running: exists, not shut down.
-    #[default]
-    Running,
-    /// Stopped: exists, shut down.
-    Stopped,
-    /// Terminated: does not exist any more.
-    Terminated,
-}
-
-/// A fake instance.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Instance {
-    /// The node name it answers to.
-    pub name: String,
-    /// Its provider ID.
-    pub provider_id: String,
-    /// Its instance type.
-    pub instance_type: String,
-    /// Its zone.
-    pub zone: String,
-    /// Its region.
-    pub region: String,
-    /// Its addresses, in order.
-    pub addresses: Vec<NodeAddress>,
-    /// Running, stopped or terminated.
-    pub state: InstanceState,
-    /// Additional labels for its node.
-    pub labels: BTreeMap<String, String>,
-}
-
-impl Instance {
-    /// A running instance named `name` with addresses derived from the name,
-    /// as `auto_instances` creates them.
-    pub fn synthesized(name: &str, settings: &Settings) -> Self {
-        let h = fnv1a(name.as_bytes());
-        let ip = format!(
-            "10.{}.{}.{}",
-            (h >> 16) & 0xff,
-            (h >> 8) & 0xff,
-            (h & 0xfe) + 1
-        );
-        Self {
-            name: name.to_owned(),
-            provider_id: default_provider_id(name),
-            instance_type: settings.instance_type.clone(),
-            zone: settings.zones[(h as usize) % settings.zones.len()].clone(),
-            region: settings.region.clone(),
-            addresses: vec![
-                NodeAddress::new(NodeAddressType::InternalIp, ip),
-                NodeAddress::new(NodeAddressType::Hostname, name),
-            ],
-            state: InstanceState::Running,
-            labels: BTreeMap::new(),
-        }
-    }
-
-    pub(crate) fn metadata(&self) -> InstanceMetadata {
-        InstanceMetadata {
-            provider_id: self.provider_id.clone(),
-            instance_type: self.instance_type.clone(),
-            zone: self.zone.clone(),
-            region: self.region.clone(),
-            node_addresses: self.addresses.clone(),
-            additional_labels: self.labels.clone(),
-        }
-    }
-}
+use crate::config::Settings;
+use crate::instance::{Instance, default_provider_id};
 
 /// One port a fake load balancer forwards.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -185,7 +116,7 @@ impl State {
             (None, Some(settings))
                 if provider_id.is_none_or(|id| id == default_provider_id(node_name)) =>
             {
-                self.insert_instance(Instance::synthesized(node_name, settings));
+                self.insert_instance(settings.synthesized_instance(node_name));
                 node_name.to_owned()
             }
             (None, _) => return None,
@@ -204,10 +135,4 @@ impl State {
             n & 0xff
         )
     }
-}
-
-fn fnv1a(bytes: &[u8]) -> u32 {
-    bytes.iter().fold(0x811c_9dc5_u32, |h, b| {
-        (h ^ u32::from(*b)).wrapping_mul(0x0100_0193)
-    })
 }
