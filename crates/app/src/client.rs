@@ -11,25 +11,25 @@ use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 
 pub(crate) use qps::QpsLayer;
 
-/// Why no client could be built.
+/// Why no client could be built. Each message holds its cause's, so none
+/// has a `source()` that a chain printer would show a second time.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ClientError {
     /// The kubeconfig file could not be read or parsed.
-    #[error("--kubeconfig {path}: {source}")]
+    #[error("--kubeconfig {path}: {error}")]
     Kubeconfig {
         path: String,
-        #[source]
-        source: kube::config::KubeconfigError,
+        error: kube::config::KubeconfigError,
     },
     /// `--master` is not a URL.
     #[error("--master `{0}` is not a URL")]
     Master(String),
     /// Neither flag was given and no in-cluster or `KUBECONFIG` config exists.
     #[error("no Kubernetes configuration: set --kubeconfig or --master, or run in a cluster ({0})")]
-    Infer(#[source] kube::config::InferConfigError),
+    Infer(kube::config::InferConfigError),
     /// The client stack could not be built from the configuration.
     #[error("could not build the Kubernetes client: {0}")]
-    Build(#[source] kube::Error),
+    Build(kube::Error),
 }
 
 /// Loads the configuration as upstream's `BuildConfigFromFlags` does:
@@ -47,9 +47,9 @@ pub(crate) async fn config(
         .transpose()?;
     let mut config = match (kubeconfig, &master) {
         (Some(path), _) => {
-            let kubeconfig_error = |source| ClientError::Kubeconfig {
+            let kubeconfig_error = |error| ClientError::Kubeconfig {
                 path: path.display().to_string(),
-                source,
+                error,
             };
             let file = Kubeconfig::read_from(path).map_err(kubeconfig_error)?;
             Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use ccm_controllers::{ControllerSettings, Started};
-use ccm_runtime::{Context, Fence, Informers, MeteredCloud, Metrics};
+use ccm_runtime::{Context, Fence, Fenced, Informers, MeteredCloud, Metrics};
 use cloud_provider::{CloudConfig, CloudProvider, Environment, InitContext, ProviderFactory};
 use leader_election::{LeaderElectionConfig, LeaderElector, LeaderHandle};
 use tokio_util::sync::CancellationToken;
@@ -32,8 +32,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 struct LeaderFence(LeaderHandle);
 
 impl Fence for LeaderFence {
-    fn check(&self) -> Result<(), String> {
-        self.0.fence().map_err(|err| err.to_string())
+    fn check(&self) -> Result<(), Fenced> {
+        self.0.fence().map_err(Fenced::new)
     }
 }
 

@@ -45,6 +45,11 @@ impl<T> Clone for Batcher<T> {
 #[error("the batcher has stopped")]
 pub struct BatcherStopped;
 
+/// A batch call ended without an answer for one of its nodes.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("the batch call ended without answering for this node")]
+pub struct AnswerLost;
+
 impl<T: Send + 'static> Batcher<T> {
     /// Starts a batcher on the current tokio runtime. It stops when every
     /// handle is dropped.
@@ -68,7 +73,7 @@ impl<T: Send + 'static> Batcher<T> {
     /// Looks `node` up as part of the next batch.
     pub async fn lookup(&self, node: Arc<Node>) -> Result<T, CloudError> {
         let (reply, answer) = oneshot::channel();
-        let stopped = || CloudError::msg(BatcherStopped.to_string());
+        let stopped = || CloudError::other(BatcherStopped.to_string(), BatcherStopped);
         self.tx
             .send(Request { node, reply })
             .map_err(|_| stopped())?;
@@ -159,7 +164,7 @@ pub async fn lookup_all<T: Send + 'static>(
                 for (node, rx) in chunk.into_iter().zip(rx) {
                     let result = rx
                         .await
-                        .unwrap_or_else(|_| Err(CloudError::msg("batch answer lost")));
+                        .unwrap_or_else(|_| Err(CloudError::other(AnswerLost.to_string(), AnswerLost)));
                     out.push((node, result));
                 }
                 out

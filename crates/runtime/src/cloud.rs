@@ -24,7 +24,29 @@ use crate::pacer::Pacer;
 pub trait Fence: Send + Sync + std::fmt::Debug {
     /// `Err` with the reason when mutations must be refused (not leader, or
     /// the lease may have expired).
-    fn check(&self) -> Result<(), String>;
+    ///
+    /// # Errors
+    /// [`Fenced`] when this process must not change the cloud now.
+    fn check(&self) -> Result<(), Fenced>;
+}
+
+/// Why a [`Fence`] refused a mutation: the fence's own error (the
+/// leader-election crate's `NotLeader` in the app), kept for `downcast_ref`.
+/// Its message is the reason's; it has no separate `source()`.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Fenced(cloud_provider::BoxError);
+
+impl Fenced {
+    /// A refusal for `reason`.
+    pub fn new(reason: impl Into<cloud_provider::BoxError>) -> Self {
+        Self(reason.into())
+    }
+
+    /// The fence's own reason.
+    pub fn reason(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
 }
 
 /// A fence that always allows mutations (`--leader-elect=false`, tests).
@@ -32,7 +54,7 @@ pub trait Fence: Send + Sync + std::fmt::Debug {
 pub struct AlwaysLeader;
 
 impl Fence for AlwaysLeader {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), Fenced> {
         Ok(())
     }
 }

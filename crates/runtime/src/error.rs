@@ -6,14 +6,17 @@ use cloud_provider::CloudError;
 
 /// A failed reconcile. Its [`ReconcileError::retry`] decides when the object
 /// is tried again.
+///
+/// Its message holds the cause's, so it has no `source()`: a chain printer
+/// (`{:#}`, `tracing`'s error fields) shows the cause once.
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
     /// A cloud-provider call failed.
     #[error("cloud provider: {0}")]
-    Cloud(#[from] CloudError),
+    Cloud(CloudError),
     /// A Kubernetes API call failed.
     #[error("kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
+    Kube(kube::Error),
     /// The object cannot be reconciled until it changes: bad input, already
     /// reported to the user by a Warning event.
     #[error("{0}")]
@@ -22,6 +25,18 @@ pub enum ReconcileError {
     /// address matches the kubelet's node IP): retried with backoff.
     #[error("{0}")]
     NotReady(String),
+}
+
+impl From<CloudError> for ReconcileError {
+    fn from(err: CloudError) -> Self {
+        Self::Cloud(err)
+    }
+}
+
+impl From<kube::Error> for ReconcileError {
+    fn from(err: kube::Error) -> Self {
+        Self::Kube(err)
+    }
 }
 
 /// When to try an object again after a failed reconcile.
@@ -86,6 +101,17 @@ mod tests {
             reason: "provisioning".into(),
         });
         assert_eq!(retry.retry(), Retry::After(Duration::from_secs(9)));
+    }
+
+    #[test]
+    fn the_cause_is_printed_once() {
+        use std::error::Error as _;
+        let err = ReconcileError::from(CloudError::msg("boom"));
+        assert_eq!(err.to_string(), "cloud provider: boom");
+        assert!(err.source().is_none(), "the message already holds the cause");
+        let err = ReconcileError::from(kube::Error::LinesCodecMaxLineLengthExceeded);
+        assert!(err.source().is_none());
+        assert!(err.to_string().starts_with("kubernetes API: "), "{err}");
     }
 
     #[test]

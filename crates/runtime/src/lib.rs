@@ -27,8 +27,8 @@ mod metrics;
 mod pacer;
 
 pub use backoff::FailureBackoff;
-pub use batcher::{Answers, BatchCall, Batcher, BatcherStopped, lookup_all};
-pub use cloud::{AlwaysLeader, Fence, MeteredCloud};
+pub use batcher::{AnswerLost, Answers, BatchCall, Batcher, BatcherStopped, lookup_all};
+pub use cloud::{AlwaysLeader, Fence, Fenced, MeteredCloud};
 pub use context::{Context, Informers};
 pub use error::{ReconcileError, Retry};
 pub use events::Events;

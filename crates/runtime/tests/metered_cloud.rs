@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use ccm_runtime::{Fence, MeteredCloud, Metrics};
+use ccm_runtime::{Fence, Fenced, MeteredCloud, Metrics};
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use cloud_provider::{CloudError, CloudProvider, Instances};
@@ -14,11 +14,11 @@ use provider_fake::{FakeCloud, InjectedError, Operation};
 struct Toggle(AtomicBool);
 
 impl Fence for Toggle {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), Fenced> {
         if self.0.load(Ordering::SeqCst) {
             Ok(())
         } else {
-            Err("not the leader".into())
+            Err(Fenced::new("not the leader"))
         }
     }
 }

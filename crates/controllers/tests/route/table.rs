@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ccm_controllers::{ControllerId, ControllerSettings, Started};
-use ccm_runtime::{Context, Fence, Informers, MeteredCloud, Metrics};
+use ccm_runtime::{Context, Fence, Fenced, Informers, MeteredCloud, Metrics};
 use cloud_provider::CloudProvider;
 use k8s_openapi::api::core::v1::Node;
 use provider_fake::{FakeCloud, Operation};
@@ -244,8 +244,8 @@ async fn a_pod_cidr_outside_the_cluster_cidr_gets_no_route_and_a_warning() {
 struct NotLeader;
 
 impl Fence for NotLeader {
-    fn check(&self) -> Result<(), String> {
-        Err("not the leader".into())
+    fn check(&self) -> Result<(), Fenced> {
+        Err(Fenced::new("not the leader"))
     }
 }
 
