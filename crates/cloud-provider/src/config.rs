@@ -1,3 +1,6 @@
+//! What a provider is built from: the `--cloud-config` file's contents and
+//! a snapshot of the process environment.
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -1,3 +1,6 @@
+//! [`CloudError`]: what a provider answers when a call fails, each variant
+//! named for what the controllers do about it.
+
 use std::sync::Arc;
 use std::time::Duration;
 

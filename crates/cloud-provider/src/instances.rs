@@ -1,3 +1,7 @@
+//! Instances (upstream's `cloudprovider.InstancesV2`), asked in batches:
+//! what machine is behind a node, and whether it still exists or is shut
+//! down.
+
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::sync::Arc;

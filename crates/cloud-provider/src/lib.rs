@@ -16,6 +16,8 @@
 //! This crate depends on `k8s-openapi` types only: it has no Kubernetes client
 //! and no cloud SDK, and it never will.
 
+#![warn(missing_docs)]
+
 mod config;
 mod error;
 mod instances;

@@ -1,3 +1,7 @@
+//! Load balancers (upstream's `cloudprovider.LoadBalancer`): what the
+//! service controller asks a provider to ensure, update and delete, and the
+//! status it writes back.
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -1,3 +1,7 @@
+//! The provider itself (upstream's `cloudprovider.Interface`): what it
+//! learns when initialized, the capabilities it offers, and the factory the
+//! app builds it with.
+
 use async_trait::async_trait;
 
 use crate::{CloudError, Instances, LoadBalancer, Routes};

@@ -1,3 +1,6 @@
+//! Pod-network routes (upstream's `cloudprovider.Routes`), listed, created
+//! and deleted by the route controller.
+
 use async_trait::async_trait;
 use ipnet::IpNet;
 

@@ -1,3 +1,6 @@
+//! [`LeaderElectionConfig`]: the Lease to elect on, the identity, and the
+//! three durations, with client-go's defaults and its validation.
+
 use std::time::Duration;
 
 /// How much longer than the retry period a candidate may wait between

@@ -1,3 +1,6 @@
+//! [`LeaderElector`]: one candidate in the election, run as a task, with
+//! the [`LeaderHandle`](crate::LeaderHandle) the rest of the process reads.
+
 mod campaign;
 #[cfg(test)]
 mod fake_store;

@@ -1,3 +1,6 @@
+//! [`LeaderHandle`]: whether this process leads, and the fence that writes
+//! check before they leave the process.
+
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 

@@ -1,3 +1,6 @@
+//! [`LeaseRecord`]: the fields of a Lease leader election reads and
+//! writes, converted to and from the API's Lease.
+
 use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::LeaseSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;

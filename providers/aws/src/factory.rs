@@ -1,3 +1,6 @@
+//! [`AwsProviderFactory`]: the AWS provider built from its INI cloud config
+//! and the environment.
+
 use std::sync::Arc;
 
 use cloud_provider::{CloudConfig, CloudProvider, ConfigError, Environment, ProviderFactory};

@@ -1,3 +1,6 @@
+//! [`DigitalOceanProviderFactory`]: the DigitalOcean provider built from
+//! upstream's environment variables and an optional cloud config.
+
 use std::sync::Arc;
 
 use cloud_provider::{CloudConfig, CloudProvider, ConfigError, Environment, ProviderFactory};

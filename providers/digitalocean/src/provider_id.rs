@@ -1,3 +1,5 @@
+//! Provider IDs `digitalocean://<droplet-id>`: made and read.
+
 /// The scheme of a DigitalOcean node's `spec.providerID`.
 pub const PROVIDER_ID_PREFIX: &str = "digitalocean://";
 

@@ -1,3 +1,6 @@
+//! The election loop: acquire, renew within the deadline, release on
+//! stop, as client-go's `LeaderElector` does.
+
 use std::time::Duration;
 
 use futures::StreamExt as _;

@@ -1,3 +1,6 @@
+//! The Lease in the Kubernetes API: the [`LeaseStore`] the elector uses
+//! outside tests.
+
 use futures::StreamExt as _;
 use futures::stream::BoxStream;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};

@@ -1,3 +1,6 @@
+//! The cloud config: every key upstream reads, its defaults, and the errors
+//! that name file, line and key.
+
 use cloud_provider::{CloudConfig, ConfigError};
 
 use super::*;

@@ -1,3 +1,6 @@
+//! Instances against mocked EC2: batched lookups, states, and what each
+//! answer maps to.
+
 use aws_sdk_ec2::Client as Ec2;
 use aws_sdk_ec2::operation::describe_availability_zones::DescribeAvailabilityZonesOutput;
 use aws_sdk_ec2::operation::describe_instances::{

@@ -1,3 +1,6 @@
+//! Load balancers against mocked EC2 and ELBv2: target registration,
+//! annotations refused before any call, adoption only by tags, and delete.
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 

@@ -1,3 +1,6 @@
+//! Routes against mocked EC2: the route table found, listed, created and
+//! deleted, and source/destination checks.
+
 use aws_sdk_ec2::Client as Ec2;
 use aws_sdk_ec2::operation::create_route::CreateRouteOutput;
 use aws_sdk_ec2::operation::describe_instances::DescribeInstancesOutput;

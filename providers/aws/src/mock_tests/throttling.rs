@@ -1,3 +1,6 @@
+//! Throttling and transient errors against mocked EC2 and ELBv2: surfaced
+//! as `Throttled`, the client-side limit, and retries within a call.
+
 use std::time::Duration;
 
 use aws_sdk_ec2::Client as Ec2;

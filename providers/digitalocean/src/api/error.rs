@@ -1,3 +1,6 @@
+//! [`ApiError`]: a DigitalOcean API call that did not succeed, as the
+//! provider maps it to a cloud error.
+
 use std::time::Duration;
 
 use cloud_provider::CloudError;

@@ -1,3 +1,6 @@
+//! The node security-group rules a load balancer needs, for each scheme,
+//! source range and health-check port.
+
 use std::collections::BTreeMap;
 
 use aws_sdk_ec2::types::GroupIdentifier;

@@ -1,0 +1,255 @@
+//! Tidy: what the compiler does not check but this repository promises.
+//!
+//! - ARCHITECTURE.md's code map has a section for every crate, and names
+//!   every one of the crate's top-level modules (`src/<module>.rs`) in it.
+//! - No Rust file passes 600 lines.
+//! - Every Rust file (module, test or bench) opens with a `//!` comment.
+//!
+//! Each rule is a function over a directory, so its own test can break it
+//! on purpose in a temporary tree.
+
+use std::path::{Path, PathBuf};
+
+/// The most lines a Rust file may have.
+const MAX_LINES: usize = 600;
+
+/// The workspace root (xtask's parent).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask sits in the workspace")
+        .to_path_buf()
+}
+
+/// Every `.rs` file under `dir`, but for build output and dependencies.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if path.is_dir() {
+                if !matches!(name.as_ref(), "target" | "node_modules" | ".git") {
+                    pending.push(path);
+                }
+            } else if name.ends_with(".rs") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The workspace's crates, as paths relative to `root`: every directory
+/// under `crates/`, `providers/` and `cmd/` with a Cargo.toml, and `xtask`.
+fn crates(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for group in ["crates", "providers", "cmd"] {
+        let Ok(entries) = std::fs::read_dir(root.join(group)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if entry.path().join("Cargo.toml").is_file() {
+                found.push(format!("{group}/{}", entry.file_name().to_string_lossy()));
+            }
+        }
+    }
+    if root.join("xtask/Cargo.toml").is_file() {
+        found.push("xtask".to_owned());
+    }
+    found.sort();
+    found
+}
+
+/// The code-map section of `architecture` about crate `krate`: from its
+/// `### ` heading (the crate's path, or a `cmd/*-...` pattern matching
+/// it, in backticks) to the next heading.
+fn section<'a>(architecture: &'a str, krate: &str) -> Option<&'a str> {
+    let mut start = None;
+    let mut offset = 0;
+    for line in architecture.split_inclusive('\n') {
+        if line.starts_with("#") {
+            if let Some(begin) = start {
+                return Some(&architecture[begin..offset]);
+            }
+            if line.starts_with("### ") && heading_names(line, krate) {
+                start = Some(offset);
+            }
+        }
+        offset += line.len();
+    }
+    start.map(|begin| &architecture[begin..])
+}
+
+/// Whether the heading `line` names `krate`: `` `crates/x` `` exactly, or a
+/// pattern with one `*`.
+fn heading_names(line: &str, krate: &str) -> bool {
+    let Some(named) = line.split('`').nth(1) else {
+        return false;
+    };
+    match named.split_once('*') {
+        Some((prefix, suffix)) => {
+            krate.len() > prefix.len() + suffix.len()
+                && krate.starts_with(prefix)
+                && krate.ends_with(suffix)
+        }
+        None => named == krate,
+    }
+}
+
+/// What ARCHITECTURE.md fails to say: crates without a section and
+/// top-level modules their section does not name (as `` `module` `` or
+/// `` `module.rs` ``).
+fn code_map_gaps(root: &Path) -> Vec<String> {
+    let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap_or_default();
+    let mut gaps = Vec::new();
+    for krate in crates(root) {
+        let Some(text) = section(&architecture, &krate) else {
+            gaps.push(format!("ARCHITECTURE.md has no `### `{krate}`` section"));
+            continue;
+        };
+        let Ok(entries) = std::fs::read_dir(root.join(&krate).join("src")) else {
+            continue;
+        };
+        let mut modules: Vec<String> = entries
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.strip_suffix(".rs").map(str::to_owned)
+            })
+            .filter(|m| !matches!(m.as_str(), "lib" | "main"))
+            .collect();
+        modules.sort();
+        for module in modules {
+            let named = text.contains(&format!("`{module}`"))
+                || text.contains(&format!("`{module}.rs`"));
+            if !named {
+                gaps.push(format!(
+                    "ARCHITECTURE.md's `{krate}` section does not name its module `{module}`"
+                ));
+            }
+        }
+    }
+    gaps
+}
+
+/// Rust files over [`MAX_LINES`] lines, with their length.
+fn long_files(root: &Path) -> Vec<String> {
+    rust_files(root)
+        .into_iter()
+        .filter_map(|path| {
+            let lines = std::fs::read_to_string(&path).ok()?.lines().count();
+            (lines > MAX_LINES).then(|| {
+                format!(
+                    "{} has {lines} lines (at most {MAX_LINES})",
+                    relative(root, &path)
+                )
+            })
+        })
+        .collect()
+}
+
+/// Rust files that do not open with a `//!` comment.
+fn undocumented_modules(root: &Path) -> Vec<String> {
+    rust_files(root)
+        .into_iter()
+        .filter(|path| {
+            std::fs::read_to_string(path)
+                .map(|text| !text.trim_start().starts_with("//!"))
+                .unwrap_or(true)
+        })
+        .map(|path| format!("{} does not open with a `//!` comment", relative(root, &path)))
+        .collect()
+}
+
+fn relative(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root).unwrap_or(path).display().to_string()
+}
+
+#[test]
+fn the_repository_is_tidy() {
+    let root = root();
+    let mut problems = code_map_gaps(&root);
+    problems.extend(long_files(&root));
+    problems.extend(undocumented_modules(&root));
+    assert!(
+        problems.is_empty(),
+        "{} tidy problems:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
+/// A throw-away workspace: one crate with one module, and a code map.
+fn scratch(architecture: &str, module: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let src = dir.path().join("crates/widget/src");
+    std::fs::create_dir_all(&src).expect("src");
+    std::fs::write(dir.path().join("crates/widget/Cargo.toml"), "").expect("manifest");
+    std::fs::write(src.join("lib.rs"), "//! A widget.\nmod gears;\n").expect("lib.rs");
+    std::fs::write(src.join("gears.rs"), module).expect("gears.rs");
+    std::fs::write(dir.path().join("ARCHITECTURE.md"), architecture).expect("architecture");
+    dir
+}
+
+const MAP: &str = "# Architecture\n## Code map\n### `crates/widget`\nGears turn in `gears`.\n## Invariants\n";
+
+#[test]
+fn a_file_made_too_long_is_refused() {
+    let short = scratch(MAP, "//! Gears.\n");
+    assert!(long_files(short.path()).is_empty());
+    let text = format!("//! Gears.\n{}", "// turn\n".repeat(MAX_LINES));
+    let long = scratch(MAP, &text);
+    let found = long_files(long.path());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("gears.rs has 601 lines"), "{found:?}");
+}
+
+#[test]
+fn a_module_without_its_doc_comment_is_refused() {
+    let tidy = scratch(MAP, "//! Gears.\n");
+    assert!(undocumented_modules(tidy.path()).is_empty());
+    let bare = scratch(MAP, "fn turn() {}\n");
+    let found = undocumented_modules(bare.path());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].contains("gears.rs"), "{found:?}");
+}
+
+#[test]
+fn a_crate_or_module_missing_from_the_code_map_is_refused() {
+    let tidy = scratch(MAP, "//! Gears.\n");
+    assert!(code_map_gaps(tidy.path()).is_empty());
+    let unnamed = scratch(
+        "## Code map\n### `crates/widget`\nNothing here.\n## Invariants\n`gears`\n",
+        "//! Gears.\n",
+    );
+    assert_eq!(
+        code_map_gaps(unnamed.path()),
+        ["ARCHITECTURE.md's `crates/widget` section does not name its module `gears`"]
+    );
+    let no_section = scratch("## Code map\n### `crates/other`\n`gears`\n", "//! Gears.\n");
+    assert_eq!(
+        code_map_gaps(no_section.path()),
+        ["ARCHITECTURE.md has no `### `crates/widget`` section"]
+    );
+}
+
+#[test]
+fn a_pattern_heading_covers_the_crates_it_matches() {
+    assert!(heading_names(
+        "### `cmd/*-cloud-controller-manager`\n",
+        "cmd/aws-cloud-controller-manager"
+    ));
+    assert!(!heading_names(
+        "### `cmd/*-cloud-controller-manager`\n",
+        "crates/app"
+    ));
+    assert!(heading_names("### `crates/app` (`ccm-app`)\n", "crates/app"));
+    assert!(!heading_names("### `crates/app` (`ccm-app`)\n", "crates/ap"));
+}
