@@ -103,6 +103,7 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
         max_batch,
         concurrency,
         period: settings.node_status_update_frequency,
+        activity: ctx.metrics.activity(),
     };
     let shutdown = ctx.shutdown.clone();
     Started::Running(

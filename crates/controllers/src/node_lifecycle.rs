@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use ccm_runtime::{BatchCall, Context, Events, Informer, WatchEvent, lookup_all};
+use ccm_runtime::{Activity, BatchCall, Context, Events, Informer, WatchEvent, lookup_all};
 use cloud_provider::CloudProvider;
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::Node;
@@ -43,6 +43,7 @@ struct Lifecycle {
     events: Events,
     seen_ready: SeenReady,
     grace: std::time::Duration,
+    activity: Activity,
 }
 
 fn is_ready(node: &Node) -> bool {
@@ -94,6 +95,7 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
         events: Events::new(ctx.client.clone(), EVENT_SOURCE, Some(ctx.identity.clone())),
         seen_ready,
         grace: settings.new_node_grace,
+        activity: ctx.metrics.activity(),
     };
     let period = settings.node_monitor_period;
     let stop = ctx.shutdown.clone();
@@ -115,6 +117,7 @@ impl Lifecycle {
         ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
             ticks.tick().await;
+            let _pass = self.activity.busy();
             self.monitor().await;
         }
     }

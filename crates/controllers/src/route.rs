@@ -151,6 +151,7 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
         trigger,
         debounce: DEBOUNCE,
         period: settings.route_reconciliation_period,
+        activity: ctx.metrics.activity(),
     };
     let shutdown = ctx.shutdown.clone();
     Started::Running(

@@ -202,6 +202,7 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
         trigger,
         period,
         round,
+        activity: ctx.metrics.activity(),
     };
     let shutdown = ctx.shutdown.clone();
     Started::Running(

@@ -241,8 +241,10 @@ async fn instance_not_found_keeps_the_taint_warns_and_backs_off() {
         (!h.events("ghost", "InstanceNotFound").await.is_empty()).then_some(())
     })
     .await;
-    // The first retry comes 5 s later: in 3 s there is exactly one lookup.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // The retry is scheduled (after 5 s: the runtime's backoff, tested on
+    // the paused clock there), not run in a tight loop.
+    let settled = h.settled().await;
+    assert_eq!(settled.retrying, 1, "a retry is scheduled");
     let lookups =
         h.cloud.count(Operation::InstancesMetadata) + h.cloud.count(Operation::InstanceMetadata);
     assert_eq!(lookups, 1, "no tight retry loop");
@@ -418,7 +420,12 @@ async fn periodic_refresh_writes_only_nodes_whose_cloud_data_changed() {
             .any(|a| a.type_ == "Hostname")
     );
     // Several refresh passes ran; only node a was ever written.
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let passes = h.activity().passes;
+    eventually("two more refresh passes", WAIT, || async {
+        (h.activity().passes >= passes + 2).then_some(())
+    })
+    .await;
+    h.settled().await;
     let written: std::collections::BTreeSet<_> = h
         .server
         .requests()

@@ -179,7 +179,11 @@ async fn checks_are_batched_and_ready_nodes_cost_nothing() {
     h.cloud.set_batch_size(NonZeroUsize::new(100).unwrap());
     h.start(&[ControllerId::CloudNodeLifecycle], &fast_settings())
         .await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    eventually("three monitor passes", WAIT, || async {
+        (h.activity().passes >= 3).then_some(())
+    })
+    .await;
+    h.settled().await;
     assert_eq!(h.cloud.calls().len(), 0, "all nodes Ready: no cloud calls");
 
     for name in &refs[..30] {

@@ -230,6 +230,7 @@ async fn create_stores_the_finalizer_then_ensures_then_writes_the_ingress() {
 #[tokio::test]
 async fn updates_the_provider_does_not_read_cost_no_provider_call() {
     let mut h = synced_web().await;
+    let before = h.settled().await;
     h.cloud.clear_calls();
     h.server.reset_stats();
     patch(
@@ -243,7 +244,11 @@ async fn updates_the_provider_does_not_read_cost_no_provider_call() {
         .patch_status("web", &PatchParams::default(), &Patch::Merge(&status))
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = h.settled().await;
+    assert!(
+        after.reconciles > before.reconciles,
+        "the changes were reconciled"
+    );
     assert!(
         h.cloud.calls().is_empty(),
         "no provider call: {:?}",
@@ -303,7 +308,7 @@ async fn each_field_the_provider_reads_causes_one_ensure() {
             || async { (h.cloud.count(Operation::EnsureLoadBalancer) > before).then_some(()) },
         )
         .await;
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        h.settled().await;
         assert_eq!(
             h.cloud.count(Operation::EnsureLoadBalancer),
             before + 1,
@@ -402,7 +407,7 @@ async fn type_changed_away_from_load_balancer_deletes_clears_status_then_drops_t
     for reason in ["DeletingLoadBalancer", "DeletedLoadBalancer"] {
         assert_eq!(h.events("web", reason).await.len(), 1, "{reason}");
     }
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    h.settled().await;
     assert_eq!(
         h.cloud.count(Operation::EnsureLoadBalancerDeleted),
         1,
@@ -430,7 +435,7 @@ async fn a_class_set_while_the_ccm_was_down_hands_the_service_over() {
     let service = wait_cleaned_up(&h, "web").await;
     assert!(h.cloud.load_balancers().is_empty());
     assert!(ingress_ips(&service).is_empty());
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    h.settled().await;
     let ops: Vec<Operation> = h.cloud.calls().iter().map(|c| c.op).collect();
     assert_eq!(ops, [Operation::EnsureLoadBalancerDeleted]);
     h.stop().await;
@@ -448,8 +453,9 @@ async fn services_of_another_type_or_class_are_left_entirely_alone() {
     h.create_service(&node_port).await;
     h.server.reset_stats();
     h.start(&[ControllerId::Service], &fast_settings()).await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    let settled = h.settled().await;
 
+    assert!(settled.reconciles >= 2, "both Services were looked at");
     assert!(h.cloud.calls().is_empty(), "{:?}", h.cloud.calls());
     let writes = h
         .server

@@ -5,7 +5,7 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ccm_controllers::ControllerId;
 use cloud_provider::{
@@ -69,14 +69,20 @@ async fn implemented_elsewhere_is_left_alone_and_not_asked_again_until_it_change
         (h.cloud.count(Operation::GetLoadBalancer) == 1).then_some(())
     })
     .await;
+    let before = h.settled().await;
+    assert_eq!(before.retrying, 0, "no retry scheduled");
     patch(
         &h,
         "ext",
         serde_json::json!({ "metadata": { "labels": { "team": "x" } } }),
     )
     .await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = h.settled().await;
 
+    assert!(
+        after.reconciles > before.reconciles,
+        "the label change was reconciled"
+    );
     assert_eq!(
         h.cloud.count(Operation::GetLoadBalancer),
         1,
@@ -99,7 +105,8 @@ async fn implemented_elsewhere_is_left_alone_and_not_asked_again_until_it_change
         (h.cloud.count(Operation::GetLoadBalancer) == 2).then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(h.settled().await.retrying, 0);
+    assert_eq!(h.cloud.count(Operation::GetLoadBalancer), 2);
     assert_eq!(h.cloud.mutation_count(), 0);
     assert!(!has_finalizer(&h.services().get("ext").await.unwrap()));
     h.stop().await;
@@ -130,7 +137,8 @@ async fn implemented_elsewhere_answered_only_by_ensure_still_leaves_no_finalizer
     })
     .await;
     assert!(!has_ingress(&service));
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    let settled = h.settled().await;
+    assert_eq!(settled.retrying, 0, "no retry scheduled");
     assert_eq!(
         h.cloud.count(Operation::EnsureLoadBalancer),
         1,
@@ -156,6 +164,8 @@ async fn a_bad_annotation_gets_a_warning_and_no_cloud_change_until_fixed() {
     );
     assert_eq!(h.cloud.mutation_count(), 0, "nothing changed in the cloud");
     assert!(!has_finalizer(&h.services().get("bad").await.unwrap()));
+    let before = h.settled().await;
+    assert_eq!(before.retrying, 0, "waits for a change, no retry scheduled");
 
     patch(
         &h,
@@ -163,7 +173,11 @@ async fn a_bad_annotation_gets_a_warning_and_no_cloud_change_until_fixed() {
         serde_json::json!({ "metadata": { "labels": { "team": "x" } } }),
     )
     .await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = h.settled().await;
+    assert!(
+        after.reconciles > before.reconciles,
+        "the label change was reconciled"
+    );
     assert_eq!(
         h.cloud.calls().len(),
         1,
@@ -206,35 +220,40 @@ async fn a_bad_annotation_on_an_existing_load_balancer_leaves_it_as_it_was() {
     h.stop().await;
 }
 
-/// Fails the first ensure with `injected`, which asks for 1.5 s, and checks
-/// that the second comes after that delay and before any backoff would.
-async fn requested_delay_is_honoured(injected: InjectedError) -> Harness {
-    let mut h = Harness::new().await;
+/// A harness whose provider records the instant of every ensure, on the
+/// paused clock; the first ensure fails with `injected`.
+async fn first_ensure_fails(injected: InjectedError) -> (Harness, Arc<Timed>) {
+    let fake = FakeCloud::default();
+    let timed = Arc::new(Timed {
+        fake: fake.clone(),
+        at: Mutex::default(),
+    });
+    let mut h = Harness::with_provider(fake.clone(), timed.clone()).await;
     h.create_node(&ready_node("n1")).await;
-    h.cloud
-        .fail_next(Some(Operation::EnsureLoadBalancer), injected, 1);
+    fake.fail_next(Some(Operation::EnsureLoadBalancer), injected, 1);
     h.create_service(&load_balancer_service("web")).await;
-    let start = Instant::now();
     h.start(&[ControllerId::Service], &fast_settings()).await;
+    (h, timed)
+}
 
+/// Fails the first ensure with `injected`, which asks for 1.5 s, and checks
+/// that the second comes exactly that much later, not after a backoff.
+async fn requested_delay_is_honoured(injected: InjectedError) -> Harness {
+    let (h, timed) = first_ensure_fails(injected).await;
+    assert_eq!(
+        timed.gaps_after(2).await,
+        [Duration::from_millis(1500)],
+        "retried after the delay asked for, not after a backoff"
+    );
     eventually("an ingress", WAIT, || async {
         h.services().get("web").await.ok().filter(has_ingress)
     })
     .await;
-    assert!(
-        start.elapsed() >= Duration::from_millis(1500),
-        "retried after the delay asked for"
-    );
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "not after a backoff: {:?}",
-        start.elapsed()
-    );
     assert_eq!(h.cloud.count(Operation::EnsureLoadBalancer), 2);
     h
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_retry_the_provider_asks_for_is_honoured_without_an_event() {
     let mut h = requested_delay_is_honoured(InjectedError::Retry {
         after: Duration::from_millis(1500),
@@ -247,7 +266,7 @@ async fn a_retry_the_provider_asks_for_is_honoured_without_an_event() {
     h.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_throttled_call_is_retried_after_the_delay_the_cloud_gives() {
     let mut h = requested_delay_is_honoured(InjectedError::Throttled {
         retry_after: Duration::from_millis(1500),
@@ -256,24 +275,15 @@ async fn a_throttled_call_is_retried_after_the_delay_the_cloud_gives() {
     h.stop().await;
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn a_failure_warns_and_is_retried_after_five_seconds() {
-    let mut h = Harness::new().await;
-    h.create_node(&ready_node("n1")).await;
-    h.cloud.fail_next(
-        Some(Operation::EnsureLoadBalancer),
-        InjectedError::Other("the cloud is down".into()),
-        1,
-    );
-    h.create_service(&load_balancer_service("web")).await;
-    h.start(&[ControllerId::Service], &fast_settings()).await;
+    let (mut h, timed) = first_ensure_fails(InjectedError::Other("the cloud is down".into())).await;
 
     let events = eventually("a Warning event", WAIT, || async {
         let events = h.events("web", "SyncLoadBalancerFailed").await;
         (!events.is_empty()).then_some(events)
     })
     .await;
-    let failed_at = Instant::now();
     assert!(
         events[0]
             .note
@@ -281,21 +291,15 @@ async fn a_failure_warns_and_is_retried_after_five_seconds() {
             .unwrap()
             .contains("the cloud is down")
     );
-    tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
-        h.cloud.count(Operation::EnsureLoadBalancer),
-        1,
-        "no retry before the backoff"
+        timed.gaps_after(2).await,
+        [Duration::from_secs(5)],
+        "retried after 5 s, neither sooner nor after a longer backoff"
     );
     eventually("an ingress", WAIT, || async {
         h.services().get("web").await.ok().filter(has_ingress)
     })
     .await;
-    assert!(
-        failed_at.elapsed() < Duration::from_secs(9),
-        "retried after 5 s, not a longer backoff: {:?}",
-        failed_at.elapsed()
-    );
     assert_eq!(h.cloud.count(Operation::EnsureLoadBalancer), 2);
     h.stop().await;
 }
@@ -447,8 +451,10 @@ async fn failures_back_off_from_5_s_doubling_to_300_s_and_a_success_resets_it() 
     assert!(has_finalizer(&service));
 
     // The ninth attempt succeeded; a later failure starts again at 5 s.
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    assert!(has_ingress(&h.services().get("web").await.unwrap()));
+    eventually("an ingress", WAIT, || async {
+        h.services().get("web").await.ok().filter(has_ingress)
+    })
+    .await;
     fake.fail_next(
         Some(Operation::EnsureLoadBalancer),
         InjectedError::Other("again".into()),

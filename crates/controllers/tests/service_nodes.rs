@@ -13,8 +13,6 @@ use provider_fake::{InjectedError, Operation};
 use support::{Harness, eventually, fast_settings, load_balancer_service, ready_node};
 
 const WAIT: Duration = Duration::from_secs(30);
-/// Longer than the node-change debounce (1 s quiet).
-const SETTLE: Duration = Duration::from_secs(2);
 
 fn has_ingress(service: &Service) -> bool {
     service
@@ -48,6 +46,7 @@ async fn started(services: usize, nodes: usize, settings: &ControllerSettings) -
     }
     h.start(&[ControllerId::Service], settings).await;
     wait_all_synced(&h, services).await;
+    h.settled().await;
     h
 }
 
@@ -104,7 +103,7 @@ async fn one_node_added_updates_each_of_100_load_balancers_exactly_once() {
         "100 load balancers updated {:?} after the node joined",
         start.elapsed()
     );
-    tokio::time::sleep(SETTLE).await;
+    h.settled().await;
     assert_eq!(
         h.cloud.count(Operation::UpdateLoadBalancer),
         100,
@@ -148,7 +147,7 @@ async fn a_thousand_node_heartbeats_cost_no_provider_call() {
         .filter(|r| r.resource == "nodes" && r.verb == "patch" && r.status == 200)
         .count();
     assert_eq!(node_writes, 1000);
-    tokio::time::sleep(SETTLE).await;
+    h.settled().await;
     assert!(
         h.cloud.calls().is_empty(),
         "no provider call: {} made",
@@ -183,7 +182,7 @@ async fn an_excluded_node_leaves_every_load_balancer_and_comes_back() {
             .then_some(())
     })
     .await;
-    tokio::time::sleep(SETTLE).await;
+    h.settled().await;
     assert_eq!(h.cloud.count(Operation::UpdateLoadBalancer), 3);
     assert_eq!(h.events("svc000", "UpdatedLoadBalancer").await.len(), 1);
 
@@ -202,7 +201,7 @@ async fn an_excluded_node_leaves_every_load_balancer_and_comes_back() {
             .then_some(())
     })
     .await;
-    tokio::time::sleep(SETTLE).await;
+    h.settled().await;
     assert_eq!(h.cloud.count(Operation::UpdateLoadBalancer), 6);
     assert_eq!(h.cloud.mutation_count(), 6, "updates only, no ensure");
     h.stop().await;
@@ -213,7 +212,7 @@ async fn a_provider_id_change_updates_and_other_label_changes_do_not() {
     let mut h = started(2, 2, &fast_settings()).await;
     h.cloud.clear_calls();
     label_node(&h, "n0", serde_json::json!({ "example.com/rack": "r1" })).await;
-    tokio::time::sleep(SETTLE).await;
+    h.settled().await;
     assert!(
         h.cloud.calls().is_empty(),
         "a label that doesn't decide eligibility costs nothing"
@@ -226,7 +225,7 @@ async fn a_provider_id_change_updates_and_other_label_changes_do_not() {
         (h.cloud.count(Operation::UpdateLoadBalancer) == 2).then_some(())
     })
     .await;
-    tokio::time::sleep(SETTLE).await;
+    h.settled().await;
     let patch = serde_json::json!({ "spec": { "providerID": "fake://n9" } });
     h.nodes()
         .patch("n9", &PatchParams::default(), &Patch::Merge(&patch))
@@ -236,7 +235,7 @@ async fn a_provider_id_change_updates_and_other_label_changes_do_not() {
         (h.cloud.count(Operation::UpdateLoadBalancer) == 4).then_some(())
     })
     .await;
-    tokio::time::sleep(SETTLE).await;
+    h.settled().await;
     assert_eq!(h.cloud.calls().len(), 4);
     h.stop().await;
 }
@@ -284,7 +283,12 @@ async fn periodic_resyncs_make_no_call_when_nothing_changed() {
     };
     let mut h = started(3, 2, &settings).await;
     h.cloud.clear_calls();
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    let before = h.activity().passes;
+    eventually("four resync passes", WAIT, || async {
+        (h.activity().passes >= before + 4).then_some(())
+    })
+    .await;
+    h.settled().await;
     assert!(h.cloud.calls().is_empty(), "{:?}", h.cloud.calls());
     h.stop().await;
 }

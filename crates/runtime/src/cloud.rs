@@ -101,6 +101,7 @@ impl MeteredCloud {
         call: impl Future<Output = Result<T, CloudError>>,
     ) -> Result<T, CloudError> {
         self.pacer.wait_turn().await;
+        self.metrics.activity.cloud_call();
         let start = Instant::now();
         let result = call.await;
         match &result {
@@ -141,6 +142,7 @@ impl MeteredCloud {
         call: impl Future<Output = Result<T, CloudError>>,
     ) -> Result<T, CloudError> {
         if let Err(reason) = self.fence.check() {
+            self.metrics.activity.cloud_call();
             self.metrics
                 .cloud_calls
                 .get_or_create(&CloudCallLabels {

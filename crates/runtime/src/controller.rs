@@ -5,13 +5,14 @@ use std::collections::HashSet;
 use std::fmt::Debug;
 use std::future::Future;
 use std::hash::Hash;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use kube::Resource;
 use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, ReflectHandle, Store};
+use prometheus_client::metrics::gauge::Gauge;
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -20,6 +21,7 @@ use crate::backoff::FailureBackoff;
 use crate::error::{ReconcileError, Retry};
 use crate::informer::Informer;
 use crate::metrics::{ControllerLabels, Metrics, ReconcileLabels};
+use crate::quiescence::{Activity, Busy};
 
 /// How one controller runs.
 #[derive(Debug, Clone)]
@@ -62,7 +64,77 @@ struct Runner<K: Resource<DynamicType = ()> + 'static, F> {
     reconcile: F,
     backoff: FailureBackoff<ObjectRef<K>>,
     metrics: Metrics,
-    waiting: Arc<Mutex<HashSet<ObjectRef<K>>>>,
+    queue: Queue<K>,
+}
+
+/// The objects of one controller that wait for a reconcile now or for a
+/// scheduled retry, as the queue-depth metric and the process's
+/// [`Activity`] see them.
+struct Queue<K: Resource<DynamicType = ()> + 'static> {
+    waiting: Mutex<HashSet<ObjectRef<K>>>,
+    retrying: Mutex<HashSet<ObjectRef<K>>>,
+    depth: Gauge,
+    activity: Activity,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl<K> Queue<K>
+where
+    K: Resource<DynamicType = ()> + 'static,
+    ObjectRef<K>: Hash + Eq,
+{
+    /// `key` changed or was triggered: a reconcile is due.
+    fn push(&self, key: ObjectRef<K>) {
+        let mut waiting = lock(&self.waiting);
+        if waiting.insert(key) {
+            self.activity.add_queued(1);
+        }
+        self.depth.set(waiting.len() as i64);
+    }
+
+    /// The reconcile of `key` starts; it runs until the guard is dropped.
+    fn start(&self, key: &ObjectRef<K>) -> Busy {
+        let mut waiting = lock(&self.waiting);
+        let busy = self.activity.start_queued(waiting.remove(key));
+        self.depth.set(waiting.len() as i64);
+        drop(waiting);
+        if lock(&self.retrying).remove(key) {
+            self.activity.add_retrying(-1);
+        }
+        busy
+    }
+
+    /// The reconcile of `key` failed; `retry` if a retry is scheduled.
+    fn failed(&self, key: ObjectRef<K>, retry: bool) {
+        let mut retrying = lock(&self.retrying);
+        if retry {
+            if retrying.insert(key) {
+                self.activity.add_retrying(1);
+            }
+        } else if retrying.remove(&key) {
+            self.activity.add_retrying(-1);
+        }
+    }
+
+    /// A reconcile was due for an object that is gone: none will run.
+    fn gone(&self, name: &str, namespace: Option<&str>) {
+        let same = |key: &ObjectRef<K>| key.name == name && key.namespace.as_deref() == namespace;
+        let mut waiting = lock(&self.waiting);
+        let before = waiting.len();
+        waiting.retain(|key| !same(key));
+        self.activity
+            .add_queued(waiting.len() as i64 - before as i64);
+        self.depth.set(waiting.len() as i64);
+        drop(waiting);
+        let mut retrying = lock(&self.retrying);
+        let before = retrying.len();
+        retrying.retain(|key| !same(key));
+        self.activity
+            .add_retrying(retrying.len() as i64 - before as i64);
+    }
 }
 
 /// Runs `reconcile` for every object of `informer` that changes, and for
@@ -75,7 +147,8 @@ struct Runner<K: Resource<DynamicType = ()> + 'static, F> {
 ///   exponential backoff (5 s to 300 s) per object, reset by a success; the
 ///   exact delay a provider asked for; or not until the object changes.
 /// - Reconciles, their duration and result, and the number of objects
-///   waiting are recorded in `metrics`.
+///   waiting are recorded in `metrics`; objects waiting, reconciles running
+///   and retries scheduled also in its [`Activity`].
 ///
 /// # Errors
 /// The informer must not be running yet (see [`Informer::subscribe`]).
@@ -93,39 +166,72 @@ where
     F: Fn(Arc<K>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
 {
-    let waiting: Arc<Mutex<HashSet<ObjectRef<K>>>> = Arc::default();
+    let changes = informer.subscribe()?;
+    Ok(drive(
+        config,
+        changes,
+        informer.store(),
+        triggers,
+        metrics,
+        shutdown,
+        reconcile,
+    ))
+}
+
+/// [`run`] over a shared store and its subscription, however they are fed.
+fn drive<K, F, Fut>(
+    config: ControllerConfig,
+    changes: ReflectHandle<K>,
+    store: Store<K>,
+    triggers: Triggers<K>,
+    metrics: Metrics,
+    shutdown: CancellationToken,
+    reconcile: F,
+) -> impl Future<Output = ()> + Send + 'static
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    ObjectRef<K>: Hash + Eq,
+    F: Fn(Arc<K>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
+{
+    let name = config.name;
     let depth = metrics
         .queue_depth
         .get_or_create(&ControllerLabels {
-            controller: config.name.into(),
+            controller: name.into(),
         })
         .clone();
-    let subscriber = {
-        let waiting = waiting.clone();
-        informer.subscribe()?.inspect(move |obj| {
-            let mut waiting = waiting.lock().unwrap_or_else(PoisonError::into_inner);
-            waiting.insert(ObjectRef::from(obj.as_ref()));
-            depth.set(waiting.len() as i64);
-        })
-    };
-    let mut controller = Controller::for_shared_stream(subscriber, informer.store())
-        .with_config(controller::Config::default().concurrency(config.concurrency))
-        .graceful_shutdown_on(shutdown.cancelled_owned());
-    if let Some(objects) = triggers.objects {
-        controller = controller.reconcile_on(objects);
-    }
-    if let Some(all) = triggers.all {
-        controller = controller.reconcile_all_on(all);
-    }
-    let name = config.name;
     let runner = Arc::new(Runner {
+        queue: Queue {
+            waiting: Mutex::default(),
+            retrying: Mutex::default(),
+            depth,
+            activity: metrics.activity(),
+        },
         config,
         reconcile,
         backoff: FailureBackoff::controller_default(),
         metrics,
-        waiting,
     });
-    Ok(controller
+    let subscriber = {
+        let runner = runner.clone();
+        changes.inspect(move |obj| runner.queue.push(ObjectRef::from(obj.as_ref())))
+    };
+    let mut controller = Controller::for_shared_stream(subscriber, store)
+        .with_config(controller::Config::default().concurrency(runner.config.concurrency))
+        .graceful_shutdown_on(shutdown.cancelled_owned());
+    if let Some(objects) = triggers.objects {
+        let runner = runner.clone();
+        controller =
+            controller.reconcile_on(objects.inspect(move |key| runner.queue.push(key.clone())));
+    }
+    if let Some(all) = triggers.all {
+        // Not counted as queued (kube-runtime alone knows which objects it
+        // reaches); their reconciles still count as running.
+        controller = controller.reconcile_all_on(all);
+    }
+    let gone = runner.clone();
+    controller
         .run(reconcile_one, error_policy, runner)
         .for_each(move |result| {
             if let Err(err) = result {
@@ -133,6 +239,7 @@ where
                     // The reconcile error itself was handled by error_policy.
                     controller::Error::ReconcilerFailed(..) => {}
                     controller::Error::ObjectNotFound(obj) => {
+                        gone.queue.gone(&obj.name, obj.namespace.as_deref());
                         tracing::debug!(controller = name, %obj, "object gone before its reconcile");
                     }
                     other => tracing::warn!(controller = name, error = %other, "controller stream error"),
@@ -140,7 +247,7 @@ where
             }
             futures::future::ready(())
         })
-        .boxed())
+        .boxed()
 }
 
 async fn reconcile_one<K, F, Fut>(
@@ -154,20 +261,7 @@ where
     Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
 {
     let key = ObjectRef::from(obj.as_ref());
-    {
-        let mut waiting = runner
-            .waiting
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        waiting.remove(&key);
-        runner
-            .metrics
-            .queue_depth
-            .get_or_create(&ControllerLabels {
-                controller: runner.config.name.into(),
-            })
-            .set(waiting.len() as i64);
-    }
+    let _running = runner.queue.start(&key);
     let start = Instant::now();
     let result = (runner.reconcile)(obj).await;
     let labels = ControllerLabels {
@@ -210,11 +304,18 @@ where
             result: err.kind().into(),
         })
         .inc();
-    let action = match err.retry() {
+    let retry = err.retry();
+    let action = match retry {
         Retry::Backoff => Action::requeue(runner.backoff.fail(key.clone())),
         Retry::After(delay) => Action::requeue(delay),
         Retry::AwaitChange => Action::await_change(),
     };
+    runner
+        .queue
+        .failed(key.clone(), retry != Retry::AwaitChange);
     tracing::warn!(controller = runner.config.name, object = %key, error = %err, ?action, "reconcile failed");
     action
 }
+
+#[cfg(test)]
+mod tests;

@@ -12,6 +12,9 @@
 //! provider asked for, or waiting for a change), concurrency limit and
 //! metrics. Per-node cloud lookups go through a [`Batcher`], so N nodes cost
 //! ceil(N / batch) provider calls. [`Events`] publishes Kubernetes events.
+//! Every reconcile, pass and provider call is recorded in an [`Activity`];
+//! tests await a [`Quiescence`] barrier over it to know the controllers have
+//! nothing left to do.
 //!
 //! This crate never names a cloud.
 
@@ -25,6 +28,7 @@ mod events;
 mod informer;
 mod metrics;
 mod pacer;
+mod quiescence;
 
 pub use backoff::FailureBackoff;
 pub use batcher::{AnswerLost, Answers, BatchCall, Batcher, BatcherStopped, lookup_all};
@@ -34,6 +38,7 @@ pub use error::{ReconcileError, Retry};
 pub use events::Events;
 pub use informer::{EventHook, Informer, InformerError};
 pub use metrics::Metrics;
+pub use quiescence::{Activity, ActivitySnapshot, Busy, Quiescence, QuiescenceError};
 
 /// Re-exported so controllers use the same kube-runtime types.
 pub use kube::runtime::controller::Action;

@@ -10,6 +10,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::quiescence::Activity;
+
 /// Labels naming a controller.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct ControllerLabels {
@@ -59,6 +61,7 @@ pub struct Metrics {
     pub(crate) cloud_call_duration: Family<OperationLabels, Histogram, fn() -> Histogram>,
     pub(crate) cloud_batch_size: Family<OperationLabels, Histogram, fn() -> Histogram>,
     controller_running: Family<ControllerLabels, Gauge>,
+    pub(crate) activity: Activity,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -129,6 +132,7 @@ impl Metrics {
             controller_running.clone(),
         );
         Self {
+            activity: Activity::default(),
             controller_running,
             registry: Arc::new(Mutex::new(registry)),
             reconciles,
@@ -138,6 +142,12 @@ impl Metrics {
             cloud_call_duration,
             cloud_batch_size,
         }
+    }
+
+    /// What the controllers recording into these metrics are doing, for a
+    /// [`crate::Quiescence`] barrier.
+    pub fn activity(&self) -> Activity {
+        self.activity.clone()
     }
 
     /// Lets a controller register its own metrics (done once, at start-up).

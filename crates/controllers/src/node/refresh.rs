@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use ccm_runtime::{BatchCall, Informer, lookup_all};
+use ccm_runtime::{Activity, BatchCall, Informer, lookup_all};
 use cloud_provider::{CloudError, InstanceMetadata};
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
@@ -25,6 +25,7 @@ pub(super) struct Refresh {
     pub(super) max_batch: NonZeroUsize,
     pub(super) concurrency: NonZeroUsize,
     pub(super) period: Duration,
+    pub(super) activity: Activity,
 }
 
 impl Refresh {
@@ -34,6 +35,7 @@ impl Refresh {
         ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
             ticks.tick().await;
+            let _pass = self.activity.busy();
             self.pass().await;
         }
     }

@@ -5,7 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ccm_runtime::FailureBackoff;
+use ccm_runtime::{Activity, FailureBackoff};
 use futures::FutureExt;
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -56,6 +56,8 @@ pub(super) struct Schedule {
     pub(super) debounce: Duration,
     /// `--route-reconciliation-period`.
     pub(super) period: Duration,
+    /// Where a debounce and the pass after it count as running.
+    pub(super) activity: Activity,
 }
 
 impl Schedule {
@@ -68,14 +70,16 @@ impl Schedule {
         let backoff = FailureBackoff::<()>::controller_default();
         let mut next = Instant::now();
         loop {
-            tokio::select! {
+            let _pass = tokio::select! {
                 () = self.trigger.notified() => {
+                    let pass = self.activity.busy();
                     tokio::time::sleep(self.debounce).await;
                     // Triggers during the debounce are covered by this pass.
                     let _ = self.trigger.notified().now_or_never();
+                    pass
                 }
-                () = tokio::time::sleep_until(next) => {}
-            }
+                () = tokio::time::sleep_until(next) => self.activity.busy(),
+            };
             let outcome = pass().await;
             let delay = if outcome.failures == 0 {
                 backoff.reset(&());
@@ -110,6 +114,7 @@ mod tests {
             trigger: trigger.clone(),
             debounce: DEBOUNCE,
             period,
+            activity: Activity::default(),
         };
         let start = Instant::now();
         let seen = passes.clone();
@@ -153,6 +158,7 @@ mod tests {
             trigger: trigger.clone(),
             debounce: DEBOUNCE,
             period: secs(3600.0),
+            activity: Activity::default(),
         };
         let start = Instant::now();
         let (seen, during) = (passes.clone(), trigger.clone());

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use ccm_runtime::{Informer, ObjectRef};
+use ccm_runtime::{Activity, Informer, ObjectRef};
 use futures::channel::mpsc::UnboundedSender;
 use k8s_openapi::api::core::v1::{Node, Service};
 use prometheus_client::metrics::histogram::Histogram;
@@ -96,6 +96,8 @@ pub(crate) struct NodeSync {
     /// The resync period.
     pub(crate) period: Duration,
     pub(crate) round: Arc<Round>,
+    /// Where a settling burst and the pass after it count as running.
+    pub(crate) activity: Activity,
 }
 
 impl NodeSync {
@@ -109,15 +111,16 @@ impl NodeSync {
         let mut resync = tokio::time::interval_at(Instant::now() + self.period, self.period);
         resync.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
-            let why = tokio::select! {
+            let (why, _pass) = tokio::select! {
                 changed = self.changes.changed() => {
                     if changed.is_err() {
                         return;
                     }
+                    let pass = self.activity.busy();
                     settle(&mut self.changes, QUIET, MAX_SETTLE).await;
-                    "the eligible node set changed"
+                    ("the eligible node set changed", pass)
                 }
-                _ = resync.tick() => "periodic resync",
+                _ = resync.tick() => ("periodic resync", self.activity.busy()),
             };
             if self.pass(why).is_err() {
                 return;

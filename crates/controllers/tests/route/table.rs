@@ -200,11 +200,10 @@ async fn routes_outside_the_cluster_cidr_or_of_other_clusters_are_never_touched(
         ],
     )
     .await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    assert!(
-        h.cloud.count(Operation::ListRoutes) >= 3,
-        "several passes ran"
-    );
+    eventually("several passes", WAIT, || async {
+        (h.cloud.count(Operation::ListRoutes) >= 3).then_some(())
+    })
+    .await;
     assert_eq!(h.cloud.count(Operation::DeleteRoute), 0);
     assert_eq!(
         h.cloud.routes().len(),

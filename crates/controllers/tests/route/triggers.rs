@@ -41,16 +41,10 @@ async fn a_new_node_gets_its_route_without_waiting_for_the_period() {
     h.start(&[ControllerId::Route], &route_settings(HOUR)).await;
     wait_for_passes(&h, 1).await;
 
-    let added = Instant::now();
+    // The period is an hour: a route within `WAIT` comes from the event.
     h.create_node(&node("n1", &["10.244.1.0/24"])).await;
     wait_for_table(&h, &[("10.244.1.0/24", "n1", false)]).await;
-    let latency = added.elapsed();
-    println!("node added -> route created: {latency:?}");
-    assert!(
-        latency < Duration::from_secs(3),
-        "the period is an hour; the event triggered the pass: {latency:?}"
-    );
-    assert_eq!(passes(&h), 2);
+    assert_eq!(passes(&h), 2, "one pass, triggered by the node");
     assert_eq!(h.cloud.count(Operation::ListRoutes), 2);
     h.stop().await;
 }
@@ -112,7 +106,7 @@ async fn heartbeats_and_other_node_updates_do_not_trigger_a_pass_but_a_pod_cidr_
     h.start(&[ControllerId::Route], &route_settings(HOUR)).await;
     wait_for_condition(&h, "n1", "False").await;
     // The condition write is itself a node update.
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    h.settled().await;
     let before = passes(&h);
 
     for second in 1..=3 {
@@ -130,7 +124,7 @@ async fn heartbeats_and_other_node_updates_do_not_trigger_a_pass_but_a_pod_cidr_
         .patch("n1", &PatchParams::default(), &Patch::Merge(&labels))
         .await
         .expect("labelled");
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    h.settled().await;
     assert_eq!(
         passes(&h),
         before,

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ccm_controllers::{ControllerId, ControllerSettings, Started};
-use ccm_runtime::{AlwaysLeader, Context, Informers, MeteredCloud, Metrics};
+use ccm_runtime::{
+    ActivitySnapshot, AlwaysLeader, Context, Informers, MeteredCloud, Metrics, Quiescence,
+};
 use cloud_provider::CloudProvider;
 use k8s_openapi::api::core::v1::{
     Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, Service, ServicePort, ServiceSpec,
@@ -144,6 +146,26 @@ impl Harness {
             .expect("node status patched");
     }
 
+    /// What the controllers have done so far.
+    pub(crate) fn activity(&self) -> ActivitySnapshot {
+        self.metrics.activity().snapshot()
+    }
+
+    /// Waits until the controllers are quiescent: nothing queued or
+    /// running, and reconciles, cloud calls (the fake's log too), API
+    /// requests and the API server's resourceVersion unchanged across
+    /// [`Quiescence::DEFAULT_WINDOW`]. Then a test can assert that something
+    /// did not happen. Panics, saying what still moved, after 30 s.
+    pub(crate) async fn settled(&self) -> ActivitySnapshot {
+        Quiescence::new(self.metrics.activity())
+            .counter("API requests", || self.server.stats().total())
+            .counter("resourceVersion", || self.server.resource_version())
+            .counter("fake cloud calls", || self.cloud.calls().len() as u64)
+            .settled()
+            .await
+            .unwrap_or_else(|err| panic!("{err}"))
+    }
+
     /// Events with `reason` about the object named `name`.
     pub(crate) async fn events(&self, name: &str, reason: &str) -> Vec<Event> {
         let events: Api<Event> = Api::all(self.client.clone());
@@ -169,14 +191,25 @@ impl Drop for Harness {
     }
 }
 
-/// Polls `check` every 20 ms until it returns `Some`, failing after `timeout`.
+/// How often [`eventually`] asks.
+const POLL: Duration = Duration::from_millis(20);
+/// The most [`eventually`] asks: on a paused clock a poll costs no wall
+/// time, so the count bounds it too.
+const MAX_POLLS: u32 = 50_000;
+
+/// Polls `check` every 20 ms until it returns `Some`, failing after
+/// `timeout` on the wall clock (or after [`MAX_POLLS`]).
+///
+/// `ccm_test_support::eventually` serves the end-to-end suites, which poll
+/// other processes every 200 ms through `anyhow`; these in-process tests
+/// poll ten times as often and panic where they stand.
 pub(crate) async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
     let start = Instant::now();
-    loop {
+    for _ in 0..MAX_POLLS {
         if let Some(value) = check().await {
             return value;
         }
@@ -184,8 +217,9 @@ where
             start.elapsed() < timeout,
             "timed out after {timeout:?} waiting for {what}"
         );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(POLL).await;
     }
+    panic!("gave up after {MAX_POLLS} polls waiting for {what}");
 }
 
 pub(crate) fn ready_condition(ready: bool) -> NodeCondition {

@@ -3,6 +3,7 @@
 
 #![allow(dead_code, reason = "each test binary uses part of the support code")]
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -99,6 +100,8 @@ pub(crate) struct Report {
     pub(crate) samples_with_a_leader: usize,
     /// The identities leading together, each time more than one did.
     pub(crate) overlaps: Vec<Vec<String>>,
+    /// When each identity that led was first seen leading.
+    pub(crate) first_led: BTreeMap<String, Instant>,
 }
 
 impl Sampler {
@@ -138,6 +141,12 @@ async fn sample(
             .map(|(identity, _)| identity.clone())
             .collect();
         report.samples += 1;
+        for leader in &leaders {
+            report
+                .first_led
+                .entry(leader.clone())
+                .or_insert_with(Instant::now);
+        }
         if !leaders.is_empty() {
             report.samples_with_a_leader += 1;
         }

@@ -1,0 +1,218 @@
+//! The framework's retry policy on a paused clock: a store writer fed
+//! directly (no API server), a reconcile that fails as scripted, and the
+//! instants at which it ran. Timings are exact.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cloud_provider::CloudError;
+use futures::StreamExt;
+use futures::channel::mpsc;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::ObjectMeta;
+use kube::runtime::reflector;
+use kube::runtime::{WatchStreamExt, watcher};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{ControllerConfig, Triggers, drive};
+use crate::{Action, Metrics, Quiescence, ReconcileError};
+
+/// What a scripted reconcile answers, in turn; success once the script runs
+/// out.
+type Script = Vec<Result<(), ReconcileError>>;
+
+/// One controller over a hand-fed store of ConfigMaps.
+struct Fixture {
+    events: mpsc::UnboundedSender<watcher::Result<watcher::Event<ConfigMap>>>,
+    runs: Arc<Mutex<Vec<Instant>>>,
+    metrics: Metrics,
+    shutdown: CancellationToken,
+    start: Instant,
+    version: u64,
+}
+
+fn config_map(version: u64) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some("settings".into()),
+            namespace: Some("default".into()),
+            resource_version: Some(version.to_string()),
+            ..ObjectMeta::default()
+        },
+        data: Some([("version".to_owned(), version.to_string())].into()),
+        ..ConfigMap::default()
+    }
+}
+
+impl Fixture {
+    /// Starts the controller on an empty, listed store.
+    fn start(script: Script) -> Self {
+        let (store, writer) = reflector::store_shared::<ConfigMap>(16);
+        let changes = writer.subscribe().expect("a shared store");
+        let (events, fed) = mpsc::unbounded();
+        tokio::spawn(
+            fed.reflect_shared(writer)
+                .for_each(|_| futures::future::ready(())),
+        );
+        let runs: Arc<Mutex<Vec<Instant>>> = Arc::default();
+        let script = Mutex::new(script.into_iter());
+        let seen = runs.clone();
+        let reconcile = move |_: Arc<ConfigMap>| {
+            seen.lock().unwrap().push(Instant::now());
+            let outcome = script.lock().unwrap().next().unwrap_or(Ok(()));
+            async move { outcome.map(|()| Action::await_change()) }
+        };
+        let metrics = Metrics::new();
+        let shutdown = CancellationToken::new();
+        let config = ControllerConfig {
+            name: "test",
+            concurrency: 1,
+        };
+        tokio::spawn(drive(
+            config,
+            changes,
+            store,
+            Triggers::default(),
+            metrics.clone(),
+            shutdown.clone(),
+            reconcile,
+        ));
+        for event in [watcher::Event::Init, watcher::Event::InitDone] {
+            events.unbounded_send(Ok(event)).unwrap();
+        }
+        Self {
+            events,
+            runs,
+            metrics,
+            shutdown,
+            start: Instant::now(),
+            version: 0,
+        }
+    }
+
+    /// The object is created or changed, as a watch event would say.
+    fn change(&mut self) {
+        self.version += 1;
+        let event = watcher::Event::Apply(config_map(self.version));
+        self.events.unbounded_send(Ok(event)).unwrap();
+    }
+
+    /// When each reconcile ran, from the start.
+    fn runs(&self) -> Vec<Duration> {
+        let runs = self.runs.lock().unwrap();
+        runs.iter().map(|at| *at - self.start).collect()
+    }
+
+    /// Waits (on the paused clock) until `n` reconciles ran.
+    async fn runs_after(&self, n: usize) -> Vec<Duration> {
+        for _ in 0..10_000 {
+            if self.runs.lock().unwrap().len() >= n {
+                return self.runs();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("only {:?} after 1000 s", self.runs());
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+fn failure() -> Result<(), ReconcileError> {
+    Err(ReconcileError::Cloud(CloudError::msg("the cloud is down")))
+}
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+#[tokio::test(start_paused = true)]
+async fn failures_are_retried_after_5_s_doubling_and_a_success_resets_the_backoff() {
+    let mut f = Fixture::start(vec![failure(), failure(), failure(), Ok(()), failure()]);
+    f.change();
+    let runs = f.runs_after(4).await;
+    assert_eq!(runs, [secs(0), secs(5), secs(5 + 10), secs(5 + 10 + 20)]);
+
+    // Succeeded at 35 s; the next failure waits 5 s again.
+    f.change();
+    let runs = f.runs_after(6).await;
+    assert_eq!(runs[5] - runs[4], secs(5));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_delay_the_provider_asks_for_is_waited_exactly_and_does_not_grow_the_backoff() {
+    let throttled = Err(ReconcileError::Cloud(CloudError::Throttled {
+        retry_after: Duration::from_millis(1500),
+    }));
+    let mut f = Fixture::start(vec![throttled, failure(), failure()]);
+    f.change();
+    let runs = f.runs_after(4).await;
+    assert_eq!(
+        runs,
+        [
+            secs(0),
+            Duration::from_millis(1500),
+            Duration::from_millis(1500) + secs(5),
+            Duration::from_millis(1500) + secs(5 + 10),
+        ],
+        "the throttle is not a failure: the first backoff is still 5 s"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn bad_input_is_not_retried_until_the_object_changes() {
+    let invalid = Err(ReconcileError::Invalid("expected a number".into()));
+    let mut f = Fixture::start(vec![invalid]);
+    f.change();
+    f.runs_after(1).await;
+
+    // An hour of virtual time with nothing to do.
+    let settled = Quiescence::new(f.metrics.activity())
+        .window(secs(3600))
+        .timeout(secs(7200))
+        .settled()
+        .await
+        .expect("quiescent");
+    assert_eq!(f.runs(), [secs(0)], "not retried");
+    assert_eq!(settled.retrying, 0, "no retry scheduled");
+
+    let changed_at = f.start.elapsed();
+    f.change();
+    let runs = f.runs_after(2).await;
+    assert_eq!(runs[1], changed_at, "the change is reconciled at once");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_activity_counts_queued_running_and_retrying_objects() {
+    let mut f = Fixture::start(vec![failure()]);
+    let activity = f.metrics.activity();
+    let quiet = || {
+        Quiescence::new(activity.clone())
+            .window(Duration::from_millis(100))
+            .timeout(secs(1))
+    };
+    quiet()
+        .settled()
+        .await
+        .expect("quiescent before any object");
+
+    f.change();
+    let settled = quiet().settled().await.expect("quiescent after a failure");
+    assert_eq!(
+        (
+            settled.queued,
+            settled.running,
+            settled.reconciles,
+            settled.retrying
+        ),
+        (0, 0, 1, 1),
+        "one reconcile ran and failed; its retry is scheduled"
+    );
+    f.runs_after(2).await;
+    let settled = quiet().settled().await.expect("quiescent after the retry");
+    assert_eq!((settled.reconciles, settled.retrying), (2, 0));
+}
