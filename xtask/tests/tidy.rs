@@ -127,8 +127,8 @@ fn code_map_gaps(root: &Path) -> Vec<String> {
             .collect();
         modules.sort();
         for module in modules {
-            let named = text.contains(&format!("`{module}`"))
-                || text.contains(&format!("`{module}.rs`"));
+            let named =
+                text.contains(&format!("`{module}`")) || text.contains(&format!("`{module}.rs`"));
             if !named {
                 gaps.push(format!(
                     "ARCHITECTURE.md's `{krate}` section does not name its module `{module}`"
@@ -164,12 +164,20 @@ fn undocumented_modules(root: &Path) -> Vec<String> {
                 .map(|text| !text.trim_start().starts_with("//!"))
                 .unwrap_or(true)
         })
-        .map(|path| format!("{} does not open with a `//!` comment", relative(root, &path)))
+        .map(|path| {
+            format!(
+                "{} does not open with a `//!` comment",
+                relative(root, &path)
+            )
+        })
         .collect()
 }
 
 fn relative(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root).unwrap_or(path).display().to_string()
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 #[test]
@@ -198,7 +206,8 @@ fn scratch(architecture: &str, module: &str) -> tempfile::TempDir {
     dir
 }
 
-const MAP: &str = "# Architecture\n## Code map\n### `crates/widget`\nGears turn in `gears`.\n## Invariants\n";
+const MAP: &str =
+    "# Architecture\n## Code map\n### `crates/widget`\nGears turn in `gears`.\n## Invariants\n";
 
 #[test]
 fn a_file_made_too_long_is_refused() {
@@ -250,6 +259,12 @@ fn a_pattern_heading_covers_the_crates_it_matches() {
         "### `cmd/*-cloud-controller-manager`\n",
         "crates/app"
     ));
-    assert!(heading_names("### `crates/app` (`ccm-app`)\n", "crates/app"));
-    assert!(!heading_names("### `crates/app` (`ccm-app`)\n", "crates/ap"));
+    assert!(heading_names(
+        "### `crates/app` (`ccm-app`)\n",
+        "crates/app"
+    ));
+    assert!(!heading_names(
+        "### `crates/app` (`ccm-app`)\n",
+        "crates/ap"
+    ));
 }

@@ -39,6 +39,7 @@ async fn wait_initialized(h: &Harness, name: &str) -> Node {
         h.nodes().get(name).await.ok().filter(is_initialized)
     })
     .await
+    .expect("a bounded wait")
 }
 
 fn seeded(name: &str, addresses: &[(NodeAddressType, &str)]) -> Instance {
@@ -163,7 +164,8 @@ async fn a_taint_another_writer_adds_meanwhile_is_kept() {
     eventually("the controller's lookup in flight", WAIT, || async {
         (h.cloud.count(Operation::InstancesMetadata) == 1).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     let mut taints = h
         .nodes()
         .get("n1")
@@ -221,7 +223,8 @@ async fn provided_node_ip_matching_no_cloud_address_keeps_the_taint_with_a_warni
         let events = h.events("n1", "NodeAddressesInvalid").await;
         (!events.is_empty()).then_some(events)
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert_eq!(events[0].type_.as_deref(), Some("Warning"));
     assert!(events[0].note.as_deref().unwrap().contains("10.9.9.9"));
     let node = h.nodes().get("n1").await.unwrap();
@@ -240,7 +243,8 @@ async fn instance_not_found_keeps_the_taint_warns_and_backs_off() {
     eventually("a Warning event", WAIT, || async {
         (!h.events("ghost", "InstanceNotFound").await.is_empty()).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     // The retry is scheduled (after 5 s: the runtime's backoff, tested on
     // the paused clock there), not run in a tight loop.
     let settled = h.settled().await;
@@ -303,7 +307,8 @@ async fn a_different_provider_id_is_never_overwritten() {
         let events = h.events("n1", "ProviderIDMismatch").await;
         (!events.is_empty()).then_some(events)
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert!(
         events[0]
             .note
@@ -340,7 +345,8 @@ async fn a_burst_of_1000_nodes_costs_ceil_n_over_batch_lookups_and_two_writes_ea
             nodes.items.iter().all(is_initialized).then_some(())
         },
     )
-    .await;
+    .await
+    .expect("a bounded wait");
     let metadata_calls =
         h.cloud.count(Operation::InstancesMetadata) + h.cloud.count(Operation::InstanceMetadata);
     assert!(
@@ -395,7 +401,8 @@ async fn periodic_refresh_writes_only_nodes_whose_cloud_data_changed() {
             })
             .then_some(node)
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     let labels = eventually("a's labels refreshed", WAIT, || async {
         let labels = h.nodes().get("a").await.ok()?.metadata.labels?;
         (labels
@@ -404,7 +411,8 @@ async fn periodic_refresh_writes_only_nodes_whose_cloud_data_changed() {
             == Some("fake.xlarge"))
         .then_some(labels)
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert_eq!(
         labels
             .get("beta.kubernetes.io/instance-type")
@@ -424,7 +432,8 @@ async fn periodic_refresh_writes_only_nodes_whose_cloud_data_changed() {
     eventually("two more refresh passes", WAIT, || async {
         (h.activity().passes >= passes + 2).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     h.settled().await;
     let written: std::collections::BTreeSet<_> = h
         .server

@@ -61,7 +61,8 @@ async fn a_not_ready_node_whose_instance_is_gone_is_deleted() {
             .is_none()
             .then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert!(
         h.nodes().get_opt("n2").await.unwrap().is_some(),
         "the Ready node stays"
@@ -84,7 +85,8 @@ async fn a_new_node_that_was_never_ready_is_not_deleted_within_the_grace_period(
     eventually("several monitor passes", WAIT, || async {
         (h.cloud.count(Operation::InstancesExist) >= 3).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert!(
         h.nodes().get_opt("fresh").await.unwrap().is_some(),
         "never deleted within the grace period"
@@ -103,7 +105,8 @@ async fn a_new_node_that_was_never_ready_is_not_deleted_within_the_grace_period(
             .is_none()
             .then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     h.stop().await;
 }
 
@@ -125,7 +128,8 @@ async fn an_ambiguous_lookup_never_deletes() {
     eventually("several failed lookups", WAIT, || async {
         (h.cloud.count(Operation::InstancesExist) >= 3).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert!(h.nodes().get_opt("n1").await.unwrap().is_some());
     h.stop().await;
 }
@@ -140,7 +144,8 @@ async fn the_shutdown_taint_follows_the_instance_and_readiness() {
     eventually("shutdown taint added", WAIT, || async {
         h.nodes().get("n1").await.ok().filter(has_shutdown_taint)
     })
-    .await;
+    .await
+    .expect("a bounded wait");
 
     // The instance runs again while the node is still not Ready.
     h.cloud.set_instance_state("n1", InstanceState::Running);
@@ -151,14 +156,16 @@ async fn the_shutdown_taint_follows_the_instance_and_readiness() {
             .ok()
             .filter(|n| !has_shutdown_taint(n))
     })
-    .await;
+    .await
+    .expect("a bounded wait");
 
     // Stopped again, then Ready again: Ready removes the taint with no cloud call.
     h.cloud.set_instance_state("n1", InstanceState::Stopped);
     eventually("shutdown taint added again", WAIT, || async {
         h.nodes().get("n1").await.ok().filter(has_shutdown_taint)
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     h.set_ready("n1", true).await;
     eventually("shutdown taint removed once Ready", WAIT, || async {
         h.nodes()
@@ -167,7 +174,8 @@ async fn the_shutdown_taint_follows_the_instance_and_readiness() {
             .ok()
             .filter(|n| !has_shutdown_taint(n))
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     h.stop().await;
 }
 
@@ -182,7 +190,8 @@ async fn checks_are_batched_and_ready_nodes_cost_nothing() {
     eventually("three monitor passes", WAIT, || async {
         (h.activity().passes >= 3).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     h.settled().await;
     assert_eq!(h.cloud.calls().len(), 0, "all nodes Ready: no cloud calls");
 
@@ -196,7 +205,8 @@ async fn checks_are_batched_and_ready_nodes_cost_nothing() {
             .any(|c| c.op == Operation::InstancesExist && c.batch_size == Some(30))
             .then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert!(
         h.cloud.calls().iter().all(|c| c.batch_size.is_some()),
         "only batch calls"

@@ -96,7 +96,8 @@ pub(crate) async fn wait_for_table(h: &Harness, expected: &[(&str, &str, bool)])
     eventually(&what, WAIT, || async {
         (table(h) == expected).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
 }
 
 pub(crate) fn condition(node: &Node, type_: &str) -> Option<NodeCondition> {
@@ -120,6 +121,7 @@ pub(crate) async fn wait_for_condition(h: &Harness, name: &str, status: &str) ->
         },
     )
     .await
+    .expect("a bounded wait")
 }
 
 /// Passes run so far (upstream's `route_controller_route_sync_total`).

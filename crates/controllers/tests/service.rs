@@ -56,6 +56,7 @@ async fn wait_ingress(h: &Harness, name: &str) -> Service {
             .filter(|s| !ingress_ips(s).is_empty())
     })
     .await
+    .expect("a bounded wait")
 }
 
 async fn patch(h: &Harness, name: &str, patch: serde_json::Value) {
@@ -70,7 +71,7 @@ async fn synced_web() -> Harness {
     let mut h = Harness::new().await;
     h.create_node(&ready_node("n1")).await;
     h.create_node(&ready_node("n2")).await;
-    h.create_service(&load_balancer_service("web")).await;
+    h.create_service(&load_balancer_service("web", &[])).await;
     h.start(&[ControllerId::Service], &fast_settings()).await;
     wait_ingress(&h, "web").await;
     h
@@ -176,7 +177,7 @@ async fn create_stores_the_finalizer_then_ensures_then_writes_the_ingress() {
     let mut h = Harness::with_provider(observing.fake.clone(), observing.clone()).await;
     assert!(observing.client.set(h.client.clone()).is_ok());
     h.create_node(&ready_node("n1")).await;
-    h.create_service(&load_balancer_service("web")).await;
+    h.create_service(&load_balancer_service("web", &[])).await;
     h.server.reset_stats();
     h.start(&[ControllerId::Service], &fast_settings()).await;
 
@@ -307,7 +308,8 @@ async fn each_field_the_provider_reads_causes_one_ensure() {
             WAIT,
             || async { (h.cloud.count(Operation::EnsureLoadBalancer) > before).then_some(()) },
         )
-        .await;
+        .await
+        .expect("a bounded wait");
         h.settled().await;
         assert_eq!(
             h.cloud.count(Operation::EnsureLoadBalancer),
@@ -353,7 +355,8 @@ async fn a_service_deleted_while_the_ccm_is_down_is_cleaned_up_on_start() {
             .is_none()
             .then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert!(
         h.cloud.load_balancers().is_empty(),
         "the load balancer was deleted"
@@ -377,6 +380,7 @@ async fn wait_cleaned_up(h: &Harness, name: &str) -> Service {
             .filter(|s| !has_finalizer(s))
     })
     .await
+    .expect("a bounded wait")
 }
 
 #[tokio::test]
@@ -445,10 +449,10 @@ async fn a_class_set_while_the_ccm_was_down_hands_the_service_over() {
 async fn services_of_another_type_or_class_are_left_entirely_alone() {
     let mut h = Harness::new().await;
     h.create_node(&ready_node("n1")).await;
-    let mut classed = load_balancer_service("classed");
+    let mut classed = load_balancer_service("classed", &[]);
     classed.spec.as_mut().unwrap().load_balancer_class = Some("example.com/other".into());
     h.create_service(&classed).await;
-    let mut node_port = load_balancer_service("plain");
+    let mut node_port = load_balancer_service("plain", &[]);
     node_port.spec.as_mut().unwrap().type_ = Some("NodePort".into());
     h.create_service(&node_port).await;
     h.server.reset_stats();
@@ -478,7 +482,7 @@ async fn provider_calls_never_exceed_concurrent_service_syncs() {
     assert!(observing.client.set(h.client.clone()).is_ok());
     h.create_node(&ready_node("n1")).await;
     for i in 0..9 {
-        h.create_service(&load_balancer_service(&format!("svc{i}")))
+        h.create_service(&load_balancer_service(&format!("svc{i}"), &[]))
             .await;
     }
     let settings = ControllerSettings {

@@ -22,7 +22,7 @@ const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
 const WAIT: Duration = Duration::from_secs(10);
 
 fn annotated(name: &str, key: &str, value: &str) -> Service {
-    let mut service = load_balancer_service(name);
+    let mut service = load_balancer_service(name, &[]);
     service.metadata.annotations = Some(BTreeMap::from([(key.to_owned(), value.to_owned())]));
     service
 }
@@ -68,7 +68,8 @@ async fn implemented_elsewhere_is_left_alone_and_not_asked_again_until_it_change
     eventually("the ownership check", WAIT, || async {
         (h.cloud.count(Operation::GetLoadBalancer) == 1).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     let before = h.settled().await;
     assert_eq!(before.retrying, 0, "no retry scheduled");
     patch(
@@ -104,7 +105,8 @@ async fn implemented_elsewhere_is_left_alone_and_not_asked_again_until_it_change
     eventually("a new check after an annotation change", WAIT, || async {
         (h.cloud.count(Operation::GetLoadBalancer) == 2).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert_eq!(h.settled().await.retrying, 0);
     assert_eq!(h.cloud.count(Operation::GetLoadBalancer), 2);
     assert_eq!(h.cloud.mutation_count(), 0);
@@ -121,13 +123,14 @@ async fn implemented_elsewhere_answered_only_by_ensure_still_leaves_no_finalizer
         InjectedError::ImplementedElsewhere,
         1,
     );
-    h.create_service(&load_balancer_service("web")).await;
+    h.create_service(&load_balancer_service("web", &[])).await;
     h.start(&[ControllerId::Service], &fast_settings()).await;
 
     eventually("the ensure", WAIT, || async {
         (h.cloud.count(Operation::EnsureLoadBalancer) == 1).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     let service = eventually("the finalizer released", WAIT, || async {
         h.services()
             .get("web")
@@ -135,7 +138,8 @@ async fn implemented_elsewhere_answered_only_by_ensure_still_leaves_no_finalizer
             .ok()
             .filter(|s| !has_finalizer(s))
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert!(!has_ingress(&service));
     let settled = h.settled().await;
     assert_eq!(settled.retrying, 0, "no retry scheduled");
@@ -155,7 +159,8 @@ async fn a_bad_annotation_gets_a_warning_and_no_cloud_change_until_fixed() {
         let events = h.events("bad", "SyncLoadBalancerFailed").await;
         (!events.is_empty()).then_some(events)
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert_eq!(events[0].type_.as_deref(), Some("Warning"));
     let note = events[0].note.clone().unwrap();
     assert!(
@@ -189,24 +194,27 @@ async fn a_bad_annotation_gets_a_warning_and_no_cloud_change_until_fixed() {
     eventually("a load balancer once fixed", WAIT, || async {
         h.services().get("bad").await.ok().filter(has_ingress)
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     h.stop().await;
 }
 
 #[tokio::test]
 async fn a_bad_annotation_on_an_existing_load_balancer_leaves_it_as_it_was() {
-    let mut h = started(&[load_balancer_service("web")]).await;
+    let mut h = started(&[load_balancer_service("web", &[])]).await;
     eventually("an ingress", WAIT, || async {
         h.services().get("web").await.ok().filter(has_ingress)
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     let before = h.cloud.load_balancers();
 
     patch(&h, "web", serde_json::json!({ "metadata": { "annotations": { ANNOTATION_HEALTHCHECK_INTERVAL: "1" } } })).await;
     eventually("a Warning event", WAIT, || async {
         (!h.events("web", "SyncLoadBalancerFailed").await.is_empty()).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert_eq!(
         h.cloud.load_balancers(),
         before,
@@ -231,7 +239,7 @@ async fn first_ensure_fails(injected: InjectedError) -> (Harness, Arc<Timed>) {
     let mut h = Harness::with_provider(fake.clone(), timed.clone()).await;
     h.create_node(&ready_node("n1")).await;
     fake.fail_next(Some(Operation::EnsureLoadBalancer), injected, 1);
-    h.create_service(&load_balancer_service("web")).await;
+    h.create_service(&load_balancer_service("web", &[])).await;
     h.start(&[ControllerId::Service], &fast_settings()).await;
     (h, timed)
 }
@@ -248,7 +256,8 @@ async fn requested_delay_is_honoured(injected: InjectedError) -> Harness {
     eventually("an ingress", WAIT, || async {
         h.services().get("web").await.ok().filter(has_ingress)
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert_eq!(h.cloud.count(Operation::EnsureLoadBalancer), 2);
     h
 }
@@ -283,7 +292,8 @@ async fn a_failure_warns_and_is_retried_after_five_seconds() {
         let events = h.events("web", "SyncLoadBalancerFailed").await;
         (!events.is_empty()).then_some(events)
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert!(
         events[0]
             .note
@@ -299,18 +309,20 @@ async fn a_failure_warns_and_is_retried_after_five_seconds() {
     eventually("an ingress", WAIT, || async {
         h.services().get("web").await.ok().filter(has_ingress)
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert_eq!(h.cloud.count(Operation::EnsureLoadBalancer), 2);
     h.stop().await;
 }
 
 #[tokio::test]
 async fn a_failed_deletion_keeps_the_finalizer_and_is_retried() {
-    let mut h = started(&[load_balancer_service("web")]).await;
+    let mut h = started(&[load_balancer_service("web", &[])]).await;
     eventually("an ingress", WAIT, || async {
         h.services().get("web").await.ok().filter(has_ingress)
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     h.cloud.fail_next(
         Some(Operation::EnsureLoadBalancerDeleted),
         InjectedError::Other("busy".into()),
@@ -326,7 +338,8 @@ async fn a_failed_deletion_keeps_the_finalizer_and_is_retried() {
     eventually("a Warning event", WAIT, || async {
         (!h.events("web", "DeleteLoadBalancerFailed").await.is_empty()).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     let service = h.services().get("web").await.unwrap();
     assert!(
         has_finalizer(&service),
@@ -340,7 +353,8 @@ async fn a_failed_deletion_keeps_the_finalizer_and_is_retried() {
             .ok()
             .filter(|s| !has_finalizer(s))
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert!(h.cloud.load_balancers().is_empty());
     assert_eq!(h.cloud.count(Operation::EnsureLoadBalancerDeleted), 2);
     h.stop().await;
@@ -437,7 +451,7 @@ async fn failures_back_off_from_5_s_doubling_to_300_s_and_a_success_resets_it() 
         InjectedError::Other("the cloud is down".into()),
         8,
     );
-    h.create_service(&load_balancer_service("web")).await;
+    h.create_service(&load_balancer_service("web", &[])).await;
     h.start(&[ControllerId::Service], &fast_settings()).await;
 
     let secs = |gaps: &[Duration]| gaps.iter().map(Duration::as_secs_f64).collect::<Vec<_>>();
@@ -454,7 +468,8 @@ async fn failures_back_off_from_5_s_doubling_to_300_s_and_a_success_resets_it() 
     eventually("an ingress", WAIT, || async {
         h.services().get("web").await.ok().filter(has_ingress)
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     fake.fail_next(
         Some(Operation::EnsureLoadBalancer),
         InjectedError::Other("again".into()),

@@ -32,7 +32,8 @@ async fn wait_all_synced(h: &Harness, count: usize) {
             (services.items.iter().filter(|s| has_ingress(s)).count() == count).then_some(())
         },
     )
-    .await;
+    .await
+    .expect("a bounded wait");
 }
 
 async fn started(services: usize, nodes: usize, settings: &ControllerSettings) -> Harness {
@@ -41,7 +42,7 @@ async fn started(services: usize, nodes: usize, settings: &ControllerSettings) -
         h.create_node(&ready_node(&format!("n{i}"))).await;
     }
     for i in 0..services {
-        h.create_service(&load_balancer_service(&format!("svc{i:03}")))
+        h.create_service(&load_balancer_service(&format!("svc{i:03}"), &[]))
             .await;
     }
     h.start(&[ControllerId::Service], settings).await;
@@ -98,7 +99,8 @@ async fn one_node_added_updates_each_of_100_load_balancers_exactly_once() {
     eventually("100 updates", WAIT, || async {
         (h.cloud.count(Operation::UpdateLoadBalancer) >= 100).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     println!(
         "100 load balancers updated {:?} after the node joined",
         start.elapsed()
@@ -181,7 +183,8 @@ async fn an_excluded_node_leaves_every_load_balancer_and_comes_back() {
             .all(|lb| *lb.nodes == ["n0", "n2"])
             .then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     h.settled().await;
     assert_eq!(h.cloud.count(Operation::UpdateLoadBalancer), 3);
     assert_eq!(h.events("svc000", "UpdatedLoadBalancer").await.len(), 1);
@@ -200,7 +203,8 @@ async fn an_excluded_node_leaves_every_load_balancer_and_comes_back() {
             .all(|lb| *lb.nodes == ["n0", "n1", "n2"])
             .then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     h.settled().await;
     assert_eq!(h.cloud.count(Operation::UpdateLoadBalancer), 6);
     assert_eq!(h.cloud.mutation_count(), 6, "updates only, no ensure");
@@ -224,7 +228,8 @@ async fn a_provider_id_change_updates_and_other_label_changes_do_not() {
     eventually("2 updates for the new node", WAIT, || async {
         (h.cloud.count(Operation::UpdateLoadBalancer) == 2).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     h.settled().await;
     let patch = serde_json::json!({ "spec": { "providerID": "fake://n9" } });
     h.nodes()
@@ -234,7 +239,8 @@ async fn a_provider_id_change_updates_and_other_label_changes_do_not() {
     eventually("2 more updates for its provider ID", WAIT, || async {
         (h.cloud.count(Operation::UpdateLoadBalancer) == 4).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     h.settled().await;
     assert_eq!(h.cloud.calls().len(), 4);
     h.stop().await;
@@ -255,7 +261,8 @@ async fn a_failed_update_warns_and_its_retry_ensures_the_load_balancer() {
         let events = h.events("svc000", "UpdateLoadBalancerFailed").await;
         (!events.is_empty()).then_some(events)
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     let note = events[0].note.clone().unwrap();
     assert!(
         note.contains("n-new") && note.contains("backend API down"),
@@ -264,7 +271,8 @@ async fn a_failed_update_warns_and_its_retry_ensures_the_load_balancer() {
     eventually("the retry", WAIT, || async {
         (h.cloud.count(Operation::EnsureLoadBalancer) == 1).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     let ops: Vec<Operation> = h.cloud.calls().iter().map(|c| c.op).collect();
     assert_eq!(
         ops,
@@ -287,7 +295,8 @@ async fn periodic_resyncs_make_no_call_when_nothing_changed() {
     eventually("four resync passes", WAIT, || async {
         (h.activity().passes >= before + 4).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     h.settled().await;
     assert!(h.cloud.calls().is_empty(), "{:?}", h.cloud.calls());
     h.stop().await;
@@ -307,7 +316,7 @@ async fn the_node_set_given_to_the_provider_excludes_nodes_being_removed_by_the_
     let mut not_ready = ready_node("n2");
     not_ready.status.as_mut().unwrap().conditions = Some(vec![support::ready_condition(false)]);
     h.create_node(&not_ready).await;
-    let mut svc = load_balancer_service("web");
+    let mut svc = load_balancer_service("web", &[]);
     svc.metadata.labels = Some(BTreeMap::from([("app".to_owned(), "web".to_owned())]));
     h.create_service(&svc).await;
     h.start(&[ControllerId::Service], &fast_settings()).await;

@@ -162,9 +162,9 @@ pub async fn lookup_all<T: Send + 'static>(
                 answer(tx, call(chunk.clone()).await);
                 let mut out = Vec::with_capacity(chunk.len());
                 for (node, rx) in chunk.into_iter().zip(rx) {
-                    let result = rx
-                        .await
-                        .unwrap_or_else(|_| Err(CloudError::other(AnswerLost.to_string(), AnswerLost)));
+                    let result = rx.await.unwrap_or_else(|_| {
+                        Err(CloudError::other(AnswerLost.to_string(), AnswerLost))
+                    });
                     out.push((node, result));
                 }
                 out

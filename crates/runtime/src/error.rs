@@ -108,7 +108,10 @@ mod tests {
         use std::error::Error as _;
         let err = ReconcileError::from(CloudError::msg("boom"));
         assert_eq!(err.to_string(), "cloud provider: boom");
-        assert!(err.source().is_none(), "the message already holds the cause");
+        assert!(
+            err.source().is_none(),
+            "the message already holds the cause"
+        );
         let err = ReconcileError::from(kube::Error::LinesCodecMaxLineLengthExceeded);
         assert!(err.source().is_none());
         assert!(err.to_string().starts_with("kubernetes API: "), "{err}");

@@ -4,7 +4,10 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 /// How often [`eventually`] asks.
-const POLL: Duration = Duration::from_millis(100);
+const POLL: Duration = Duration::from_millis(50);
+/// The most [`eventually`] asks: on a paused tokio clock a poll costs no
+/// wall time, so the count bounds the wait too.
+const MAX_POLLS: u32 = 50_000;
 
 /// What a check given to [`eventually`] answers: `Some` when the outcome
 /// is there, `None` to ask again, or (as `anyhow::Result`) an error that
@@ -29,8 +32,10 @@ impl<T> Outcome<T> for anyhow::Result<Option<T>> {
     }
 }
 
-/// Polls `check` every 100 ms until it answers `Some`, failing after
-/// `timeout` with `what`.
+/// Polls `check` every 50 ms until it answers `Some`, failing after
+/// `timeout` on the wall clock, or after 50,000 polls, with `what`.
+/// It serves in-process tests on a paused tokio clock as well as the
+/// end-to-end suites.
 ///
 /// # Errors
 /// When `check` fails, or on timeout.
@@ -45,7 +50,7 @@ where
     Fut: Future<Output = O>,
 {
     let start = Instant::now();
-    loop {
+    for _ in 0..MAX_POLLS {
         if let Some(value) = check().await.into_outcome()? {
             return Ok(value);
         }
@@ -55,6 +60,7 @@ where
         );
         tokio::time::sleep(POLL).await;
     }
+    anyhow::bail!("gave up after {MAX_POLLS} polls waiting for {what}")
 }
 
 #[cfg(test)]

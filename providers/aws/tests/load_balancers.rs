@@ -8,7 +8,7 @@ mod fixture;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use cloud_provider::{CloudError, CloudProvider, LoadBalancer};
+use cloud_provider::CloudError;
 use provider_aws::annotations as key;
 use provider_aws::test_util::seed::{self, VPC_CIDR};
 use provider_aws::test_util::{CLUSTER, elbv2};

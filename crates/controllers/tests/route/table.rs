@@ -203,7 +203,8 @@ async fn routes_outside_the_cluster_cidr_or_of_other_clusters_are_never_touched(
     eventually("several passes", WAIT, || async {
         (h.cloud.count(Operation::ListRoutes) >= 3).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert_eq!(h.cloud.count(Operation::DeleteRoute), 0);
     assert_eq!(
         h.cloud.routes().len(),
@@ -229,7 +230,8 @@ async fn a_pod_cidr_outside_the_cluster_cidr_gets_no_route_and_a_warning() {
     let events = eventually("a FailedToCreateRoute event", WAIT, || async {
         Some(h.events("n1", "FailedToCreateRoute").await).filter(|e| !e.is_empty())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     let note = events[0].note.clone().unwrap_or_default();
     assert!(
         note.contains("192.168.1.0/24") && note.contains("--cluster-cidr"),
@@ -283,7 +285,8 @@ async fn a_fenced_process_never_changes_the_cloud() {
     eventually("a fenced create and delete", WAIT, || async {
         (fenced("create_route") > 0 && fenced("delete_route") > 0).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     assert_eq!(
         h.cloud.count(Operation::ListRoutes),
         1,

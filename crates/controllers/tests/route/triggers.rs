@@ -19,6 +19,7 @@ async fn wait_for_passes(h: &Harness, n: u64) -> u64 {
         Some(passes(h)).filter(|p| *p >= n)
     })
     .await
+    .expect("a bounded wait")
 }
 
 /// `PATCH nodes/<name>/status` requests in the API server's log.
@@ -184,7 +185,8 @@ async fn the_condition_is_written_once_per_change() {
     eventually("three more passes", WAIT, || async {
         (passes(&h) >= settled + 3).then_some(())
     })
-    .await;
+    .await
+    .expect("a bounded wait");
     for i in 1..=3 {
         assert_eq!(
             status_writes(&h, &format!("n{i}")),

@@ -1,11 +1,19 @@
 //! Tier-2 harness for controller tests: the real kube client against the
 //! in-memory test API server over loopback, and the fake cloud.
-#![allow(dead_code, reason = "each test file uses a different subset")]
+#![allow(
+    dead_code,
+    unused_imports,
+    reason = "each test file uses a different subset"
+)]
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+pub(crate) use ccm_test_support::{
+    eventually, load_balancer_service, ready_condition, uninitialized_node,
+};
 
 use ccm_controllers::{ControllerId, ControllerSettings, Started};
 use ccm_runtime::{
@@ -191,85 +199,6 @@ impl Drop for Harness {
     }
 }
 
-/// How often [`eventually`] asks.
-const POLL: Duration = Duration::from_millis(20);
-/// The most [`eventually`] asks: on a paused clock a poll costs no wall
-/// time, so the count bounds it too.
-const MAX_POLLS: u32 = 50_000;
-
-/// Polls `check` every 20 ms until it returns `Some`, failing after
-/// `timeout` on the wall clock (or after [`MAX_POLLS`]).
-///
-/// `ccm_test_support::eventually` serves the end-to-end suites, which poll
-/// other processes every 200 ms through `anyhow`; these in-process tests
-/// poll ten times as often and panic where they stand.
-pub(crate) async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let start = Instant::now();
-    for _ in 0..MAX_POLLS {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(
-            start.elapsed() < timeout,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        tokio::time::sleep(POLL).await;
-    }
-    panic!("gave up after {MAX_POLLS} polls waiting for {what}");
-}
-
-pub(crate) fn ready_condition(ready: bool) -> NodeCondition {
-    NodeCondition {
-        type_: "Ready".into(),
-        status: if ready { "True" } else { "False" }.into(),
-        reason: Some(
-            if ready {
-                "KubeletReady"
-            } else {
-                "KubeletNotReady"
-            }
-            .into(),
-        ),
-        ..NodeCondition::default()
-    }
-}
-
-/// A node as a kubelet with `--cloud-provider=external` registers it: the
-/// uninitialized taint, a Hostname address, not Ready yet.
-pub(crate) fn uninitialized_node(name: &str) -> Node {
-    Node {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            labels: Some(BTreeMap::from([(
-                "kubernetes.io/hostname".to_owned(),
-                name.to_owned(),
-            )])),
-            ..ObjectMeta::default()
-        },
-        spec: Some(NodeSpec {
-            taints: Some(vec![Taint {
-                key: "node.cloudprovider.kubernetes.io/uninitialized".into(),
-                value: Some("true".into()),
-                effect: "NoSchedule".into(),
-                time_added: None,
-            }]),
-            ..NodeSpec::default()
-        }),
-        status: Some(NodeStatus {
-            addresses: Some(vec![NodeAddress {
-                type_: "Hostname".into(),
-                address: name.into(),
-            }]),
-            conditions: Some(vec![ready_condition(false)]),
-            ..NodeStatus::default()
-        }),
-    }
-}
-
 /// An initialized, Ready node with the fake's provider ID.
 pub(crate) fn ready_node(name: &str) -> Node {
     let mut node = uninitialized_node(name);
@@ -280,27 +209,6 @@ pub(crate) fn ready_node(name: &str) -> Node {
         .get_or_insert_with(NodeStatus::default)
         .conditions = Some(vec![ready_condition(true)]);
     node
-}
-
-/// A Service of type LoadBalancer with one TCP port.
-pub(crate) fn load_balancer_service(name: &str) -> Service {
-    Service {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("default".into()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(ServiceSpec {
-            type_: Some("LoadBalancer".into()),
-            ports: Some(vec![ServicePort {
-                port: 80,
-                protocol: Some("TCP".into()),
-                ..ServicePort::default()
-            }]),
-            ..ServiceSpec::default()
-        }),
-        status: None,
-    }
 }
 
 /// Settings for fast tests: short periods, the rest upstream's defaults.

@@ -140,7 +140,10 @@ impl Fixture {
     }
 
     /// `(protocol, from, to, cidr, description)` of a security group's ingress.
-    pub(crate) async fn ingress(&self, group: &str) -> BTreeSet<(String, i32, i32, String, String)> {
+    pub(crate) async fn ingress(
+        &self,
+        group: &str,
+    ) -> BTreeSet<(String, i32, i32, String, String)> {
         let out = ec2(&self.moto)
             .describe_security_groups()
             .group_ids(group)
