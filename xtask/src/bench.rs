@@ -16,11 +16,12 @@ mod scenarios;
 mod upstream;
 
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use anyhow::Context;
 
 use crate::cmd::{self, cargo, repo_root, run};
+use crate::timestamp;
 use harness::{Binaries, KubeApiQps};
 use machine::Machine;
 use scenarios::{Scale, Scenario, Status, burst, established, routes};
@@ -108,7 +109,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     }
 
     let machine = Machine::observe();
-    let started = driver::rfc3339(SystemTime::now());
+    let started = timestamp::now();
     let clock = Instant::now();
     let mut notes = Vec::new();
     if !scale.is_full() {

@@ -12,6 +12,7 @@ use std::process::Command;
 
 use anyhow::{Context, bail, ensure};
 use clap::builder::PossibleValuesParser;
+use jiff::Timestamp;
 
 use crate::cmd::{self, repo_root, run};
 use crate::tools::{self, apt};
@@ -185,10 +186,15 @@ fn metadata(provider: &str) -> anyhow::Result<Metadata> {
         Ok(epoch) => epoch
             .trim()
             .parse()
-            .context("SOURCE_DATE_EPOCH: expected seconds since the epoch")?,
+            .ok()
+            .and_then(|seconds| Timestamp::from_second(seconds).ok())
+            .with_context(|| {
+                format!("SOURCE_DATE_EPOCH={epoch}: expected seconds since the epoch")
+            })?,
         Err(_) => git(&["log", "-1", "--format=%ct"])
             .and_then(|s| s.parse().ok())
-            .unwrap_or(0),
+            .and_then(|seconds| Timestamp::from_second(seconds).ok())
+            .unwrap_or(Timestamp::UNIX_EPOCH),
     };
     let binary_name = binary::package(provider);
     Ok(Metadata {

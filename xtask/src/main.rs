@@ -25,6 +25,7 @@ mod http;
 mod image;
 mod processes;
 mod sandbox;
+mod timestamp;
 mod tools;
 
 use std::ffi::OsString;
