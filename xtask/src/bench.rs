@@ -16,88 +16,77 @@ mod scenarios;
 mod upstream;
 
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 
 use crate::cmd::{self, cargo, repo_root, run};
+use crate::timestamp;
 use harness::{Binaries, KubeApiQps};
 use machine::Machine;
 use scenarios::{Scale, Scenario, Status, burst, established, routes};
 
-const USAGE: &str =
-    "usage: cargo xtask bench [--quick] [--publish] [--only bursts|cluster] [--no-build]
-
-Builds fake-cloud-controller-manager and test-apiserver in release mode and
-runs them as processes, the fake cloud answering like a real one (50 ms a
-call, 20 calls/s, batches of 200), through these scenarios:
-
-  1. bursts of new nodes (at upstream's default --kube-api-qps and raised)
-  6. a route burst          5. LoadBalancer Services created at once
-  2. a steady state         3. a heartbeat storm        4. node churn
-
-Each reports its figures and its cloud calls next to those upstream's Go
-controllers would make for the same work. Writes target/bench/report.md,
-report.json and node-initialization.svg (process logs in target/bench/runs/).
-The full run takes 30 minutes or more.
-
-  --quick      smaller scenarios, about 3 minutes; cannot be published
-  --publish    also copy the report to docs/benchmarks/ (full runs only)
-  --only X     only the node bursts (bursts), the route burst (routes), or
-               the scenarios on an established cluster, 5, 2, 3, 4 (cluster)
-  --no-build   use the release binaries already in target/release";
-
-#[derive(Debug)]
-struct Options {
-    scale: Scale,
+/// The CCM at scale against the test API server; figures vs upstream's algorithm.
+///
+/// Builds fake-cloud-controller-manager and test-apiserver in release mode and
+/// runs them as processes, the fake cloud answering like a real one (50 ms a
+/// call, 20 calls/s, batches of 200), through these scenarios:
+///
+///   1. bursts of new nodes (at upstream's default --kube-api-qps and raised)
+///   6. a route burst          5. LoadBalancer Services created at once
+///   2. a steady state         3. a heartbeat storm        4. node churn
+///
+/// Each reports its figures and its cloud calls next to those upstream's Go
+/// controllers would make for the same work. Writes target/bench/report.md,
+/// report.json and node-initialization.svg (process logs in target/bench/runs/).
+/// The full run takes 30 minutes or more.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub(crate) struct Options {
+    /// Smaller scenarios, about 3 minutes; cannot be published.
+    #[arg(long)]
+    quick: bool,
+    /// Also copy the report to docs/benchmarks/ (full runs only: the
+    /// published figures are the full benchmark's).
+    #[arg(long, conflicts_with_all = ["quick", "only"], verbatim_doc_comment)]
     publish: bool,
-    bursts: bool,
-    routes: bool,
-    cluster: bool,
-    build: bool,
+    /// Only one group of scenarios.
+    #[arg(long, value_enum, value_name = "X")]
+    only: Option<Only>,
+    /// Use the release binaries already in target/release.
+    #[arg(long)]
+    no_build: bool,
 }
 
-fn parse(args: &[String]) -> anyhow::Result<Option<Options>> {
-    let mut options = Options {
-        scale: Scale::FULL,
-        publish: false,
-        bursts: true,
-        routes: true,
-        cluster: true,
-        build: true,
-    };
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--quick" => options.scale = Scale::QUICK,
-            "--publish" => options.publish = true,
-            "--no-build" => options.build = false,
-            "--only" => {
-                let only = args.next().map(String::as_str);
-                if !matches!(only, Some("bursts" | "routes" | "cluster")) {
-                    bail!("--only takes bursts, routes or cluster, not {only:?}\n\n{USAGE}");
-                }
-                options.bursts = only == Some("bursts");
-                options.routes = only == Some("routes");
-                options.cluster = only == Some("cluster");
-            }
-            other => bail!("unknown option `{other}`\n\n{USAGE}"),
+/// The groups of scenarios `--only` selects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Only {
+    /// The node bursts (1).
+    Bursts,
+    /// The route burst (6).
+    Routes,
+    /// The scenarios on an established cluster (5, 2, 3, 4).
+    Cluster,
+}
+
+impl Options {
+    fn scale(&self) -> Scale {
+        if self.quick {
+            Scale::QUICK
+        } else {
+            Scale::FULL
         }
     }
-    let everything = options.bursts && options.routes && options.cluster;
-    if options.publish && (!options.scale.is_full() || !everything) {
-        bail!("--publish needs the full run: the published figures are the full benchmark's");
+
+    /// Whether the run includes `group`.
+    fn runs(&self, group: Only) -> bool {
+        self.only.is_none_or(|only| only == group)
     }
-    Ok(Some(options))
 }
 
-pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
-    let Some(options) = parse(args)? else {
-        println!("{USAGE}");
-        return Ok(());
-    };
-    if options.build {
+pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
+    let scale = options.scale();
+    if !options.no_build {
         run(cargo().args([
             "build",
             "--release",
@@ -120,17 +109,17 @@ pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
     }
 
     let machine = Machine::observe();
-    let started = driver::rfc3339(SystemTime::now());
+    let started = timestamp::now();
     let clock = Instant::now();
     let mut notes = Vec::new();
-    if !options.scale.is_full() {
+    if !scale.is_full() {
         notes.push("A quick run: the targets are set for the full size (5,000 nodes, 1,000 Services), so only the heartbeat storm's, which holds at any size, is evaluated.".to_owned());
     }
     let mut results = Vec::new();
-    if options.bursts {
+    if options.runs(Only::Bursts) {
         for (qps, sizes) in [
-            (KubeApiQps::Default, options.scale.default_qps_bursts),
-            (KubeApiQps::RAISED, options.scale.raised_qps_bursts),
+            (KubeApiQps::Default, scale.default_qps_bursts),
+            (KubeApiQps::RAISED, scale.raised_qps_bursts),
         ] {
             for &nodes in sizes {
                 let scenario = burst::run(
@@ -145,37 +134,25 @@ pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
         }
     }
     let groups = [
-        (options.routes, Group::Routes),
-        (options.cluster, Group::Established),
+        (options.runs(Only::Routes), Group::Routes),
+        (options.runs(Only::Cluster), Group::Established),
     ];
     for (wanted, group) in groups {
         if !wanted {
             continue;
         }
-        let default = group.run(
-            &binaries,
-            &runs,
-            &options.scale,
-            KubeApiQps::Default,
-            &mut notes,
-        );
+        let default = group.run(&binaries, &runs, &scale, KubeApiQps::Default, &mut notes);
         let failed = default.iter().any(|s| s.status != Status::Complete);
         results.extend(default);
         if failed {
             notes.push(format!("At upstream's default --kube-api-qps the CCM did not complete {}, so it ran again with the QPS raised, to show the CCM's own figures.", group.describe()));
-            results.extend(group.run(
-                &binaries,
-                &runs,
-                &options.scale,
-                KubeApiQps::RAISED,
-                &mut notes,
-            ));
+            results.extend(group.run(&binaries, &runs, &scale, KubeApiQps::RAISED, &mut notes));
         }
     }
 
     let others = machine.others();
     let report = report::Run {
-        mode: options.scale.name,
+        mode: scale.name,
         started,
         took_seconds: clock.elapsed().as_secs_f64(),
         commit: commit(),
@@ -327,25 +304,49 @@ fn commit() -> String {
 mod tests {
     use super::*;
 
-    fn args(list: &[&str]) -> anyhow::Result<Option<Options>> {
-        parse(&list.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    use clap::error::ErrorKind;
+
+    use crate::{Task, parse_task};
+
+    fn parse(args: &[&str]) -> Result<Options, clap::Error> {
+        match parse_task(&[&["bench"], args].concat())? {
+            Task::Bench(options) => Ok(options),
+            other => panic!("parsed as {other:?}"),
+        }
     }
 
     #[test]
     fn quick_runs_and_partial_runs_cannot_be_published() {
-        assert!(args(&["--quick", "--publish"]).is_err());
-        assert!(args(&["--only", "bursts", "--publish"]).is_err());
-        let full = args(&["--publish"]).unwrap().unwrap();
-        assert!(full.publish && full.bursts && full.routes && full.cluster);
+        for partial in [&["--quick"][..], &["--only", "bursts"]] {
+            let err = parse(&[partial, &["--publish"]].concat()).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::ArgumentConflict, "{partial:?}");
+        }
+        let full = parse(&["--publish"]).unwrap();
+        assert!(full.publish && full.scale().is_full());
+        assert!(
+            [Only::Bursts, Only::Routes, Only::Cluster]
+                .into_iter()
+                .all(|g| full.runs(g))
+        );
     }
 
     #[test]
     fn only_selects_one_group() {
-        let bursts = args(&["--only", "bursts"]).unwrap().unwrap();
-        assert!(bursts.bursts && !bursts.routes && !bursts.cluster);
-        let routes = args(&["--only", "routes"]).unwrap().unwrap();
-        assert!(!routes.bursts && routes.routes && !routes.cluster);
-        assert!(args(&["--only", "steady"]).is_err());
-        assert!(args(&["--help"]).unwrap().is_none());
+        let bursts = parse(&["--only", "bursts"]).unwrap();
+        assert!(
+            bursts.runs(Only::Bursts) && !bursts.runs(Only::Routes) && !bursts.runs(Only::Cluster)
+        );
+        let routes = parse(&["--only=routes"]).unwrap();
+        assert!(
+            !routes.runs(Only::Bursts) && routes.runs(Only::Routes) && !routes.runs(Only::Cluster)
+        );
+        assert_eq!(
+            parse(&["--only", "steady"]).unwrap_err().kind(),
+            ErrorKind::InvalidValue
+        );
+        assert_eq!(
+            parse(&["--help"]).unwrap_err().kind(),
+            ErrorKind::DisplayHelp
+        );
     }
 }

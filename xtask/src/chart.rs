@@ -15,38 +15,32 @@ use serde_json::Value;
 
 use crate::tools;
 
-const USAGE: &str = "usage: cargo xtask chart [--static]
-
-Checks charts/cloud-controller-manager, installing helm and kubernetes-validate
-under target/tools/ when missing:
-  - helm lint --strict with each example values file under ci/;
-  - helm template of each, validated by kubernetes-validate --strict against
-    the lowest Kubernetes release the workspace supports;
-  - values the schema must refuse (no provider, no DigitalOcean token, ...);
-  - RBAC against reality: the fake-cloud-controller-manager, run with the
-    arguments the chart renders against the test API server, initializes
-    nodes, provisions, changes and deletes load balancers, programs routes and
-    deletes a node whose instance is gone; every request it sends must be
-    granted by the rendered ClusterRole/Role, and every granted permission
-    must have been used.
-
-  --static   everything but the RBAC scenario (no cargo build)";
+/// The Helm chart: lint, strict schema validation, RBAC against a real CCM.
+///
+/// Checks charts/cloud-controller-manager, installing helm and kubernetes-validate
+/// under target/tools/ when missing:
+///   - helm lint --strict with each example values file under ci/;
+///   - helm template of each, validated by kubernetes-validate --strict against
+///     the lowest Kubernetes release the workspace supports;
+///   - values the schema must refuse (no provider, no DigitalOcean token, ...);
+///   - RBAC against reality: the fake-cloud-controller-manager, run with the
+///     arguments the chart renders against the test API server, initializes
+///     nodes, provisions, changes and deletes load balancers, programs routes and
+///     deletes a node whose instance is gone; every request it sends must be
+///     granted by the rendered ClusterRole/Role, and every granted permission
+///     must have been used.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub(crate) struct Options {
+    /// Everything but the RBAC scenario (no cargo build).
+    #[arg(long = "static")]
+    static_only: bool,
+}
 
 /// The example values whose render the RBAC scenario runs.
 const SCENARIO_VALUES: &str = "fake-values.yaml";
 
-pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
-    let mut static_only = false;
-    for arg in args {
-        match arg.as_str() {
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return Ok(());
-            }
-            "--static" => static_only = true,
-            other => bail!("unknown option `{other}`\n\n{USAGE}"),
-        }
-    }
+pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     tools::helm::ensure()?;
     tools::kubernetes_validate::ensure()?;
     let version = validate::lowest_kubernetes_version()?;
@@ -66,7 +60,7 @@ pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
     }
     let refused = validate::refusals(&version)?;
     println!("values schema: refuses all {refused} kinds of bad values");
-    if static_only {
+    if options.static_only {
         return Ok(());
     }
     rbac_against_reality(&renders)

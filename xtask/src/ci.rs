@@ -6,18 +6,42 @@ use std::time::Instant;
 use crate::cmd::{cargo, run};
 use crate::tools;
 
-const USAGE: &str = "usage: cargo xtask ci [--skip-real-cluster]
+/// Every check CI runs: installs missing tools, fmt, clippy, docs, all tests.
+///
+/// Installs missing tools, then runs: cargo fmt --check, clippy (warnings denied),
+/// rustdoc of the interface crate (warnings denied), every test in the workspace,
+/// the real-cluster suites (tier 5: kube-apiserver and etcd built from their Go
+/// modules, cached by version outside the clone; the test API server's contract
+/// suite and every end-to-end suite against them, the CCMs under the chart's
+/// RBAC), `cargo xtask sandbox --check`, `cargo xtask chart`, and
+/// `cargo xtask image --check` for each provider's image.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub(crate) struct Options {
+    /// Leave out tier 5 (for a machine without Go); says so loudly at the end.
+    #[arg(long)]
+    skip_real_cluster: bool,
+}
 
-Installs missing tools, then runs: cargo fmt --check, clippy (warnings denied),
-rustdoc of the interface crate (warnings denied), every test in the workspace,
-the real-cluster suites (tier 5: kube-apiserver and etcd built from their Go
-modules, cached by version outside the clone; the test API server's contract
-suite and every end-to-end suite against them, the CCMs under the chart's
-RBAC), `cargo xtask sandbox --check`, `cargo xtask chart`, and
-`cargo xtask image --check` for each provider's image.
+/// The README's first command, as a newcomer runs it: the real binaries must
+/// bring a small cluster all the way up.
+const SANDBOX: &[&str] = &["sandbox", "--check"];
 
-  --skip-real-cluster   leave out tier 5 (for a machine without Go); says so
-                        loudly at the end";
+/// The Helm chart: lint, strict schemas, and its RBAC against the requests a
+/// real CCM sends.
+const CHART: &[&str] = &["chart"];
+
+/// A provider's image: built once, rebuilt and compared byte for byte, read
+/// by skopeo and umoci, and held to the size limit.
+fn image(provider: &str) -> [&str; 4] {
+    ["image", "--provider", provider, "--check"]
+}
+
+/// Runs the task `cargo xtask <args>` names, through the same parser a user's
+/// command line goes through.
+fn task(args: &[&str]) -> anyhow::Result<()> {
+    crate::run_task(std::iter::once("xtask").chain(args.iter().copied()))
+}
 
 /// The steps run so far and how long each took.
 #[derive(Default)]
@@ -46,18 +70,8 @@ impl Steps {
     }
 }
 
-pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
-    let mut real_cluster = true;
-    for arg in args {
-        match arg.as_str() {
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return Ok(());
-            }
-            "--skip-real-cluster" => real_cluster = false,
-            other => anyhow::bail!("unknown option `{other}`\n\n{USAGE}"),
-        }
-    }
+pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
+    let real_cluster = !options.skip_real_cluster;
     let mut steps = Steps::default();
     steps.time("rust components", tools::ensure_rust)?;
     steps.time("fmt", || run(cargo().args(["fmt", "--all", "--check"])))?;
@@ -84,25 +98,11 @@ pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
     if real_cluster {
         steps.time("real kube-apiserver suites", crate::cluster::run_suites)?;
     }
-    // The README's first command, as a newcomer runs it: the real binaries
-    // must bring a small cluster all the way up.
-    steps.time("sandbox --check", || {
-        crate::sandbox::main(&["--check".to_owned()])
-    })?;
-    // The Helm chart: lint, strict schemas, and its RBAC against the
-    // requests a real CCM sends.
-    steps.time("chart", || crate::chart::main(&[]))?;
-    // Each provider's image: built once, rebuilt and compared byte for byte,
-    // read by skopeo and umoci, and held to the size limit.
+    steps.time("sandbox --check", || task(SANDBOX))?;
+    steps.time("chart", || task(CHART))?;
     steps.time("image tools", tools::ensure_image)?;
     for provider in crate::image::PROVIDERS {
-        steps.time("image --check", || {
-            crate::image::main(&[
-                "--provider".to_owned(),
-                (*provider).to_owned(),
-                "--check".to_owned(),
-            ])
-        })?;
+        steps.time("image --check", || task(&image(provider)))?;
     }
     steps.print();
     if real_cluster {
@@ -114,4 +114,22 @@ pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tasks_ci_runs_are_valid_command_lines() {
+        let images = crate::image::PROVIDERS.map(image);
+        for args in [SANDBOX, CHART]
+            .into_iter()
+            .chain(images.iter().map(|args| &args[..]))
+        {
+            if let Err(err) = crate::parse_task(args) {
+                panic!("cargo xtask {}: {err}", args.join(" "));
+            }
+        }
+    }
 }

@@ -17,17 +17,22 @@ use serde_json::{Value, json};
 use crate::cmd::{cargo, run, target_dir};
 use crate::tools::control_plane::{self, ControlPlane};
 
-const USAGE: &str = "usage: cargo xtask cluster [--suites]
-
-Builds kube-apiserver and etcd from their Go modules when they are not cached
-yet (the first time: about 12 minutes on 2 cores), starts both on loopback
-with a throw-away CA, a static administrator token, a service-account signing
-key and the RBAC authorizer, writes the administrator's kubeconfig to
-target/cluster/kubeconfig and runs until Ctrl-C, then stops both.
-
-  --suites   instead, run what `cargo xtask ci` runs against the real control
-             plane (tier 5) and stop: the test API server's contract suite,
-             and every end-to-end suite with the CCM under the chart's RBAC";
+/// The real kube-apiserver and etcd on loopback (built from Go modules) until Ctrl-C.
+///
+/// Builds kube-apiserver and etcd from their Go modules when they are not cached
+/// yet (the first time: about 12 minutes on 2 cores), starts both on loopback
+/// with a throw-away CA, a static administrator token, a service-account signing
+/// key and the RBAC authorizer, writes the administrator's kubeconfig to
+/// target/cluster/kubeconfig and runs until Ctrl-C, then stops both.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub(crate) struct Options {
+    /// Instead, run what `cargo xtask ci` runs against the real control
+    /// plane (tier 5) and stop: the test API server's contract suite,
+    /// and every end-to-end suite with the CCM under the chart's RBAC.
+    #[arg(long, verbatim_doc_comment)]
+    suites: bool,
+}
 
 /// The variables that point the end-to-end suites at a real kube-apiserver.
 const APISERVER_ENV: &str = "CCM_TEST_APISERVER";
@@ -37,15 +42,9 @@ const RBAC_DIR_ENV: &str = "CCM_TEST_RBAC_DIR";
 /// How long a started cluster may take to write its kubeconfig.
 const START_WITHIN: Duration = Duration::from_secs(180);
 
-pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
-    match args.first().map(String::as_str) {
-        None => {}
-        Some("-h" | "--help") => {
-            println!("{USAGE}");
-            return Ok(());
-        }
-        Some("--suites") if args.len() == 1 => return run_suites(),
-        Some(arg) => bail!("unknown option `{arg}`\n\n{USAGE}"),
+pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
+    if options.suites {
+        return run_suites();
     }
     let plane = control_plane::ensure()?;
     let kubeconfig = target_dir().join("cluster").join("kubeconfig");

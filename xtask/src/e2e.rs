@@ -4,16 +4,19 @@
 
 use crate::cmd::{cargo, repo_root, run};
 
-const USAGE: &str = "usage: cargo xtask e2e
-
-Runs every end-to-end suite (the integration tests of each cmd/ binary: the
-fake cloud in process, AWS against moto, DigitalOcean against its fake API
-behind Prism) against the embedded test API server. When KUBECONFIG is set,
-also runs the variants
-that need a real cluster (ignored by default) against it, and the test API
-server's contract suite against it, so its expectations stay honest.
-`cargo xtask cluster --suites` runs them against a real kube-apiserver and
-etcd started on loopback instead, with each CCM under the chart's RBAC.";
+/// The end-to-end suites; with KUBECONFIG set, also against that real cluster.
+///
+/// Runs every end-to-end suite (the integration tests of each cmd/ binary: the
+/// fake cloud in process, AWS against moto, DigitalOcean against its fake API
+/// behind Prism) against the embedded test API server. When KUBECONFIG is set,
+/// also runs the variants that need a real cluster (ignored by default)
+/// against it, and the test API server's contract suite against it, so its
+/// expectations stay honest. `cargo xtask cluster --suites` runs them against
+/// a real kube-apiserver and etcd started on loopback instead, with each CCM
+/// under the chart's RBAC.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub(crate) struct Options {}
 
 /// The binaries' packages with end-to-end suites in this checkout.
 fn binaries() -> Vec<String> {
@@ -29,14 +32,7 @@ fn binaries() -> Vec<String> {
     names
 }
 
-pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        println!("{USAGE}");
-        return Ok(());
-    }
-    if let Some(other) = args.first() {
-        anyhow::bail!("unknown option `{other}`\n\n{USAGE}");
-    }
+pub(crate) fn main(Options {}: &Options) -> anyhow::Result<()> {
     crate::tools::ensure_e2e()?;
     let real_cluster = std::env::var_os("KUBECONFIG").is_some_and(|k| !k.is_empty());
     let mut test = cargo();

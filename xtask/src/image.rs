@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, bail, ensure};
+use clap::builder::PossibleValuesParser;
+use jiff::Timestamp;
 
 use crate::cmd::{self, repo_root, run};
 use crate::tools::{self, apt};
@@ -30,70 +32,37 @@ const MAX_COMPRESSED_BYTES: usize = 20_000_000;
 /// The CA bundle copied into images, from Debian's `ca-certificates`.
 const HOST_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 
-const USAGE: &str =
-    "usage: cargo xtask image --provider <aws|digitalocean|fake> [--check] [--push REF]
-
-Builds <provider>-cloud-controller-manager as a static x86_64-unknown-linux-musl
-release binary and writes an OCI image holding only it, a CA bundle,
-/etc/passwd and /etc/group (user 65532) and /tmp, under target/images/<provider>/:
-  oci/        an OCI image layout
-  image.tar   the same image, loadable as an oci-archive and as a docker-archive
-The image is reproducible: SOURCE_DATE_EPOCH (default: the last commit's time)
-is its creation time, and nothing else varies between builds.
-
-  --check     also compile the binary crate and build the image a second time
-              and compare both byte for byte,
-              inspect image.tar with skopeo (oci-archive and docker-archive),
-              unpack the layout with umoci and run the binary's --version,
-              and fail if the image exceeds 20 MB compressed
-  --push REF  copy the image to REF (for example docker://registry/name:tag)
-              with skopeo, which must be installed";
-
-#[derive(Debug)]
-struct Options {
+/// A reproducible OCI image of a provider's static binary, under target/images/.
+///
+/// Builds <provider>-cloud-controller-manager as a static
+/// x86_64-unknown-linux-musl release binary and writes an OCI image holding
+/// only it, a CA bundle, /etc/passwd and /etc/group (user 65532) and /tmp,
+/// under target/images/<provider>/:
+///
+///   oci/        an OCI image layout
+///   image.tar   the same image, loadable as an oci-archive and as a docker-archive
+///
+/// The image is reproducible: SOURCE_DATE_EPOCH (default: the last commit's
+/// time) is its creation time, and nothing else varies between builds.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub(crate) struct Options {
+    /// The provider whose binary the image holds.
+    #[arg(long, value_parser = PossibleValuesParser::new(PROVIDERS))]
     provider: String,
+    /// Also compile the binary crate and build the image a second time and
+    /// compare both byte for byte, inspect image.tar with skopeo (oci-archive
+    /// and docker-archive), unpack the layout with umoci and run the binary's
+    /// --version, and fail if the image exceeds 20 MB compressed.
+    #[arg(long, verbatim_doc_comment)]
     check: bool,
+    /// Copy the image to REF (for example docker://registry/name:tag) with
+    /// skopeo, which must be installed.
+    #[arg(long, value_name = "REF", verbatim_doc_comment)]
     push: Option<String>,
 }
 
-fn parse(args: &[String]) -> anyhow::Result<Option<Options>> {
-    let mut provider = None;
-    let mut options = Options {
-        provider: String::new(),
-        check: false,
-        push: None,
-    };
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| {
-            args.next()
-                .cloned()
-                .with_context(|| format!("{name} needs a value\n\n{USAGE}"))
-        };
-        match arg.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--provider" => provider = Some(value("--provider")?),
-            "--check" => options.check = true,
-            "--push" => options.push = Some(value("--push")?),
-            other => bail!("unknown option `{other}`\n\n{USAGE}"),
-        }
-    }
-    let provider = provider.with_context(|| format!("--provider is required\n\n{USAGE}"))?;
-    if !PROVIDERS.contains(&provider.as_str()) {
-        bail!(
-            "unknown provider `{provider}`: expected one of {}",
-            PROVIDERS.join(", ")
-        );
-    }
-    options.provider = provider;
-    Ok(Some(options))
-}
-
-pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
-    let Some(options) = parse(args)? else {
-        println!("{USAGE}");
-        return Ok(());
-    };
+pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     tools::musl::ensure()?;
     if !Path::new(HOST_CA_BUNDLE).exists() {
         apt::install(&["ca-certificates"])?;
@@ -154,14 +123,14 @@ pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
             megabytes(MAX_COMPRESSED_BYTES)
         );
     }
-    if let Some(reference) = options.push {
+    if let Some(reference) = &options.push {
         if !apt::has("skopeo") {
             bail!("--push needs skopeo (apt-get install skopeo)");
         }
         run(Command::new("skopeo")
             .arg("copy")
             .arg(format!("oci-archive:{}", out.join("image.tar").display()))
-            .arg(&reference))?;
+            .arg(reference))?;
     }
     Ok(())
 }
@@ -217,10 +186,15 @@ fn metadata(provider: &str) -> anyhow::Result<Metadata> {
         Ok(epoch) => epoch
             .trim()
             .parse()
-            .context("SOURCE_DATE_EPOCH: expected seconds since the epoch")?,
+            .ok()
+            .and_then(|seconds| Timestamp::from_second(seconds).ok())
+            .with_context(|| {
+                format!("SOURCE_DATE_EPOCH={epoch}: expected seconds since the epoch")
+            })?,
         Err(_) => git(&["log", "-1", "--format=%ct"])
             .and_then(|s| s.parse().ok())
-            .unwrap_or(0),
+            .and_then(|seconds| Timestamp::from_second(seconds).ok())
+            .unwrap_or(Timestamp::UNIX_EPOCH),
     };
     let binary_name = binary::package(provider);
     Ok(Metadata {
@@ -247,28 +221,38 @@ fn megabytes(bytes: usize) -> String {
 mod tests {
     use super::*;
 
-    fn args(list: &[&str]) -> Vec<String> {
-        list.iter().map(|s| (*s).to_owned()).collect()
+    use clap::error::ErrorKind;
+
+    use crate::{Task, parse_task};
+
+    fn parse(args: &[&str]) -> Result<Options, clap::Error> {
+        match parse_task(&[&["image"], args].concat())? {
+            Task::Image(options) => Ok(options),
+            other => panic!("parsed as {other:?}"),
+        }
     }
 
     #[test]
     fn the_provider_is_required_and_must_be_known() {
-        assert!(
-            parse(&args(&[]))
-                .unwrap_err()
-                .to_string()
-                .contains("--provider is required")
+        assert_eq!(
+            parse(&[]).unwrap_err().kind(),
+            ErrorKind::MissingRequiredArgument
         );
-        assert!(
-            parse(&args(&["--provider", "gcp"]))
-                .unwrap_err()
-                .to_string()
-                .contains("unknown provider `gcp`")
+        let unknown = parse(&["--provider", "gcp"]).unwrap_err();
+        assert_eq!(unknown.kind(), ErrorKind::InvalidValue);
+        assert!(unknown.to_string().contains("gcp"), "{unknown}");
+        for provider in PROVIDERS {
+            assert_eq!(parse(&["--provider", provider]).unwrap().provider, provider);
+        }
+        let options = parse(&["--provider=fake", "--check", "--push", "oci:x"]).unwrap();
+        assert_eq!(
+            (
+                options.provider.as_str(),
+                options.check,
+                options.push.as_deref()
+            ),
+            ("fake", true, Some("oci:x"))
         );
-        let options = parse(&args(&["--provider", "fake", "--check"]))
-            .unwrap()
-            .unwrap();
-        assert_eq!((options.provider.as_str(), options.check), ("fake", true));
     }
 
     #[test]

@@ -25,83 +25,141 @@ mod http;
 mod image;
 mod processes;
 mod sandbox;
+mod timestamp;
 mod tools;
 
+use std::ffi::OsString;
 use std::process::ExitCode;
 
-/// A task: its name, a one-line summary, and what runs it.
-struct Task {
-    name: &'static str,
-    summary: &'static str,
-    run: fn(&[String]) -> anyhow::Result<()>,
+use clap::{Parser, Subcommand};
+
+/// The exit code of a usage error (`EX_USAGE` from sysexits.h).
+const USAGE_ERROR: u8 = 64;
+
+/// Project tasks, run as `cargo xtask <task>`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "xtask",
+    bin_name = "cargo xtask",
+    subcommand_value_name = "TASK",
+    subcommand_help_heading = "Tasks",
+    arg_required_else_help = true,
+    after_help = "`cargo xtask <task> --help` describes a task's options."
+)]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
 }
 
-const TASKS: &[Task] = &[
-    Task {
-        name: "sandbox",
-        summary: "the CCM against an embedded API server and the fake cloud; kubectl-ready",
-        run: sandbox::main,
-    },
-    Task {
-        name: "image",
-        summary: "a reproducible OCI image of a provider's static binary, under target/images/",
-        run: image::main,
-    },
-    Task {
-        name: "chart",
-        summary: "the Helm chart: lint, strict schema validation, RBAC against a real CCM",
-        run: chart::main,
-    },
-    Task {
-        name: "e2e",
-        summary: "the end-to-end suites; with KUBECONFIG set, also against that real cluster",
-        run: e2e::main,
-    },
-    Task {
-        name: "bench",
-        summary: "the CCM at scale against the test API server; figures vs upstream's algorithm",
-        run: bench::main,
-    },
-    Task {
-        name: "cluster",
-        summary: "the real kube-apiserver and etcd on loopback (built from Go modules) until Ctrl-C",
-        run: cluster::main,
-    },
-    Task {
-        name: "ci",
-        summary: "every check CI runs: installs missing tools, fmt, clippy, docs, all tests",
-        run: ci::main,
-    },
-];
+/// A task and its options; each task's module documents it.
+#[derive(Debug, Subcommand)]
+enum Task {
+    Sandbox(sandbox::Options),
+    Image(image::Options),
+    Chart(chart::Options),
+    E2e(e2e::Options),
+    Bench(bench::Options),
+    Cluster(cluster::Options),
+    Ci(ci::Options),
+}
 
-fn usage() -> String {
-    let mut out = String::from("usage: cargo xtask <task> [options]\n\ntasks:\n");
-    for task in TASKS {
-        out.push_str(&format!("  {:<10} {}\n", task.name, task.summary));
+impl Task {
+    /// The name it is run by, for error messages.
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Sandbox(_) => "sandbox",
+            Self::Image(_) => "image",
+            Self::Chart(_) => "chart",
+            Self::E2e(_) => "e2e",
+            Self::Bench(_) => "bench",
+            Self::Cluster(_) => "cluster",
+            Self::Ci(_) => "ci",
+        }
     }
-    out.push_str("\n`cargo xtask <task> --help` describes a task's options.\n");
-    out
+
+    fn run(self) -> anyhow::Result<()> {
+        match self {
+            Self::Sandbox(options) => sandbox::main(&options),
+            Self::Image(options) => image::main(&options),
+            Self::Chart(options) => chart::main(&options),
+            Self::E2e(options) => e2e::main(&options),
+            Self::Bench(options) => bench::main(&options),
+            Self::Cluster(options) => cluster::main(&options),
+            Self::Ci(options) => ci::main(&options),
+        }
+    }
+}
+
+/// Parses `args` (the program name first) as `cargo xtask` does, and runs
+/// the task they name: how one task runs another, exactly as a user would.
+fn run_task<I, T>(args: I) -> anyhow::Result<()>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    Cli::try_parse_from(args)?.task.run()
+}
+
+/// The task `cargo xtask <args>` runs, as parsed.
+#[cfg(test)]
+fn parse_task(args: &[&str]) -> Result<Task, clap::Error> {
+    Cli::try_parse_from(std::iter::once("xtask").chain(args.iter().copied())).map(|cli| cli.task)
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(name) = args.first() else {
-        eprint!("{}", usage());
-        return ExitCode::from(64);
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            // Help goes to stdout and succeeds; anything else is a usage
+            // error (clap's own exit code would be 2).
+            let _ = err.print();
+            return if err.use_stderr() {
+                ExitCode::from(USAGE_ERROR)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
     };
-    if matches!(name.as_str(), "-h" | "--help" | "help") {
-        print!("{}", usage());
-        return ExitCode::SUCCESS;
-    }
-    let Some(task) = TASKS.iter().find(|t| t.name == name) else {
-        eprintln!("xtask: unknown task `{name}`\n\n{}", usage());
-        return ExitCode::from(64);
-    };
-    match (task.run)(&args[1..]) {
+    let name = cli.task.name();
+    match cli.task.run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("xtask {}: {err:#}", task.name);
+            eprintln!("xtask {name}: {err:#}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+    use clap::error::ErrorKind;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn an_unknown_task_or_none_is_a_usage_error() {
+        let unknown = Cli::try_parse_from(["xtask", "deploy"]).unwrap_err();
+        assert!(unknown.use_stderr());
+        assert_eq!(unknown.kind(), ErrorKind::InvalidSubcommand);
+        let none = Cli::try_parse_from(["xtask"]).unwrap_err();
+        assert!(none.use_stderr(), "{none}");
+    }
+
+    #[test]
+    fn help_is_not_an_error() {
+        for args in [
+            &["xtask", "--help"][..],
+            &["xtask", "help"],
+            &["xtask", "sandbox", "--help"],
+        ] {
+            let help = Cli::try_parse_from(args).unwrap_err();
+            assert!(!help.use_stderr(), "{args:?}");
         }
     }
 }

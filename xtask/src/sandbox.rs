@@ -14,64 +14,30 @@ use crate::cmd::{cargo, run, target_dir};
 use crate::processes::Processes;
 use status::Status;
 
-const USAGE: &str =
-    "usage: cargo xtask sandbox [--nodes N] [--services M] [--check] [--timeout SECONDS]
-
-Starts an in-memory Kubernetes API server seeded with N uninitialized nodes
-(default 5, with pod CIDRs) and M Services of type LoadBalancer (default 2),
-runs the real fake-cloud-controller-manager against it with the fake cloud
-answering for any node name, shows progress, and leaves you a kubeconfig for
-kubectl until Ctrl-C.
-
-  --check      exit 0 once everything is initialized and provisioned and a
-               Service created with kubectl has its ingress, or fail after
-               --timeout (default 180 s); used by `cargo xtask ci`";
-
-#[derive(Debug)]
-struct Options {
+/// The CCM against an embedded API server and the fake cloud; kubectl-ready.
+///
+/// Starts an in-memory Kubernetes API server seeded with uninitialized nodes
+/// (with pod CIDRs) and Services of type LoadBalancer, runs the real
+/// fake-cloud-controller-manager against it with the fake cloud answering for
+/// any node name, shows progress, and leaves you a kubeconfig for kubectl
+/// until Ctrl-C.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub(crate) struct Options {
+    /// Nodes to seed, node-1..node-N.
+    #[arg(long, value_name = "N", default_value_t = 5)]
     nodes: usize,
+    /// LoadBalancer Services to seed, lb-1..lb-M.
+    #[arg(long, value_name = "M", default_value_t = 2)]
     services: usize,
+    /// Exit 0 once everything is initialized and provisioned and a Service
+    /// created with kubectl has its ingress, or fail after --timeout; used by
+    /// `cargo xtask ci`.
+    #[arg(long, verbatim_doc_comment)]
     check: bool,
-    timeout: Duration,
-}
-
-fn parse(args: &[String]) -> anyhow::Result<Option<Options>> {
-    let mut options = Options {
-        nodes: 5,
-        services: 2,
-        check: false,
-        timeout: Duration::from_secs(180),
-    };
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| {
-            args.next()
-                .with_context(|| format!("{name} needs a value\n\n{USAGE}"))
-        };
-        match arg.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--nodes" => {
-                options.nodes = value("--nodes")?
-                    .parse()
-                    .context("--nodes: expected a number")?;
-            }
-            "--services" => {
-                options.services = value("--services")?
-                    .parse()
-                    .context("--services: expected a number")?;
-            }
-            "--timeout" => {
-                options.timeout = Duration::from_secs(
-                    value("--timeout")?
-                        .parse()
-                        .context("--timeout: expected seconds")?,
-                );
-            }
-            "--check" => options.check = true,
-            other => bail!("unknown option `{other}`\n\n{USAGE}"),
-        }
-    }
-    Ok(Some(options))
+    /// How long --check waits, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 180)]
+    timeout: u64,
 }
 
 const CLOUD_CONFIG: &str = "\
@@ -82,11 +48,8 @@ latency_ms = 20
 batch_size = 100
 ";
 
-pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
-    let Some(options) = parse(args)? else {
-        println!("{USAGE}");
-        return Ok(());
-    };
+pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
+    let timeout = Duration::from_secs(options.timeout);
     run(cargo().args([
         "build",
         "--quiet",
@@ -143,7 +106,7 @@ pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
                         "\nall nodes initialized, all load balancers provisioned, all routes created"
                     );
                     if options.check {
-                        let left = options.timeout.saturating_sub(start.elapsed());
+                        let left = timeout.saturating_sub(start.elapsed());
                         let ingress = kubectl::service_gets_ingress(&kubeconfig, left)?;
                         println!("a Service created with kubectl got its ingress: {ingress}");
                         return Ok(());
@@ -153,8 +116,8 @@ pub(crate) fn main(args: &[String]) -> anyhow::Result<()> {
             }
             Err(err) => println!("[{:>5.1}s] waiting: {err:#}", start.elapsed().as_secs_f64()),
         }
-        if options.check && start.elapsed() > options.timeout {
-            bail!("not complete after {:?}: {last_line}", options.timeout);
+        if options.check && start.elapsed() > timeout {
+            bail!("not complete after {timeout:?}: {last_line}");
         }
         std::thread::sleep(Duration::from_secs(1));
     }
@@ -165,4 +128,46 @@ fn explain(kubeconfig: &Path) {
         "\nKeep going with kubectl (Ctrl-C stops the sandbox):\n\n    export KUBECONFIG={}\n    kubectl get nodes -o wide\n    kubectl apply --validate=false -f - <<'EOF'\n    apiVersion: v1\n    kind: Service\n    metadata: {{name: web, namespace: default}}\n    spec: {{type: LoadBalancer, ports: [{{port: 80, targetPort: 8080}}]}}\n    EOF\n    kubectl get service web -w\n",
         kubeconfig.display()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Task, parse_task};
+
+    fn parse(args: &[&str]) -> Result<super::Options, clap::Error> {
+        match parse_task(&[&["sandbox"], args].concat())? {
+            Task::Sandbox(options) => Ok(options),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn counts_parse_with_or_without_an_equals_sign() {
+        assert_eq!(parse(&["--nodes=5"]).unwrap().nodes, 5);
+        assert_eq!(parse(&["--nodes", "5"]).unwrap().nodes, 5);
+        let options = parse(&["--services=7", "--nodes", "3"]).unwrap();
+        assert_eq!((options.nodes, options.services), (3, 7));
+    }
+
+    #[test]
+    fn defaults_are_a_small_cluster_and_three_minutes() {
+        let options = parse(&[]).unwrap();
+        assert_eq!(
+            (
+                options.nodes,
+                options.services,
+                options.check,
+                options.timeout
+            ),
+            (5, 2, false, 180)
+        );
+        assert!(parse(&["--check", "--timeout=30"]).unwrap().check);
+    }
+
+    #[test]
+    fn bad_values_and_unknown_options_are_refused() {
+        assert!(parse(&["--nodes", "many"]).is_err());
+        assert!(parse(&["--timeout", "-1"]).is_err());
+        assert!(parse(&["--frobnicate"]).is_err());
+    }
 }

@@ -11,82 +11,89 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::Parser;
+use clap::error::ErrorKind;
 use test_apiserver::TestApiServer;
 
-const USAGE: &str = "usage: test-apiserver [--bind 127.0.0.1:PORT] [--kubeconfig PATH] [--nodes N] [--services M]
+/// The exit code of a usage error (`EX_USAGE` from sysexits.h).
+const USAGE_ERROR: u8 = 64;
 
-Runs an in-memory Kubernetes API server over plain HTTP on loopback until
-interrupted. Prints its URL on the first line of standard output.
-
-  --bind ADDR        listen on ADDR, a loopback address (default 127.0.0.1:0, an ephemeral port)
-  --kubeconfig PATH  write a kubeconfig for the server to PATH (default: a temporary file, removed on exit)
-  --nodes N          seed nodes node-1..node-N as fresh kubelet registrations (uninitialized taint)
-  --services M       seed LoadBalancer Services lb-1..lb-M in namespace default";
-
-/// The command line, parsed.
-#[derive(Debug, Default, PartialEq)]
+/// Runs an in-memory Kubernetes API server over plain HTTP on loopback until
+/// interrupted.
+///
+/// Prints its URL on the first line of standard output.
+#[derive(Debug, PartialEq, Parser)]
+#[command(name = "test-apiserver")]
 struct Args {
+    /// Listen on ADDR, a loopback address (default 127.0.0.1:0, an ephemeral port).
+    #[arg(long, value_name = "ADDR", value_parser = loopback)]
     bind: Option<SocketAddr>,
+    /// Write a kubeconfig for the server to PATH (default: a temporary file, removed on exit).
+    #[arg(long, value_name = "PATH")]
     kubeconfig: Option<PathBuf>,
+    /// Seed nodes node-1..node-N as fresh kubelet registrations (uninitialized taint).
+    #[arg(long, value_name = "N", default_value_t = 0)]
     nodes: usize,
+    /// Seed LoadBalancer Services lb-1..lb-M in namespace default.
+    #[arg(long, value_name = "M", default_value_t = 0)]
     services: usize,
 }
 
-/// Parses the flags; `Ok(None)` asks for help.
-fn parse(args: &[String]) -> Result<Option<Args>, String> {
-    let mut parsed = Args::default();
-    let mut rest = args.iter();
-    while let Some(arg) = rest.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
-            _ => (arg.as_str(), None),
-        };
-        if matches!(flag, "-h" | "--help") {
-            return Ok(None);
-        }
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| rest.next().cloned())
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
-        match flag {
-            "--bind" => {
-                let text = value()?;
-                let addr: SocketAddr = text.parse().map_err(|_| {
-                    format!("--bind {text:?} is not an address like 127.0.0.1:8080")
-                })?;
-                if !addr.ip().is_loopback() {
-                    return Err(format!("--bind {addr} is not a loopback address"));
-                }
-                parsed.bind = Some(addr);
-            }
-            "--kubeconfig" => parsed.kubeconfig = Some(PathBuf::from(value()?)),
-            "--nodes" => parsed.nodes = count(flag, &value()?)?,
-            "--services" => parsed.services = count(flag, &value()?)?,
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(Some(parsed))
+/// What the command line asks for.
+#[derive(Debug, PartialEq)]
+enum Command {
+    Run(Args),
+    /// `--help`: the text to print.
+    Help(String),
 }
 
-fn count(flag: &str, text: &str) -> Result<usize, String> {
-    text.parse()
-        .map_err(|_| format!("{flag} {text:?} is not a non-negative number"))
+/// Parses `argv` (the program name first).
+///
+/// # Errors
+/// One line naming the flag and what is wrong with it.
+fn parse<I, T>(argv: I) -> Result<Command, String>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    match Args::try_parse_from(argv) {
+        Ok(args) => Ok(Command::Run(args)),
+        Err(err) if err.kind() == ErrorKind::DisplayHelp => {
+            Ok(Command::Help(err.render().to_string()))
+        }
+        Err(err) => Err(one_line(&err)),
+    }
+}
+
+/// clap's error as one line: its first line, without the `error: ` prefix.
+fn one_line(err: &clap::Error) -> String {
+    let rendered = err.render().to_string();
+    let first = rendered.lines().next().unwrap_or_default();
+    first.strip_prefix("error: ").unwrap_or(first).to_owned()
+}
+
+/// `--bind`'s value: a socket address on loopback.
+fn loopback(text: &str) -> Result<SocketAddr, String> {
+    let addr: SocketAddr = text
+        .parse()
+        .map_err(|_| "not an address like 127.0.0.1:8080".to_owned())?;
+    if !addr.ip().is_loopback() {
+        return Err("not a loopback address".to_owned());
+    }
+    Ok(addr)
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let args = match parse(&argv) {
-        Ok(Some(args)) => args,
-        Ok(None) => {
-            println!("{USAGE}");
+    let args = match parse(std::env::args_os()) {
+        Ok(Command::Run(args)) => args,
+        Ok(Command::Help(text)) => {
+            print!("{text}");
             return ExitCode::SUCCESS;
         }
         Err(message) => {
             eprintln!("test-apiserver: {message} (see --help)");
-            return ExitCode::from(64);
+            return ExitCode::from(USAGE_ERROR);
         }
     };
     let mut builder = TestApiServer::builder()
@@ -138,8 +145,8 @@ async fn wait_for_termination() {
 mod tests {
     use super::*;
 
-    fn args(list: &[&str]) -> Result<Option<Args>, String> {
-        parse(&list.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    fn args(list: &[&str]) -> Result<Command, String> {
+        parse(std::iter::once("test-apiserver").chain(list.iter().copied()))
     }
 
     #[test]
@@ -150,27 +157,54 @@ mod tests {
             "--nodes=3",
             "--services",
             "2",
-            "--kubeconfig",
-            "/tmp/k",
+            "--kubeconfig=/tmp/k",
         ])
-        .expect("valid")
-        .expect("not help");
+        .expect("valid");
+        let Command::Run(parsed) = parsed else {
+            panic!("not a run: {parsed:?}");
+        };
         assert_eq!(parsed.bind, Some("127.0.0.1:8080".parse().expect("addr")));
         assert_eq!((parsed.nodes, parsed.services), (3, 2));
         assert_eq!(parsed.kubeconfig, Some(PathBuf::from("/tmp/k")));
     }
 
     #[test]
-    fn bad_flags_are_one_line_errors() {
-        for bad in [
-            &["--nodes", "x"][..],
-            &["--bind", "0.0.0.0:1"],
-            &["--frobnicate"],
-            &["--nodes"],
+    fn nothing_seeded_and_an_ephemeral_port_by_default() {
+        let defaults = Args {
+            bind: None,
+            kubeconfig: None,
+            nodes: 0,
+            services: 0,
+        };
+        assert_eq!(args(&[]), Ok(Command::Run(defaults)));
+    }
+
+    #[test]
+    fn bad_flags_are_one_line_errors_naming_the_flag() {
+        for (bad, flag) in [
+            (&["--nodes", "x"][..], "--nodes"),
+            (&["--services=-1"], "--services"),
+            (&["--bind", "0.0.0.0:1"], "--bind"),
+            (&["--bind=localhost"], "--bind"),
+            (&["--frobnicate"], "--frobnicate"),
+            (&["--nodes"], "--nodes"),
         ] {
             let message = args(bad).expect_err("bad");
             assert!(!message.contains('\n'), "{message}");
+            assert!(message.contains(flag), "{bad:?}: {message}");
         }
-        assert_eq!(args(&["--help"]), Ok(None));
+        assert!(
+            args(&["--bind", "0.0.0.0:1"])
+                .expect_err("bad")
+                .contains("not a loopback address")
+        );
+    }
+
+    #[test]
+    fn help_is_not_an_error() {
+        let Ok(Command::Help(text)) = args(&["--help"]) else {
+            panic!("--help is not help");
+        };
+        assert!(text.contains("--nodes <N>"), "{text}");
     }
 }

@@ -113,6 +113,7 @@ async fn bad_flags_exit_64_with_one_line() -> anyhow::Result<()> {
         assert_eq!(code, Some(64), "{args:?}: {stderr}");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.starts_with("test-apiserver: "), "{stderr}");
+        assert!(stderr.contains(args[0]), "{args:?}: {stderr}");
     }
     let (code, _) = exit_of(&["--help"]).await?;
     assert_eq!(code, Some(0));

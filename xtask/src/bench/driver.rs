@@ -3,12 +3,12 @@
 //! go out with xtask's user agent, so the measurements can leave them out.
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use crate::http;
+use crate::{http, timestamp};
 
 /// The taint kubelet registers a node with under `--cloud-provider=external`.
 pub(crate) const UNINITIALIZED: &str = "node.cloudprovider.kubernetes.io/uninitialized";
@@ -28,7 +28,7 @@ pub(crate) fn pod_cidr(i: usize) -> String {
 /// Hostname address, Ready, and a pod CIDR if asked for.
 fn node(i: usize, with_pod_cidr: bool) -> Value {
     let name = format!("node-{i}");
-    let now = rfc3339(SystemTime::now());
+    let now = timestamp::now();
     let mut spec = json!({
         "taints": [{"key": UNINITIALIZED, "value": "true", "effect": "NoSchedule"}]
     });
@@ -139,7 +139,7 @@ pub(crate) fn delete_nodes(api: SocketAddr, indices: &[usize]) -> anyhow::Result
 /// One kubelet heartbeat for every node in `indices`: the Ready condition's
 /// `lastHeartbeatTime`, patched into `nodes/status` as kubelet does.
 pub(crate) fn heartbeat(api: SocketAddr, indices: &[usize]) -> anyhow::Result<()> {
-    let now = rfc3339(SystemTime::now());
+    let now = timestamp::now();
     let body = json!({"status": {"conditions": [{"type": "Ready", "lastHeartbeatTime": now}]}})
         .to_string();
     in_parallel(indices, |&i| {
@@ -271,41 +271,9 @@ pub(crate) fn poll<T>(
     }
 }
 
-/// `time` as RFC 3339 in UTC, to the second, as Kubernetes writes times.
-pub(crate) fn rfc3339(time: SystemTime) -> String {
-    let secs = time
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's civil_from_days, for days since 1970-01-01.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn times_are_written_as_kubernetes_writes_them() {
-        let at = |secs| rfc3339(SystemTime::UNIX_EPOCH + Duration::from_secs(secs));
-        assert_eq!(at(0), "1970-01-01T00:00:00Z");
-        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(at(1_790_000_000), "2026-09-21T14:13:20Z");
-    }
 
     #[test]
     fn pod_cidrs_match_the_test_api_servers_seeded_nodes() {

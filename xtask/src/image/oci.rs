@@ -10,11 +10,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Context;
+use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::layer::{self, Layer};
 use super::tarball::{self, Entry, Tree};
 use crate::digest::sha256_hex;
+use crate::timestamp::rfc3339;
 
 const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 const CONFIG: &str = "application/vnd.oci.image.config.v1+json";
@@ -33,7 +35,7 @@ pub(crate) struct Metadata {
     /// The repository URL.
     pub(crate) source: String,
     /// `SOURCE_DATE_EPOCH`: the image's creation time.
-    pub(crate) created: i64,
+    pub(crate) created: Timestamp,
     /// Where the image is published, without tag.
     pub(crate) repository: String,
 }
@@ -204,27 +206,6 @@ impl Image {
     }
 }
 
-/// `secs` since the Unix epoch as RFC 3339 UTC (`1970-01-01T00:00:00Z`).
-pub(crate) fn rfc3339(secs: i64) -> String {
-    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,7 +217,7 @@ mod tests {
             version: "0.1.0".into(),
             revision: "0123abc".into(),
             source: "https://example.com/ccm".into(),
-            created: 1_700_000_000,
+            created: Timestamp::from_second(1_700_000_000).unwrap(),
             repository: "registry.example/fake-cloud-controller-manager".into(),
         }
     }
@@ -246,13 +227,6 @@ mod tests {
             compressed: b"layer".to_vec(),
             diff_id: "sha256:00".into(),
         }
-    }
-
-    #[test]
-    fn dates_are_rfc3339_utc() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
     }
 
     #[test]
@@ -275,6 +249,11 @@ mod tests {
             "fake"
         );
         assert_eq!(config["rootfs"]["diff_ids"][0], "sha256:00");
+        assert_eq!(config["created"], "2023-11-14T22:13:20Z");
+        assert_eq!(
+            config["config"]["Labels"]["org.opencontainers.image.created"],
+            "2023-11-14T22:13:20Z"
+        );
         assert_eq!(manifest["layers"][0]["size"], 5);
         assert_eq!(image.blobs.len(), 3);
     }
