@@ -188,29 +188,34 @@ async fn load_balancer_droplets_follow_nodes_added_and_removed() {
 /// Waits for a Warning event about `service` whose message names `key`;
 /// on timeout, shows the Warnings there are.
 async fn warning_naming(cluster: &Cluster, service: &str, key: &str) -> String {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let warnings = cluster.warnings_about(service).await;
-        if let Some(message) = warnings
-            .iter()
-            .filter_map(|e| e.message.as_deref())
-            .find(|m| m.contains(key))
-        {
-            return message.to_owned();
-        }
-        if tokio::time::Instant::now() >= deadline {
-            let seen: Vec<_> = warnings
+    let found = eventually(
+        &format!("a Warning about {service} naming {key}"),
+        WAIT,
+        || async {
+            cluster
+                .warnings_about(service)
+                .await
+                .iter()
+                .filter_map(|e| e.message.as_deref())
+                .find(|m| m.contains(key))
+                .map(str::to_owned)
+        },
+    )
+    .await;
+    match found {
+        Ok(message) => message,
+        Err(err) => {
+            let seen: Vec<_> = cluster
+                .warnings_about(service)
+                .await
                 .iter()
                 .map(|e| {
                     let series = e.series.as_ref().and_then(|s| s.count);
                     (e.reason.clone(), e.count.or(series), e.message.clone())
                 })
                 .collect();
-            panic!(
-                "no Warning about {service} named {key} within {WAIT:?}; Warnings (reason, count, message): {seen:#?}"
-            );
+            panic!("{err}; Warnings (reason, count, message): {seen:#?}")
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 

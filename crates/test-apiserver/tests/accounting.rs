@@ -6,6 +6,7 @@ mod support;
 use std::time::Duration;
 
 use anyhow::Context;
+use ccm_test_support::eventually;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Service};
 use kube::Api;
@@ -85,11 +86,11 @@ async fn open_watches_are_counted_per_resource_while_open() -> anyhow::Result<()
     );
     assert_eq!(stats.count(Verb::Watch, "nodes"), 1);
     drop((node_watch, service_watch));
-    within(10, "the watches to be counted closed", async {
-        while server.stats().open_watches > 0 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
+    eventually(
+        "the watches to be counted closed",
+        Duration::from_secs(10),
+        || async { (server.stats().open_watches == 0).then_some(()) },
+    )
     .await?;
     Ok(())
 }

@@ -5,6 +5,7 @@ mod support;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use ccm_test_support::eventually;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{
@@ -26,13 +27,10 @@ async fn create(
 
 /// Waits, bounded, until `name` is gone.
 async fn gone(cms: &Api<ConfigMap>, name: &str) -> anyhow::Result<()> {
-    for _ in 0..100 {
-        if cms.get_opt(name).await?.is_none() {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    bail!("{name} still exists after 10s")
+    eventually(&format!("{name} gone"), Duration::from_secs(10), || async {
+        Ok(cms.get_opt(name).await?.is_none().then_some(()))
+    })
+    .await
 }
 
 contract_test!(finalizers_hold_an_object_until_the_last_is_removed, |t| {

@@ -5,6 +5,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+use ccm_test_support::eventually;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::Api;
@@ -115,10 +116,8 @@ async fn closing_all_watches_ends_their_streams() -> anyhow::Result<()> {
         .watch(&WatchParams::default().labels("a=b"), &from)
         .await?
         .boxed();
-    within(10, "both watches to open", async {
-        while server.stats().open_watches < 2 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    eventually("both watches to open", Duration::from_secs(10), || async {
+        (server.stats().open_watches >= 2).then_some(())
     })
     .await?;
     server.close_all_watches();

@@ -6,6 +6,7 @@ mod support;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use ccm_test_support::eventually;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::Api;
@@ -65,10 +66,8 @@ async fn holds_ten_thousand_nodes_two_thousand_services_and_fifty_watches() -> a
         watchers.push(count_modifications(nodes.clone(), from.clone(), CHANGES));
         watchers.push(count_modifications(services.clone(), from.clone(), CHANGES));
     }
-    within(30, "50 open watches", async {
-        while server.stats().open_watches < 2 * WATCHES_PER_KIND {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+    eventually("50 open watches", Duration::from_secs(30), || async {
+        (server.stats().open_watches >= 2 * WATCHES_PER_KIND).then_some(())
     })
     .await?;
     for i in 1..=CHANGES {

@@ -6,6 +6,7 @@ mod support;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use ccm_test_support::eventually;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
@@ -219,10 +220,8 @@ async fn watcher_replays_changes_made_while_its_watch_was_closed() -> anyhow::Re
 
 /// Waits until the watcher's watch is open (it lists first).
 async fn watch_opened(server: &TestApiServer) -> anyhow::Result<()> {
-    within(10, "the watch to open", async {
-        while server.stats().open_watches_on("configmaps") == 0 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    eventually("the watch to open", Duration::from_secs(10), || async {
+        (server.stats().open_watches_on("configmaps") > 0).then_some(())
     })
     .await
 }
