@@ -4,8 +4,6 @@
 
 mod support;
 
-use std::time::Duration;
-
 use ccm_test_support::{annotation, eventually, ingress_ips};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, Patch, PatchParams};

@@ -23,7 +23,7 @@ mod refresh;
 
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ccm_runtime::controller::{self, ControllerConfig, Triggers};
@@ -33,6 +33,7 @@ use futures::FutureExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use kube::{Resource, ResourceExt};
+use parking_lot::Mutex;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
 use crate::calls;
@@ -122,18 +123,10 @@ impl NodeController {
     async fn reconcile(self: Arc<Self>, node: Arc<Node>) -> Result<Action, ReconcileError> {
         let uid = node.uid().unwrap_or_default();
         if !taints::has(&node, UNINITIALIZED) {
-            self.superseded
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(&uid);
+            self.superseded.lock().remove(&uid);
             return Ok(Action::await_change());
         }
-        let superseded = self
-            .superseded
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&uid)
-            .cloned();
+        let superseded = self.superseded.lock().get(&uid).cloned();
         if superseded.is_some() && superseded == node.metadata.resource_version {
             return Ok(Action::await_change());
         }
@@ -216,10 +209,7 @@ impl NodeController {
         .await?;
         if initialized.is_some() {
             if let Some(version) = status_version {
-                self.superseded
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .insert(uid, version);
+                self.superseded.lock().insert(uid, version);
             }
             if let Some(created) = &node.metadata.creation_timestamp {
                 let delay = jiff::Timestamp::now()

@@ -14,7 +14,7 @@
 
 use std::collections::HashSet;
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use ccm_runtime::{Activity, BatchCall, Context, Events, Informer, WatchEvent, lookup_all};
 use cloud_provider::CloudProvider;
@@ -22,6 +22,7 @@ use futures::FutureExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, Preconditions};
 use kube::{Resource, ResourceExt};
+use parking_lot::Mutex;
 use tokio::time::MissedTickBehavior;
 
 use crate::settings::ControllerSettings;
@@ -71,7 +72,7 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
     let hook = {
         let seen_ready = seen_ready.clone();
         move |event: &WatchEvent<Node>| {
-            let mut seen = seen_ready.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut seen = seen_ready.lock();
             match event {
                 WatchEvent::Apply(node) | WatchEvent::InitApply(node) if is_ready(node) => {
                     seen.insert(node.uid().unwrap_or_default());
@@ -167,11 +168,7 @@ impl Lifecycle {
     async fn delete_if_safe(&self, node: &Node) {
         let name = node.name_any();
         let uid = node.uid().unwrap_or_default();
-        let seen_ready = self
-            .seen_ready
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(&uid);
+        let seen_ready = self.seen_ready.lock().contains(&uid);
         if !seen_ready && age(node).is_none_or(|age| age < self.grace) {
             tracing::info!(node = %name, "instance not found, but the node is new and has never been Ready: not deleting it yet");
             return;

@@ -34,7 +34,7 @@ mod plan;
 mod schedule;
 mod watch;
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ccm_runtime::{Context, Events, Informer, WatchEvent};
@@ -45,6 +45,7 @@ use ipnet::IpNet;
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use kube::api::Api;
 use kube::{Resource, ResourceExt};
+use parking_lot::Mutex;
 use prometheus_client::metrics::counter::Counter;
 use tokio::sync::Notify;
 
@@ -123,11 +124,7 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
         let watch = Mutex::new(NodeWatch::default());
         move |event: &WatchEvent<Node>| {
             pending.observe(event);
-            if watch
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .observe(event)
-            {
+            if watch.lock().observe(event) {
                 trigger.notify_one();
             }
         }

@@ -40,13 +40,14 @@ mod status;
 mod writes;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use ccm_runtime::controller::{self, ControllerConfig, Triggers};
 use ccm_runtime::{Action, Context, Events, Informer, MeteredCloud, ReconcileError, WatchEvent};
 use cloud_provider::CloudProvider;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Node, Service};
+use parking_lot::{Mutex, MutexGuard};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use tokio::sync::watch;
@@ -131,11 +132,7 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
     let (changed, changes) = watch::channel(0u64);
     let tracker = Mutex::new(EligibleTracker::default());
     let node_hook = move |event: &WatchEvent<Node>| {
-        if tracker
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .apply(event)
-        {
+        if tracker.lock().apply(event) {
             changed.send_modify(|generation| *generation += 1);
         }
     };
@@ -143,10 +140,7 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
         let records = records.clone();
         move |event: &WatchEvent<Service>| {
             if let WatchEvent::Delete(service) = event {
-                records
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .forget(&key_of(service));
+                records.lock().forget(&key_of(service));
             }
         }
     };
@@ -219,7 +213,7 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
 
 impl ServiceController {
     fn records(&self) -> MutexGuard<'_, Records> {
-        self.records.lock().unwrap_or_else(PoisonError::into_inner)
+        self.records.lock()
     }
 
     async fn reconcile(self: Arc<Self>, service: Arc<Service>) -> Result<Action, ReconcileError> {

@@ -1,9 +1,10 @@
 //! [`LeaderHandle`]: whether this process leads, and the fence that writes
 //! check before they leave the process.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -139,12 +140,9 @@ impl LeaderHandle {
             .send_if_modified(|leading| std::mem::replace(leading, false));
     }
 
-    fn term(&self) -> std::sync::MutexGuard<'_, Term> {
+    fn term(&self) -> parking_lot::MutexGuard<'_, Term> {
         // The guarded value is a plain enum, valid even if a holder panicked.
-        self.shared
-            .term
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.shared.term.lock()
     }
 }
 

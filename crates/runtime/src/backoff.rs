@@ -2,8 +2,9 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 /// Upstream's failure backoff: the first failure waits `base`, each further
 /// consecutive failure doubles it, up to `max`; a success resets it.
@@ -32,7 +33,7 @@ impl<K: Hash + Eq> FailureBackoff<K> {
     /// Records a failure of `key` and returns how long to wait before the
     /// next attempt.
     pub fn fail(&self, key: K) -> Duration {
-        let mut failures = self.failures.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut failures = self.failures.lock();
         let n = failures.entry(key).or_insert(0);
         let delay = self
             .base
@@ -44,20 +45,12 @@ impl<K: Hash + Eq> FailureBackoff<K> {
 
     /// Forgets the failures of `key`.
     pub fn reset(&self, key: &K) {
-        self.failures
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(key);
+        self.failures.lock().remove(key);
     }
 
     /// Consecutive failures recorded for `key`.
     pub fn failures(&self, key: &K) -> u32 {
-        self.failures
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(key)
-            .copied()
-            .unwrap_or(0)
+        self.failures.lock().get(key).copied().unwrap_or(0)
     }
 }
 

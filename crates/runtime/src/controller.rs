@@ -5,13 +5,14 @@ use std::collections::HashSet;
 use std::fmt::Debug;
 use std::future::Future;
 use std::hash::Hash;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use futures::stream::BoxStream;
 use futures::{FutureExt, StreamExt};
 use kube::Resource;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::{ObjectRef, ReflectHandle, Store};
+use parking_lot::Mutex;
 use prometheus_client::metrics::gauge::Gauge;
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
@@ -77,10 +78,6 @@ struct Queue<K: Resource<DynamicType = ()> + 'static> {
     activity: Activity,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl<K> Queue<K>
 where
     K: Resource<DynamicType = ()> + 'static,
@@ -88,7 +85,7 @@ where
 {
     /// `key` changed or was triggered: a reconcile is due.
     fn push(&self, key: ObjectRef<K>) {
-        let mut waiting = lock(&self.waiting);
+        let mut waiting = self.waiting.lock();
         if waiting.insert(key) {
             self.activity.add_queued(1);
         }
@@ -97,11 +94,11 @@ where
 
     /// The reconcile of `key` starts; it runs until the guard is dropped.
     fn start(&self, key: &ObjectRef<K>) -> Busy {
-        let mut waiting = lock(&self.waiting);
+        let mut waiting = self.waiting.lock();
         let busy = self.activity.start_queued(waiting.remove(key));
         self.depth.set(waiting.len() as i64);
         drop(waiting);
-        if lock(&self.retrying).remove(key) {
+        if self.retrying.lock().remove(key) {
             self.activity.add_retrying(-1);
         }
         busy
@@ -109,7 +106,7 @@ where
 
     /// The reconcile of `key` failed; `retry` if a retry is scheduled.
     fn failed(&self, key: ObjectRef<K>, retry: bool) {
-        let mut retrying = lock(&self.retrying);
+        let mut retrying = self.retrying.lock();
         if retry {
             if retrying.insert(key) {
                 self.activity.add_retrying(1);
@@ -122,14 +119,14 @@ where
     /// A reconcile was due for an object that is gone: none will run.
     fn gone(&self, name: &str, namespace: Option<&str>) {
         let same = |key: &ObjectRef<K>| key.name == name && key.namespace.as_deref() == namespace;
-        let mut waiting = lock(&self.waiting);
+        let mut waiting = self.waiting.lock();
         let before = waiting.len();
         waiting.retain(|key| !same(key));
         self.activity
             .add_queued(waiting.len() as i64 - before as i64);
         self.depth.set(waiting.len() as i64);
         drop(waiting);
-        let mut retrying = lock(&self.retrying);
+        let mut retrying = self.retrying.lock();
         let before = retrying.len();
         retrying.retain(|key| !same(key));
         self.activity

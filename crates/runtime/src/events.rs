@@ -2,10 +2,11 @@
 
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use parking_lot::Mutex;
 
 /// Distinct messages remembered before the memory is reset.
 const MAX_MESSAGES: usize = 1024;
@@ -82,10 +83,7 @@ impl Events {
     fn recorder_for(&self, note: &str) -> Recorder {
         let mut hasher = DefaultHasher::new();
         note.hash(&mut hasher);
-        let mut recorders = self
-            .recorders
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut recorders = self.recorders.lock();
         if recorders.len() >= MAX_MESSAGES {
             recorders.clear();
         }

@@ -1,13 +1,14 @@
 //! One watch and one cache per resource kind, shared by every controller.
 
 use std::fmt::Debug;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use futures::StreamExt;
 use kube::Resource;
 use kube::api::Api;
 use kube::runtime::reflector::{self, ReflectHandle, Store};
 use kube::runtime::{WatchStreamExt, watcher};
+use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -111,7 +112,7 @@ where
     /// # Errors
     /// [`InformerError::AlreadyStarted`] once the informer runs.
     pub fn subscribe(&self) -> Result<ReflectHandle<K>, InformerError> {
-        let writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let writer = self.writer.lock();
         writer
             .as_ref()
             .and_then(reflector::store::Writer::subscribe)
@@ -128,20 +129,12 @@ where
         &self,
         hook: impl Fn(&watcher::Event<K>) + Send + Sync + 'static,
     ) -> Result<(), InformerError> {
-        if self
-            .writer
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_none()
-        {
+        if self.writer.lock().is_none() {
             return Err(InformerError::AlreadyStarted {
                 kind: K::kind(&()).into_owned(),
             });
         }
-        self.hooks
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(Arc::new(hook));
+        self.hooks.lock().push(Arc::new(hook));
         Ok(())
     }
 
@@ -156,10 +149,9 @@ where
         let writer = self
             .writer
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
             .take()
             .ok_or_else(|| InformerError::AlreadyStarted { kind: kind.clone() })?;
-        let hooks = std::mem::take(&mut *self.hooks.lock().unwrap_or_else(PoisonError::into_inner));
+        let hooks = std::mem::take(&mut *self.hooks.lock());
         let events = watcher(self.api.clone(), watcher::Config::default())
             .default_backoff()
             .reflect_shared(writer)

@@ -1,8 +1,9 @@
 //! Prometheus metrics shared by every controller, and the `/metrics` text.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use cloud_provider::CloudProvider;
+use parking_lot::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -152,7 +153,7 @@ impl Metrics {
 
     /// Lets a controller register its own metrics (done once, at start-up).
     pub fn register(&self, f: impl FnOnce(&mut Registry)) {
-        f(&mut self.registry.lock().unwrap_or_else(PoisonError::into_inner));
+        f(&mut self.registry.lock());
     }
 
     /// Records whether enabled controller `controller` runs.
@@ -188,7 +189,7 @@ impl Metrics {
     /// metrics, then the provider's own.
     pub fn encode(&self, provider: Option<&dyn CloudProvider>) -> String {
         let mut out = String::new();
-        let registry = self.registry.lock().unwrap_or_else(PoisonError::into_inner);
+        let registry = self.registry.lock();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode_registry(&mut out, &registry);
         drop(registry);

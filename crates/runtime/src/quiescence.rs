@@ -8,9 +8,10 @@
 //! before asserting that something did *not* happen.
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::{Mutex, MutexGuard};
 use tokio::time::Instant;
 
 /// What the controllers of one process are doing. Cheap to clone; every
@@ -109,7 +110,7 @@ impl Drop for Busy {
 
 impl Activity {
     fn lock(&self) -> MutexGuard<'_, ActivitySnapshot> {
-        self.counts.lock().unwrap_or_else(PoisonError::into_inner)
+        self.counts.lock()
     }
 
     /// Marks a pass as running until the returned guard is dropped. A
@@ -376,12 +377,12 @@ mod tests {
         let ticker = tokio::spawn(async move {
             for _ in 0..1000 {
                 tokio::time::sleep(Duration::from_millis(100)).await;
-                *ticking.lock().unwrap() += 1;
+                *ticking.lock() += 1;
             }
         });
         let err = Quiescence::new(Activity::default())
             .timeout(Duration::from_secs(5))
-            .counter("API requests", || *ticks.lock().unwrap())
+            .counter("API requests", || *ticks.lock())
             .settled()
             .await
             .unwrap_err();

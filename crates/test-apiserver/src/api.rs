@@ -17,7 +17,7 @@ use http::{Request, Response, header};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::{Bytes, Incoming};
 
-use crate::server::{Shared, lock};
+use crate::server::Shared;
 use crate::stats::{RequestRecord, Verb};
 use crate::status::ApiError;
 use params::Params;
@@ -35,7 +35,7 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
     if let Some(rest) = path.strip_prefix("/testapi/") {
         return testapi::handle(&shared, &parts.method, rest);
     }
-    let latency = lock(&shared.faults).latency;
+    let latency = shared.faults.lock().latency;
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
@@ -70,8 +70,8 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
             record.namespace = request.namespace.clone().unwrap_or_default();
             record.name = request.name.clone().unwrap_or_default();
             let key = request.key();
-            lock(&shared.accounting).count(key.clone());
-            let failure = lock(&shared.faults).take(&key);
+            shared.accounting.lock().count(key.clone());
+            let failure = shared.faults.lock().take(&key);
             match failure {
                 Some(f) if f.code == 410 && request.verb == Verb::Watch => {
                     render::json_response(200, watch::error_event(&f.to_api_error()), &[])
@@ -94,11 +94,11 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
             }
         }
         Ok(Route::Discovery(Discovery::Health)) => {
-            lock(&shared.accounting).count_non_resource(&path);
+            shared.accounting.lock().count_non_resource(&path);
             render::text_response(200, "ok")
         }
         Ok(Route::Discovery(path_kind)) => {
-            lock(&shared.accounting).count_non_resource(&path);
+            shared.accounting.lock().count_non_resource(&path);
             match discovery::body(&path_kind, &shared.address) {
                 Ok(doc) => render::json_response(
                     200,
@@ -109,12 +109,12 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
             }
         }
         Err(e) => {
-            lock(&shared.accounting).count_non_resource(&path);
+            shared.accounting.lock().count_non_resource(&path);
             render::error_response(&e)
         }
     };
     record.status = response.status().as_u16();
-    lock(&shared.accounting).log(record);
+    shared.accounting.lock().log(record);
     response
 }
 

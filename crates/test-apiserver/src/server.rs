@@ -3,12 +3,13 @@
 use std::convert::Infallible;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use parking_lot::Mutex;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinSet};
@@ -32,12 +33,6 @@ pub(crate) struct Shared {
     pub(crate) close_watches: watch::Sender<u64>,
     /// `host:port`, as discovery reports the server's address.
     pub(crate) address: String,
-}
-
-/// Locks a mutex, recovering the data if a panicking thread poisoned it:
-/// every critical section leaves its data consistent.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Configures a [`TestApiServer`] before it starts.
@@ -239,32 +234,32 @@ impl TestApiServer {
 
     /// The request counters and open watches now.
     pub fn stats(&self) -> Stats {
-        lock(&self.shared.accounting).snapshot()
+        self.shared.accounting.lock().snapshot()
     }
 
     /// Every logged request, oldest first.
     pub fn requests(&self) -> Vec<RequestRecord> {
-        lock(&self.shared.accounting).records().0
+        self.shared.accounting.lock().records().0
     }
 
     /// Forgets request counts and the request log (open watches stay counted).
     pub fn reset_stats(&self) {
-        lock(&self.shared.accounting).reset();
+        self.shared.accounting.lock().reset();
     }
 
     /// Answers the next `times` requests that `matcher` matches with `failure`.
     pub fn fail_next(&self, matcher: RequestMatch, failure: Failure, times: u32) {
-        lock(&self.shared.faults).inject(matcher, failure, times);
+        self.shared.faults.lock().inject(matcher, failure, times);
     }
 
     /// Delays every request by `latency` before it is served.
     pub fn set_latency(&self, latency: Duration) {
-        lock(&self.shared.faults).latency = latency;
+        self.shared.faults.lock().latency = latency;
     }
 
     /// Removes pending injected failures and the added latency.
     pub fn clear_faults(&self) {
-        lock(&self.shared.faults).clear();
+        self.shared.faults.lock().clear();
     }
 
     /// Ends every open watch, as an API server restart or a load balancer
@@ -276,12 +271,12 @@ impl TestApiServer {
     /// Forgets the watch history, as an etcd compaction does: watches and
     /// lists from any resourceVersion before now get 410 Gone.
     pub fn compact_history(&self) {
-        lock(&self.shared.store).compact();
+        self.shared.store.lock().compact();
     }
 
     /// The newest resourceVersion issued.
     pub fn resource_version(&self) -> u64 {
-        lock(&self.shared.store).current_rv()
+        self.shared.store.lock().current_rv()
     }
 
     /// Stops serving and ends every open connection.

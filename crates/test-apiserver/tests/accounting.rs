@@ -12,7 +12,6 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node, Service};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchParams};
 use serde_json::json;
-use support::within;
 use test_apiserver::{RequestRecord, Stats, TestApiServer, Verb};
 
 async fn get_text(server: &TestApiServer, path: &str) -> anyhow::Result<String> {

@@ -4,7 +4,8 @@
 //! repeated only when a zone it has not seen turns up.
 
 use std::collections::HashMap;
-use std::sync::RwLock;
+
+use parking_lot::RwLock;
 
 use crate::api::{Api, ApiError};
 
@@ -41,10 +42,7 @@ impl ZoneCache {
                     api.ec2.describe_availability_zones().send()
                 })
                 .await?;
-            let mut zones = self
-                .zones
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut zones = self.zones.write();
             for zone in out.availability_zones() {
                 if let Some(name) = zone.zone_name() {
                     zones.insert(
@@ -64,9 +62,7 @@ impl ZoneCache {
             .collect())
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Zone>> {
-        self.zones
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn read(&self) -> parking_lot::RwLockReadGuard<'_, HashMap<String, Zone>> {
+        self.zones.read()
     }
 }

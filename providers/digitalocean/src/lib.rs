@@ -34,7 +34,9 @@ mod region;
 pub mod test_util;
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
+
+use parking_lot::Mutex;
 
 use async_trait::async_trait;
 use cloud_provider::{

@@ -6,7 +6,7 @@ mod options;
 mod request;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -15,6 +15,7 @@ use cloud_provider::{
     CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerIngress, LoadBalancerStatus,
     default_load_balancer_name,
 };
+use parking_lot::MutexGuard;
 
 use crate::DigitalOceanProvider;
 use crate::api::types::{self, DropletIds, LoadBalancerEnvelope};
@@ -61,7 +62,7 @@ fn status_of(lb: &types::LoadBalancer, hostname: Option<&str>) -> LoadBalancerSt
 
 impl DigitalOceanProvider {
     fn created(&self) -> MutexGuard<'_, HashMap<String, String>> {
-        self.created.lock().unwrap_or_else(PoisonError::into_inner)
+        self.created.lock()
     }
 
     fn placement(&self) -> Result<Placement<'_>, CloudError> {

@@ -22,11 +22,12 @@ mod routes;
 mod state;
 
 use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use cloud_provider::{CloudError, CloudProvider, Instances, LoadBalancer, Route, Routes};
+use parking_lot::{Mutex, MutexGuard};
 use tokio::time::Instant;
 
 pub use calls::{Call, Operation};
@@ -58,12 +59,6 @@ struct Inner {
     faults: Mutex<Faults>,
     calls: Mutex<Vec<Call>>,
     settings: Mutex<Settings>,
-}
-
-/// Locks a mutex, recovering the data if a panicking test poisoned it: the
-/// fake's state is always consistent between statements.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl Default for FakeCloud {
@@ -98,12 +93,14 @@ impl FakeCloud {
 
     /// Every call so far, in order.
     pub fn calls(&self) -> Vec<Call> {
-        lock(&self.inner.calls).clone()
+        self.inner.calls.lock().clone()
     }
 
     /// How many calls of `op` were made.
     pub fn count(&self, op: Operation) -> usize {
-        lock(&self.inner.calls)
+        self.inner
+            .calls
+            .lock()
             .iter()
             .filter(|c| c.op == op)
             .count()
@@ -111,7 +108,9 @@ impl FakeCloud {
 
     /// How many calls changed the cloud.
     pub fn mutation_count(&self) -> usize {
-        lock(&self.inner.calls)
+        self.inner
+            .calls
+            .lock()
             .iter()
             .filter(|c| c.op.is_mutation())
             .count()
@@ -119,54 +118,54 @@ impl FakeCloud {
 
     /// Forgets the calls made so far.
     pub fn clear_calls(&self) {
-        lock(&self.inner.calls).clear();
+        self.inner.calls.lock().clear();
     }
 
     /// Adds `latency` to every call from now on.
     pub fn set_latency(&self, latency: Duration) {
-        lock(&self.inner.faults).latency = latency;
+        self.inner.faults.lock().latency = latency;
     }
 
     /// Makes a fraction `rate` (0 to 1) of calls fail with a general error.
     pub fn set_error_rate(&self, rate: f64) {
-        lock(&self.inner.faults).error_rate = rate.clamp(0.0, 1.0);
+        self.inner.faults.lock().error_rate = rate.clamp(0.0, 1.0);
     }
 
     /// Limits calls to `qps` per second with bursts of `burst`; beyond it
     /// they answer Throttled. `None` removes the limit.
     pub fn set_rate_limit(&self, limit: Option<(f64, u32)>) {
-        lock(&self.inner.faults).bucket = limit.map(|(qps, burst)| TokenBucket::new(qps, burst));
+        self.inner.faults.lock().bucket = limit.map(|(qps, burst)| TokenBucket::new(qps, burst));
     }
 
     /// Sets the most nodes one batch call answers for.
     pub fn set_batch_size(&self, size: NonZeroUsize) {
-        lock(&self.inner.settings).batch_size = size.get();
+        self.inner.settings.lock().batch_size = size.get();
     }
 
     /// Answers for any node name with a synthesized running instance.
     pub fn set_auto_instances(&self, on: bool) {
-        lock(&self.inner.settings).auto_instances = on;
+        self.inner.settings.lock().auto_instances = on;
     }
 
     /// Makes the next `times` calls of `op` (of any operation when `None`)
     /// fail with `error`.
     pub fn fail_next(&self, op: Option<Operation>, error: InjectedError, times: u32) {
-        lock(&self.inner.faults).inject(op, error, times);
+        self.inner.faults.lock().inject(op, error, times);
     }
 
     /// Adds or replaces an instance.
     pub fn add_instance(&self, instance: Instance) {
-        lock(&self.inner.state).insert_instance(instance);
+        self.inner.state.lock().insert_instance(instance);
     }
 
     /// Removes an instance entirely, as if it never existed.
     pub fn remove_instance(&self, name: &str) -> Option<Instance> {
-        lock(&self.inner.state).remove_instance(name)
+        self.inner.state.lock().remove_instance(name)
     }
 
     /// Sets an instance's state; `false` when there is no such instance.
     pub fn set_instance_state(&self, name: &str, state: InstanceState) -> bool {
-        match lock(&self.inner.state).instances.get_mut(name) {
+        match self.inner.state.lock().instances.get_mut(name) {
             Some(instance) => {
                 instance.state = state;
                 true
@@ -177,12 +176,14 @@ impl FakeCloud {
 
     /// The instance answering to node `name`, if any.
     pub fn instance(&self, name: &str) -> Option<Instance> {
-        lock(&self.inner.state).instances.get(name).cloned()
+        self.inner.state.lock().instances.get(name).cloned()
     }
 
     /// All instances, by name.
     pub fn instances(&self) -> Vec<Instance> {
-        lock(&self.inner.state)
+        self.inner
+            .state
+            .lock()
             .instances
             .values()
             .cloned()
@@ -191,7 +192,9 @@ impl FakeCloud {
 
     /// All load balancers, by name.
     pub fn load_balancers(&self) -> Vec<FakeLoadBalancer> {
-        lock(&self.inner.state)
+        self.inner
+            .state
+            .lock()
             .load_balancers
             .values()
             .cloned()
@@ -200,7 +203,7 @@ impl FakeCloud {
 
     /// All routes of every cluster.
     pub fn routes(&self) -> Vec<OwnedRoute> {
-        lock(&self.inner.state).routes.clone()
+        self.inner.state.lock().routes.clone()
     }
 
     /// Puts a route in the table directly, as another tool or cluster would.
@@ -209,7 +212,7 @@ impl FakeCloud {
             cluster_name: cluster_name.to_owned(),
             route,
         };
-        lock(&self.inner.state).routes.push(owned);
+        self.inner.state.lock().routes.push(owned);
     }
 
     /// Records a call, waits the configured latency, and decides whether it
@@ -220,24 +223,24 @@ impl FakeCloud {
         args: Vec<String>,
         batch_size: Option<usize>,
     ) -> Result<(), CloudError> {
-        lock(&self.inner.calls).push(Call {
+        self.inner.calls.lock().push(Call {
             op,
             args,
             batch_size,
         });
-        let latency = lock(&self.inner.faults).latency;
+        let latency = self.inner.faults.lock().latency;
         if !latency.is_zero() {
             tokio::time::sleep(latency).await;
         }
-        lock(&self.inner.faults).admit(op, Instant::now())
+        self.inner.faults.lock().admit(op, Instant::now())
     }
 
     fn settings(&self) -> Settings {
-        lock(&self.inner.settings).clone()
+        self.inner.settings.lock().clone()
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        lock(&self.inner.state)
+        self.inner.state.lock()
     }
 }
 

@@ -2,7 +2,6 @@
 //! sets it.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use ccm_runtime::WatchEvent;
@@ -10,6 +9,7 @@ use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -100,7 +100,6 @@ impl Pending {
     fn wrote(&self, node: &str, state: Network) {
         self.written
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
             .insert(node.to_owned(), (state, Instant::now()));
     }
 
@@ -109,14 +108,13 @@ impl Pending {
     fn in_flight(&self, node: &str, state: Network) -> bool {
         self.written
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
             .get(node)
             .is_some_and(|(wrote, at)| *wrote == state && at.elapsed() < PENDING_TRUST)
     }
 
     /// Forgets a write once the watch shows it (or the node is gone).
     pub(super) fn observe(&self, event: &WatchEvent<Node>) {
-        let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut written = self.written.lock();
         if written.is_empty() {
             return;
         }

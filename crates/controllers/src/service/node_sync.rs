@@ -9,12 +9,13 @@
 //! per-Service exclusion and retry policy.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ccm_runtime::{Activity, Informer, ObjectRef};
 use futures::channel::mpsc::UnboundedSender;
 use k8s_openapi::api::core::v1::{Node, Service};
+use parking_lot::Mutex;
 use prometheus_client::metrics::histogram::Histogram;
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -66,13 +67,13 @@ impl Round {
     }
 
     fn begin(&self, keys: HashSet<String>) {
-        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut current = self.current.lock();
         *current = (!keys.is_empty()).then(|| (Instant::now(), keys));
     }
 
     /// The Service `key` was reconciled.
     pub(crate) fn done(&self, key: &str) {
-        let mut current = self.current.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut current = self.current.lock();
         if let Some((started, pending)) = current.as_mut()
             && pending.remove(key)
             && pending.is_empty()
@@ -139,7 +140,7 @@ impl NodeSync {
         let nodes = NodeSet::from_store(&self.nodes.store());
         let now = Instant::now();
         let due: Vec<Arc<Service>> = {
-            let records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
+            let records = self.records.lock();
             self.services
                 .store()
                 .state()

@@ -1,8 +1,8 @@
 //! An in-memory Lease with resourceVersion checks, a watch and per-candidate
 //! faults, so the election loop can be tested on a paused clock.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt as _;
@@ -10,6 +10,7 @@ use futures::stream::BoxStream;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use kube::api::ObjectMeta;
 use kube::core::Status;
+use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use crate::LeaseRecord;
@@ -53,10 +54,6 @@ pub(super) struct FakeLeaseStore {
     requests: Arc<AtomicUsize>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 impl FakeLeases {
     pub(super) fn new() -> Self {
         Self {
@@ -77,7 +74,7 @@ impl FakeLeases {
 
     /// The Lease's record, `None` when absent.
     pub(super) fn record(&self) -> Option<LeaseRecord> {
-        let server = lock(&self.server);
+        let server = self.server.lock();
         server
             .lease
             .as_ref()
@@ -86,12 +83,12 @@ impl FakeLeases {
 
     /// How many creates and updates succeeded.
     pub(super) fn writes(&self) -> usize {
-        lock(&self.server).writes
+        self.server.lock().writes
     }
 
     /// Writes `record` as another client would, bumping the resourceVersion.
     pub(super) fn overwrite(&self, record: &LeaseRecord) {
-        let mut server = lock(&self.server);
+        let mut server = self.server.lock();
         let mut lease = server.lease.clone().unwrap_or_default();
         record.apply_to(lease.spec.get_or_insert_with(LeaseSpec::default));
         self.store_lease(&mut server, lease);
@@ -109,7 +106,7 @@ impl FakeLeases {
 
 impl FakeLeaseStore {
     pub(super) fn set_fault(&self, fault: Fault) {
-        *lock(&self.fault) = fault;
+        *self.fault.lock() = fault;
     }
 
     /// How many requests this store has started.
@@ -121,7 +118,7 @@ impl FakeLeaseStore {
     async fn request(&self, verb: &'static str) -> Result<(), LeaseApiError> {
         self.requests.fetch_add(1, Ordering::Relaxed);
         tokio::time::sleep(self.latency).await;
-        let fault = *lock(&self.fault);
+        let fault = *self.fault.lock();
         match fault {
             Fault::None => Ok(()),
             Fault::WritesFail if verb == "get" => Ok(()),
@@ -142,12 +139,12 @@ impl FakeLeaseStore {
 impl LeaseStore for FakeLeaseStore {
     async fn get(&self) -> Result<Option<Lease>, LeaseApiError> {
         self.request("get").await?;
-        Ok(lock(&self.leases.server).lease.clone())
+        Ok(self.leases.server.lock().lease.clone())
     }
 
     async fn create(&self, record: &LeaseRecord) -> Result<Lease, LeaseApiError> {
         self.request("create").await?;
-        let mut server = lock(&self.leases.server);
+        let mut server = self.leases.server.lock();
         if server.lease.is_some() {
             return Err(LeaseApiError::AlreadyExists { lease: KEY.into() });
         }
@@ -166,7 +163,7 @@ impl LeaseStore for FakeLeaseStore {
 
     async fn replace(&self, current: &Lease, record: &LeaseRecord) -> Result<Lease, LeaseApiError> {
         self.request("update").await?;
-        let mut server = lock(&self.leases.server);
+        let mut server = self.leases.server.lock();
         let stored_version = server
             .lease
             .as_ref()

@@ -12,7 +12,7 @@ use super::render::{self, Representation};
 use super::route::ResourceRequest;
 use crate::resources::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::server::{Shared, lock};
+use crate::server::Shared;
 use crate::status::ApiError;
 use crate::store::{ObjectKey, StoredObject};
 
@@ -24,7 +24,7 @@ pub(crate) fn get(
     repr: Representation,
 ) -> Result<Bytes, ApiError> {
     let key = crate::registry::key(req.rt, req.namespace.as_deref(), name);
-    let store = lock(&shared.store);
+    let store = shared.store.lock();
     let object = store
         .get(req.rt.storage, &key)
         .ok_or_else(|| ApiError::not_found(req.rt, name))?;
@@ -177,7 +177,7 @@ pub(crate) fn list(
     let mut remaining: u64 = 0;
     let list_rv;
     {
-        let store = lock(&shared.store);
+        let store = shared.store.lock();
         let current = store.current_rv();
         let at = read_at(params, current, token.as_ref())?;
         list_rv = match at {

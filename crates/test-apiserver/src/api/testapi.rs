@@ -10,18 +10,18 @@ use hyper::body::Bytes;
 use serde_json::json;
 
 use super::render::{self, Body};
-use crate::server::{Shared, lock};
+use crate::server::Shared;
 use crate::status::ApiError;
 
 pub(crate) fn handle(shared: &Shared, method: &Method, path: &str) -> Response<Body> {
     let body = match (method.as_str(), path.trim_end_matches('/')) {
-        ("GET", "stats") => serde_json::to_vec(&lock(&shared.accounting).snapshot()),
+        ("GET", "stats") => serde_json::to_vec(&shared.accounting.lock().snapshot()),
         ("DELETE", "stats") => {
-            lock(&shared.accounting).reset();
+            shared.accounting.lock().reset();
             serde_json::to_vec(&json!({"reset": true}))
         }
         ("GET", "requests") => {
-            let (records, dropped) = lock(&shared.accounting).records();
+            let (records, dropped) = shared.accounting.lock().records();
             serde_json::to_vec(&json!({"records": records, "dropped": dropped}))
         }
         (_, "stats" | "requests") => {

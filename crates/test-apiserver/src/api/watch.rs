@@ -20,7 +20,7 @@ use super::read::{Selection, parse_rv};
 use super::render::{self, Body, Representation};
 use super::route::ResourceRequest;
 use crate::resources::ResourceType;
-use crate::server::{Shared, lock};
+use crate::server::Shared;
 use crate::status::ApiError;
 use crate::store::{Change, ChangeType, StoredObject, event_line};
 
@@ -40,14 +40,14 @@ struct OpenWatch {
 
 impl OpenWatch {
     fn new(shared: Arc<Shared>, resource: &'static str) -> Self {
-        lock(&shared.accounting).watch_opened(resource);
+        shared.accounting.lock().watch_opened(resource);
         Self { shared, resource }
     }
 }
 
 impl Drop for OpenWatch {
     fn drop(&mut self) {
-        lock(&self.shared.accounting).watch_closed(self.resource);
+        self.shared.accounting.lock().watch_closed(self.resource);
     }
 }
 
@@ -135,7 +135,7 @@ pub(crate) fn start(
         .filter(|t| *t > 0)
         .map_or(DEFAULT_TIMEOUT, Duration::from_secs);
     let (start, changes, initial, cursor, expired) = {
-        let store = lock(&shared.store);
+        let store = shared.store.lock();
         let current = store.current_rv();
         let start = start_of(params, current)?;
         let mut initial = VecDeque::new();
@@ -272,7 +272,7 @@ impl WatchStream {
     /// Reads new changes into `out`; true when it produced output or must
     /// be called again.
     fn poll_history(&mut self) -> bool {
-        let store = lock(&self.open.shared.store);
+        let store = self.open.shared.store.lock();
         match store.changes_since(self.rt.storage, self.cursor, BATCH) {
             Err(expired) => {
                 self.out.push_back(error_event(&expired));

@@ -14,7 +14,7 @@ use crate::patch::{self, PatchType};
 use crate::registry::{
     self, DeleteOptions, FieldValidation, Outcome, Target, UpdateError, WriteOptions, Written,
 };
-use crate::server::{Shared, lock};
+use crate::server::Shared;
 use crate::status::ApiError;
 use crate::store::StoredObject;
 
@@ -64,7 +64,7 @@ pub(crate) fn create(
     let opts = write_options(params)?;
     let decoded = registry::decode(req.rt, json_body(content_type, body)?, opts.validation)?;
     let outcome = registry::create(
-        &mut lock(&shared.store),
+        &mut shared.store.lock(),
         req.rt,
         req.namespace.as_deref(),
         decoded,
@@ -130,7 +130,9 @@ pub(crate) fn patch(
     let opts = write_options(params)?;
     let key = registry::key(req.rt, req.namespace.as_deref(), name);
     for _ in 0..ATTEMPTS {
-        let current = lock(&shared.store)
+        let current = shared
+            .store
+            .lock()
             .get(req.rt.storage, &key)
             .cloned()
             .ok_or_else(|| ApiError::not_found(req.rt, name))?;
@@ -196,7 +198,7 @@ pub(crate) fn delete(
 ) -> Result<Reply, ApiError> {
     let opts = delete_options(params, body)?;
     let outcome = registry::delete(
-        &mut lock(&shared.store),
+        &mut shared.store.lock(),
         req.rt,
         req.namespace.as_deref(),
         name,
@@ -216,7 +218,7 @@ pub(crate) fn delete_collection(
 ) -> Result<Reply, ApiError> {
     let opts = delete_options(params, body)?;
     let selection = Selection::parse(params, req.rt)?;
-    let mut store = lock(&shared.store);
+    let mut store = shared.store.lock();
     let mut names = Vec::new();
     store.scan_at(
         req.rt.storage,

@@ -4,7 +4,9 @@
 //! bumped on spec changes, no-op writes skipped, and deletion completed when
 //! the last finalizer goes.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use serde_json::Value;
 
@@ -12,7 +14,6 @@ use super::{Decoded, Outcome, WriteOptions, Written, create, key, place_in_names
 use crate::kinds::{self, ServiceIndex};
 use crate::meta;
 use crate::resources::{Kind, ResourceType};
-use crate::server::lock;
 use crate::status::ApiError;
 use crate::store::{Store, StoredObject};
 
@@ -111,7 +112,7 @@ pub(crate) fn update(
     let base = match base {
         Some(base) => base,
         None => {
-            let mut locked = lock(store);
+            let mut locked = store.lock();
             let Some(current) = locked.get(rt.storage, &key).cloned() else {
                 if sub == Subresource::Main && kinds::allows_create_on_update(rt.kind_id) {
                     meta::set(&mut cand, "resourceVersion", None);
@@ -144,7 +145,7 @@ pub(crate) fn update(
     if !allocates {
         shape(rt, sub, &mut next, &base, &EMPTY_SERVICES)?;
     }
-    let mut locked = lock(store);
+    let mut locked = store.lock();
     if locked.get(rt.storage, &key).map(|o| o.rv) != Some(base.rv) {
         return Err(UpdateError::Raced);
     }

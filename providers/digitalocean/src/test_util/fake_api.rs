@@ -12,13 +12,14 @@ mod droplets;
 mod load_balancers;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Bytes;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
+use parking_lot::{Mutex, MutexGuard};
 use serde_json::{Value, json};
 
 pub use droplets::{FakeDroplet, region_json};
@@ -95,7 +96,7 @@ pub struct FakeApi {
 impl FakeApi {
     /// Every account, by token, to inspect or change.
     pub fn lock(&self) -> MutexGuard<'_, HashMap<String, AccountState>> {
-        self.accounts.lock().unwrap_or_else(PoisonError::into_inner)
+        self.accounts.lock()
     }
 
     /// Serves the fake on 127.0.0.1 from the current runtime; returns its
