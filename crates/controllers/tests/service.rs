@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use ccm_controllers::{ControllerId, ControllerSettings};
+use ccm_test_support::ingress_ips;
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::{
     CloudError, CloudProvider, EnsuredLoadBalancer, LoadBalancer, LoadBalancerStatus,
@@ -26,18 +27,6 @@ fn has_finalizer(service: &Service) -> bool {
         .iter()
         .flatten()
         .any(|f| f == FINALIZER)
-}
-
-fn ingress_ips(service: &Service) -> Vec<String> {
-    service
-        .status
-        .as_ref()
-        .and_then(|s| s.load_balancer.as_ref())
-        .and_then(|lb| lb.ingress.as_ref())
-        .into_iter()
-        .flatten()
-        .filter_map(|i| i.ip.clone())
-        .collect()
 }
 
 fn load_balancer(h: &Harness, name: &str) -> Option<FakeLoadBalancer> {

@@ -7,8 +7,6 @@
 //! the delay the cloud asked for; errors a retry cannot fix fail at once and
 //! are left to the next pass.
 
-use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,10 +48,7 @@ fn retry_delay(err: &CloudError) -> Option<Duration> {
         CloudError::Throttled { .. } | CloudError::Retry { .. } => err
             .requested_delay()
             .filter(|delay| *delay <= MAX_INLINE_WAIT),
-        CloudError::Other { .. } => {
-            let jitter = RandomState::new().hash_one(Instant::now()) % 1000;
-            Some(RETRY_BASE + RETRY_BASE.mul_f64(jitter as f64 / 1000.0))
-        }
+        CloudError::Other { .. } => Some(RETRY_BASE + RETRY_BASE.mul_f64(fastrand::f64())),
         // Bad input, a missing instance or capability: the next pass, with
         // fresh nodes, is the retry.
         _ => None,

@@ -369,12 +369,9 @@ fn jittered(period: Duration, unit: f64) -> Duration {
     period.mul_f64(1.0 + JITTER_FACTOR * unit.clamp(0.0, 1.0))
 }
 
-/// A number in `[0, 1]`, different on each call: each `RandomState` is
-/// seeded afresh, which is random enough to spread candidates apart.
+/// A number in `[0, 1)`, different on each call.
 fn random_unit() -> f64 {
-    use std::hash::BuildHasher as _;
-    let bits = std::hash::RandomState::new().hash_one(std::time::SystemTime::now());
-    f64::from((bits >> 32) as u32) / f64::from(u32::MAX)
+    fastrand::f64()
 }
 
 /// Now, at the microsecond precision the API server keeps (`MicroTime`).

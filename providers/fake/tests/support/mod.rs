@@ -1,12 +1,9 @@
 //! Shared builders for the fake cloud's tests.
 #![allow(dead_code, reason = "each test file uses a different subset")]
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use cloud_provider::k8s_openapi::api::core::v1::{
-    Node, NodeSpec, Service, ServicePort, ServiceSpec,
-};
+use cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec, Service, ServicePort};
 use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 pub(crate) fn node(name: &str) -> Arc<Node> {
@@ -33,29 +30,16 @@ pub(crate) fn node_with_provider_id(name: &str, provider_id: &str) -> Arc<Node> 
     })
 }
 
+/// A LoadBalancer Service `default/<name>` with one TCP port 80 → node port
+/// 30080, and `annotations`.
 pub(crate) fn service(name: &str, uid: &str, annotations: &[(&str, &str)]) -> Service {
-    let annotations: BTreeMap<String, String> = annotations
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    Service {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            namespace: Some("default".to_owned()),
-            uid: Some(uid.to_owned()),
-            annotations: (!annotations.is_empty()).then_some(annotations),
-            ..ObjectMeta::default()
-        },
-        spec: Some(ServiceSpec {
-            type_: Some("LoadBalancer".to_owned()),
-            ports: Some(vec![ServicePort {
-                port: 80,
-                node_port: Some(30080),
-                protocol: Some("TCP".to_owned()),
-                ..ServicePort::default()
-            }]),
-            ..ServiceSpec::default()
-        }),
-        status: None,
-    }
+    let mut service = ccm_test_support::load_balancer_service(name, annotations);
+    service.metadata.uid = Some(uid.to_owned());
+    service.spec.get_or_insert_default().ports = Some(vec![ServicePort {
+        port: 80,
+        node_port: Some(30080),
+        protocol: Some("TCP".to_owned()),
+        ..ServicePort::default()
+    }]);
+    service
 }
