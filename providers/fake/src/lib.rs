@@ -25,8 +25,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cloud_provider::{CloudError, CloudProvider, Instances, LoadBalancer, Route, Routes};
-use tokio::time::Instant;
+use cloud_provider::{
+    CloudError, CloudProvider, Instances, InvalidRateLimit, LoadBalancer, RateLimiter, Route,
+    Routes,
+};
 
 pub use calls::{Call, Operation};
 pub use config::{AddressSpec, FakeConfig, InstanceSpec, Settings};
@@ -38,7 +40,7 @@ pub use load_balancer::{
 };
 pub use state::{FakeLoadBalancer, ForwardedPort, Instance, InstanceState, OwnedRoute};
 
-use faults::{Faults, TokenBucket};
+use faults::Faults;
 use state::State;
 
 /// The provider name: `--cloud-provider=fake`.
@@ -72,6 +74,11 @@ impl Default for FakeCloud {
 
 impl FakeCloud {
     /// A cloud seeded from `config`.
+    ///
+    /// # Panics
+    /// When `config` holds a rate limit [`FakeConfig::parse`] refuses (a
+    /// `rate_limit_qps` that is not a positive number, a zero
+    /// `rate_limit_burst`).
     pub fn new(config: FakeConfig) -> Self {
         let mut state = State::default();
         for instance in config.seeded_instances() {
@@ -81,9 +88,9 @@ impl FakeCloud {
         let mut faults = Faults::new(s.seed);
         faults.latency = Duration::from_millis(s.latency_ms);
         faults.error_rate = s.error_rate;
-        faults.bucket = s
-            .rate_limit_qps
-            .map(|qps| TokenBucket::new(qps, s.rate_limit_burst.unwrap_or(qps.ceil() as u32)));
+        faults.rate_limit = s.rate_limit().map(|(qps, burst)| {
+            RateLimiter::new(qps, burst).expect("FakeConfig::parse refuses invalid rate limits")
+        });
         Self {
             inner: Arc::new(Inner {
                 state: Mutex::new(state),
@@ -132,8 +139,16 @@ impl FakeCloud {
 
     /// Limits calls to `qps` per second with bursts of `burst`; beyond it
     /// they answer Throttled. `None` removes the limit.
-    pub fn set_rate_limit(&self, limit: Option<(f64, u32)>) {
-        lock(&self.inner.faults).bucket = limit.map(|(qps, burst)| TokenBucket::new(qps, burst));
+    ///
+    /// # Errors
+    /// [`InvalidRateLimit`] when `qps` is not a positive number or `burst`
+    /// is zero; the limit in force is then unchanged.
+    pub fn set_rate_limit(&self, limit: Option<(f64, u32)>) -> Result<(), InvalidRateLimit> {
+        let limit = limit
+            .map(|(qps, burst)| RateLimiter::new(qps, burst))
+            .transpose()?;
+        lock(&self.inner.faults).rate_limit = limit;
+        Ok(())
     }
 
     /// Sets the most nodes one batch call answers for.
@@ -227,7 +242,7 @@ impl FakeCloud {
         if !latency.is_zero() {
             tokio::time::sleep(latency).await;
         }
-        lock(&self.inner.faults).admit(op, Instant::now())
+        lock(&self.inner.faults).admit(op)
     }
 
     fn settings(&self) -> Settings {
