@@ -30,6 +30,9 @@ pub(crate) enum ClientError {
     /// The client stack could not be built from the configuration.
     #[error("could not build the Kubernetes client: {0}")]
     Build(kube::Error),
+    /// `--kube-api-qps` and `--kube-api-burst` make no enforceable limit.
+    #[error("--kube-api-qps / --kube-api-burst: {0}")]
+    RateLimit(cloud_provider::InvalidRateLimit),
 }
 
 /// Loads the configuration as upstream's `BuildConfigFromFlags` does:
@@ -77,8 +80,9 @@ pub(crate) fn build(
     if let Ok(value) = http::HeaderValue::from_str(user_agent) {
         config.headers.push((http::header::USER_AGENT, value));
     }
+    let limit = QpsLayer::new(qps, burst).map_err(ClientError::RateLimit)?;
     let builder = ClientBuilder::try_from(config).map_err(ClientError::Build)?;
-    Ok(builder.with_layer(&QpsLayer::new(qps, burst)).build())
+    Ok(builder.with_layer(&limit).build())
 }
 
 #[cfg(test)]

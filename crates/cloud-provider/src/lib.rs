@@ -13,8 +13,12 @@
 //! [`Instances::max_batch_size`], so that N nodes cost ceil(N / batch) cloud
 //! calls instead of N.
 //!
-//! This crate depends on `k8s-openapi` types only: it has no Kubernetes client
-//! and no cloud SDK, and it never will.
+//! It also holds the one client-side [`RateLimiter`] that the Kubernetes
+//! client and every provider use, so that limits are written once.
+//!
+//! This crate has no Kubernetes client and no cloud SDK, and it never will:
+//! it depends on `k8s-openapi` types, and on tokio's clock and `governor`
+//! for the rate limiter only.
 
 #![warn(missing_docs)]
 
@@ -23,6 +27,7 @@ mod error;
 mod instances;
 mod load_balancer;
 mod provider;
+mod rate_limit;
 mod routes;
 
 pub use config::{CloudConfig, ConfigError, Environment, ProviderFactory};
@@ -33,6 +38,7 @@ pub use load_balancer::{
     default_load_balancer_name,
 };
 pub use provider::{CloudProvider, InitContext};
+pub use rate_limit::{InvalidRateLimit, RateLimiter};
 pub use routes::{Route, Routes};
 
 /// Re-exported so providers name the same CIDR type as [`Route`].

@@ -139,7 +139,7 @@ fn capabilities_follow_the_wrapped_provider() {
 async fn a_herd_meeting_a_rate_limit_is_paced_not_refused_again_and_again() {
     let fake = FakeCloud::default();
     fake.set_auto_instances(true);
-    fake.set_rate_limit(Some((20.0, 20)));
+    fake.set_rate_limit(Some((20.0, 20))).unwrap();
     let metrics = Metrics::new();
     let cloud = Arc::new(MeteredCloud::new(
         Arc::new(fake.clone()),

@@ -110,7 +110,7 @@ impl AwsProvider {
         let provider = Self::new(config, &Environment::default())
             .expect("an empty environment is valid")
             .with_rate_limit(rate_limit);
-        let throttle = Arc::new(Throttle::new(rate_limit));
+        let throttle = Arc::new(Throttle::new(rate_limit).expect("tests use valid rate limits"));
         let api = Api::new(ec2, elbv2, throttle, Arc::clone(&provider.metrics));
         let cloud = Cloud::new(
             api,
@@ -185,13 +185,15 @@ impl CloudProvider for AwsProvider {
     async fn initialize(&self, ctx: &InitContext) -> Result<(), CloudError> {
         self.cloud
             .get_or_try_init(|| async {
+                let throttle = Throttle::new(self.rate_limit)
+                    .map_err(|e| CloudError::msg(format!("the AWS client-side rate limit: {e}")))?;
                 let region = self.region().await?;
                 let sdk_region = Region::new(region.clone());
                 let credentials = self.credentials.provider(&sdk_region, &self.config).await;
                 let api = Api::new(
                     clients::ec2(&self.config, &sdk_region, credentials.clone()),
                     clients::elbv2(&self.config, &sdk_region, credentials),
-                    Arc::new(Throttle::new(self.rate_limit)),
+                    Arc::new(throttle),
                     Arc::clone(&self.metrics),
                 );
                 let cloud = Cloud::new(api, Arc::clone(&self.config), &ctx.cluster_name, region);
@@ -220,5 +222,27 @@ impl CloudProvider for AwsProvider {
 
     fn encode_metrics(&self, out: &mut String) {
         self.metrics.encode(out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn initialize_refuses_a_rate_limit_it_cannot_keep() {
+        let provider = AwsProvider::new(AwsConfig::default(), &Environment::default())
+            .expect("an empty environment is valid")
+            .with_rate_limit(RateLimit { qps: 0.0, burst: 1 });
+        let err = provider
+            .initialize(&InitContext::new("test-cluster"))
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("the AWS client-side rate limit: 0 calls a second"),
+            "{err}"
+        );
+        assert!(provider.cloud().is_err(), "nothing was initialized");
     }
 }

@@ -1,16 +1,21 @@
-//! Keeping the process under AWS's request limits: a client-side token
-//! bucket, and upstream's process-wide backoff after `RequestLimitExceeded`.
+//! Keeping the process under AWS's request limits: a client-side rate
+//! limit (the workspace's [`RateLimiter`]), and upstream's process-wide
+//! backoff after `RequestLimitExceeded`.
 //!
 //! Neither sleeps. A call that may not go out now fails at once with the
 //! time to wait, which the interface surfaces as `CloudError::Throttled`, so
 //! the controller requeues the object instead of holding a worker.
 
-use std::sync::Mutex;
 use std::time::Duration;
 
+use cloud_provider::{InvalidRateLimit, RateLimiter};
+use parking_lot::Mutex;
 use tokio::time::Instant;
 
 /// The client-side limit on calls, across EC2 and ELBv2.
+///
+/// `qps` must be a positive number and `burst` at least 1, or the
+/// provider's `initialize` fails.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateLimit {
     /// Calls per second, sustained.
@@ -42,14 +47,13 @@ const INITIAL_REQUESTS: f64 = 4.0;
 /// The shared admission state of every call the provider makes.
 #[derive(Debug)]
 pub(crate) struct Throttle {
+    limit: RateLimiter,
     state: Mutex<State>,
 }
 
+/// Upstream's backoff after AWS throttled calls.
 #[derive(Debug)]
 struct State {
-    limit: RateLimit,
-    tokens: f64,
-    refilled: Instant,
     requests: f64,
     throttled: f64,
     decayed: Instant,
@@ -57,19 +61,20 @@ struct State {
 }
 
 impl Throttle {
-    pub(crate) fn new(limit: RateLimit) -> Self {
-        let now = Instant::now();
-        Self {
+    /// Admission under `limit`, with no backoff in force.
+    ///
+    /// # Errors
+    /// [`InvalidRateLimit`] when `limit` is not a rate a limiter can keep.
+    pub(crate) fn new(limit: RateLimit) -> Result<Self, InvalidRateLimit> {
+        Ok(Self {
+            limit: RateLimiter::new(limit.qps, limit.burst)?,
             state: Mutex::new(State {
-                limit,
-                tokens: f64::from(limit.burst),
-                refilled: now,
                 requests: INITIAL_REQUESTS,
                 throttled: 0.0,
-                decayed: now,
+                decayed: Instant::now(),
                 not_before: None,
             }),
-        }
+        })
     }
 
     /// Lets one call go out now, or says how long to wait.
@@ -82,14 +87,7 @@ impl Throttle {
             }
             s.not_before = None;
         }
-        s.refill(now);
-        if s.tokens < 1.0 {
-            let missing = 1.0 - s.tokens;
-            return Err(Duration::from_secs_f64(
-                missing / s.limit.qps.max(f64::EPSILON),
-            ));
-        }
-        s.tokens -= 1.0;
+        self.limit.try_acquire()?;
         s.decay(now);
         s.requests += 1.0;
         Ok(())
@@ -119,20 +117,12 @@ impl Throttle {
         delay
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn lock(&self) -> parking_lot::MutexGuard<'_, State> {
+        self.state.lock()
     }
 }
 
 impl State {
-    fn refill(&mut self, now: Instant) {
-        let elapsed = now.saturating_duration_since(self.refilled).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * self.limit.qps).min(f64::from(self.limit.burst));
-        self.refilled = now;
-    }
-
     fn decay(&mut self, now: Instant) {
         let elapsed = now.saturating_duration_since(self.decayed);
         if elapsed > DECAY_INTERVAL {
@@ -154,7 +144,8 @@ mod tests {
         let throttle = Throttle::new(RateLimit {
             qps: 10.0,
             burst: 3,
-        });
+        })
+        .unwrap();
         for _ in 0..3 {
             assert_eq!(throttle.admit(), Ok(()));
         }
@@ -166,7 +157,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn one_throttle_in_a_quiet_process_blocks_every_call_for_upstreams_delay() {
-        let throttle = Throttle::new(RateLimit::default());
+        let throttle = Throttle::new(RateLimit::default()).unwrap();
         assert_eq!(throttle.admit(), Ok(()));
         // 1 throttled of 5 counted calls (4 of bias): 20% of 60 s.
         let delay = throttle.throttled();
@@ -180,7 +171,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn backoff_grows_with_the_recent_throttle_rate_and_is_capped_at_a_minute() {
-        let throttle = Throttle::new(RateLimit::default());
+        let throttle = Throttle::new(RateLimit::default()).unwrap();
         let mut last = Duration::ZERO;
         for _ in 0..20 {
             last = throttle.throttled();
@@ -193,7 +184,8 @@ mod tests {
         let throttle = Throttle::new(RateLimit {
             qps: 1000.0,
             burst: 1000,
-        });
+        })
+        .unwrap();
         for _ in 0..100 {
             throttle.admit().expect("within the limit");
         }
@@ -202,7 +194,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn throttle_counts_decay_so_old_throttles_stop_mattering() {
-        let throttle = Throttle::new(RateLimit::default());
+        let throttle = Throttle::new(RateLimit::default()).unwrap();
         for _ in 0..5 {
             throttle.throttled();
         }

@@ -8,13 +8,14 @@ pub(crate) mod types;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
+use cloud_provider::RateLimiter;
 use reqwest::header::{AUTHORIZATION, HeaderValue};
 use reqwest::{Method, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 pub(crate) use error::ApiError;
-use rate_limit::{Pacer, ServerBudget};
+use rate_limit::ServerBudget;
 use types::{ErrorBody, Page};
 
 use crate::config::AccessToken;
@@ -40,7 +41,10 @@ pub(crate) struct Client {
     base: Url,
     auth: HeaderValue,
     token: AccessToken,
-    pacer: Option<Pacer>,
+    /// Spaces requests `1/qps` apart with no burst, as upstream's
+    /// `godo.SetStaticRateLimit`: pacing the operator asked for, waited
+    /// out in the call, not a wait for the cloud's limit.
+    pacer: Option<RateLimiter>,
     budget: ServerBudget,
 }
 
@@ -68,7 +72,7 @@ impl Client {
     pub(crate) fn new(
         base: Url,
         token: AccessToken,
-        qps: Option<f64>,
+        pacer: Option<RateLimiter>,
     ) -> Result<Self, ClientError> {
         let mut auth = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
             .map_err(|_| ClientError::TokenNotAHeader)?;
@@ -85,7 +89,7 @@ impl Client {
             base,
             auth,
             token,
-            pacer: qps.map(Pacer::new),
+            pacer,
             budget: ServerBudget::default(),
         })
     }

@@ -40,7 +40,7 @@ use parking_lot::Mutex;
 
 use async_trait::async_trait;
 use cloud_provider::{
-    CloudError, CloudProvider, ConfigError, InitContext, Instances, LoadBalancer,
+    CloudError, CloudProvider, ConfigError, InitContext, Instances, LoadBalancer, RateLimiter,
 };
 
 pub use config::{
@@ -74,14 +74,20 @@ impl DigitalOceanProvider {
     /// A provider for `settings`. Does no network I/O.
     ///
     /// # Errors
-    /// A [`ConfigError`] when the HTTP client cannot be set up.
+    /// A [`ConfigError`] when the HTTP client cannot be set up, or when
+    /// `rate_limit_qps` is not a rate a pacer can keep.
     pub fn new(settings: Settings) -> Result<Self, ConfigError> {
-        let api = Client::new(
-            settings.api_url.clone(),
-            settings.token.clone(),
-            settings.rate_limit_qps,
-        )
-        .map_err(|e| ConfigError::new(format!("{ENV_ACCESS_TOKEN}: {e}")))?;
+        let pacer = settings
+            .rate_limit_qps
+            .map(RateLimiter::pacer)
+            .transpose()
+            .map_err(|e| {
+                ConfigError::new(format!(
+                    "environment variable {ENV_API_RATE_LIMIT_QPS}: {e}"
+                ))
+            })?;
+        let api = Client::new(settings.api_url.clone(), settings.token.clone(), pacer)
+            .map_err(|e| ConfigError::new(format!("{ENV_ACCESS_TOKEN}: {e}")))?;
         Ok(Self {
             api,
             settings,

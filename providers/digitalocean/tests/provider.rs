@@ -20,6 +20,19 @@ fn the_factory_needs_a_token_and_names_the_variable() {
     assert!(err.to_string().contains("DO_ACCESS_TOKEN"), "{err}");
 }
 
+#[test]
+fn a_pace_too_slow_to_keep_is_refused_naming_the_variable() {
+    let env = Environment::default()
+        .with("DO_ACCESS_TOKEN", "t")
+        .with("DO_API_RATE_LIMIT_QPS", "1e-12");
+    let err = DigitalOceanProviderFactory::build(None, &env).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("environment variable DO_API_RATE_LIMIT_QPS: 0.000000000001 calls a second"),
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn a_token_file_named_in_the_cloud_config_is_used() {
     let account = account();

@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use cloud_provider::{CloudConfig, ConfigError, NodeAddress, NodeAddressType};
+use cloud_provider::{CloudConfig, ConfigError, NodeAddress, NodeAddressType, RateLimiter};
 use serde::Deserialize;
 
 use crate::instance::{Instance, InstanceState, default_provider_id};
@@ -62,6 +62,17 @@ pub struct Settings {
     pub zones: Vec<String>,
     /// Instance type of synthesized instances.
     pub instance_type: String,
+}
+
+impl Settings {
+    /// The rate limit as `(qps, burst)`, the burst defaulting to the qps
+    /// rounded up; `None` when unlimited.
+    pub(crate) fn rate_limit(&self) -> Option<(f64, u32)> {
+        self.rate_limit_qps.map(|qps| {
+            let burst = self.rate_limit_burst.unwrap_or(qps.ceil() as u32);
+            (qps, burst)
+        })
+    }
 }
 
 impl Default for Settings {
@@ -162,6 +173,11 @@ impl FakeConfig {
         }
         if s.rate_limit_burst == Some(0) {
             return Err("settings.rate_limit_burst: must be at least 1".into());
+        }
+        if let Some((qps, burst)) = s.rate_limit()
+            && let Err(e) = RateLimiter::new(qps, burst)
+        {
+            return Err(format!("settings.rate_limit_qps: {e}"));
         }
         if s.batch_size == 0 {
             return Err("settings.batch_size: must be at least 1".into());

@@ -1,8 +1,10 @@
+//! What makes the fake misbehave on purpose: latency, errors injected or
+//! at random, and a rate limit answering Throttled.
+
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use cloud_provider::CloudError;
-use tokio::time::Instant;
+use cloud_provider::{CloudError, RateLimiter};
 
 use crate::Operation;
 
@@ -51,46 +53,13 @@ struct Injection {
     remaining: u32,
 }
 
-/// A token bucket: `qps` tokens a second, at most `burst` saved up.
-#[derive(Debug)]
-pub(crate) struct TokenBucket {
-    qps: f64,
-    burst: f64,
-    tokens: f64,
-    last: Instant,
-}
-
-impl TokenBucket {
-    pub(crate) fn new(qps: f64, burst: u32) -> Self {
-        let burst = f64::from(burst.max(1));
-        Self {
-            qps,
-            burst,
-            tokens: burst,
-            last: Instant::now(),
-        }
-    }
-
-    /// Takes a token, or says how long until one is available.
-    pub(crate) fn try_take(&mut self, now: Instant) -> Result<(), Duration> {
-        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * self.qps).min(self.burst);
-        self.last = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            Ok(())
-        } else {
-            Err(Duration::from_secs_f64((1.0 - self.tokens) / self.qps))
-        }
-    }
-}
-
 /// Everything that makes the fake misbehave on purpose.
 #[derive(Debug)]
 pub(crate) struct Faults {
     pub(crate) latency: Duration,
     pub(crate) error_rate: f64,
-    pub(crate) bucket: Option<TokenBucket>,
+    /// The cloud's own limit: beyond it calls answer Throttled at once.
+    pub(crate) rate_limit: Option<RateLimiter>,
     rng: u64,
     injections: VecDeque<Injection>,
 }
@@ -100,7 +69,7 @@ impl Faults {
         Self {
             latency: Duration::ZERO,
             error_rate: 0.0,
-            bucket: None,
+            rate_limit: None,
             // xorshift must not start at zero.
             rng: seed | 1,
             injections: VecDeque::new(),
@@ -119,10 +88,10 @@ impl Faults {
 
     /// Decides the fate of one call: throttled, an injected error, a random
     /// error, or through.
-    pub(crate) fn admit(&mut self, op: Operation, now: Instant) -> Result<(), CloudError> {
-        if let Some(bucket) = &mut self.bucket {
-            bucket
-                .try_take(now)
+    pub(crate) fn admit(&mut self, op: Operation) -> Result<(), CloudError> {
+        if let Some(limit) = &self.rate_limit {
+            limit
+                .try_acquire()
                 .map_err(|retry_after| CloudError::Throttled { retry_after })?;
         }
         if let Some(pos) = self

@@ -26,9 +26,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cloud_provider::{CloudError, CloudProvider, Instances, LoadBalancer, Route, Routes};
+use cloud_provider::{
+    CloudError, CloudProvider, Instances, InvalidRateLimit, LoadBalancer, RateLimiter, Route,
+    Routes,
+};
 use parking_lot::{Mutex, MutexGuard};
-use tokio::time::Instant;
 
 pub use calls::{Call, Operation};
 pub use config::{AddressSpec, FakeConfig, InstanceSpec, Settings};
@@ -41,7 +43,7 @@ pub use load_balancer::{
 };
 pub use state::{FakeLoadBalancer, ForwardedPort, OwnedRoute};
 
-use faults::{Faults, TokenBucket};
+use faults::Faults;
 use state::State;
 
 /// The provider name: `--cloud-provider=fake`.
@@ -69,6 +71,11 @@ impl Default for FakeCloud {
 
 impl FakeCloud {
     /// A cloud seeded from `config`.
+    ///
+    /// # Panics
+    /// When `config` holds a rate limit [`FakeConfig::parse`] refuses (a
+    /// `rate_limit_qps` that is not a positive number, a zero
+    /// `rate_limit_burst`).
     pub fn new(config: FakeConfig) -> Self {
         let mut state = State::default();
         for instance in config.seeded_instances() {
@@ -78,9 +85,9 @@ impl FakeCloud {
         let mut faults = Faults::new(s.seed);
         faults.latency = Duration::from_millis(s.latency_ms);
         faults.error_rate = s.error_rate;
-        faults.bucket = s
-            .rate_limit_qps
-            .map(|qps| TokenBucket::new(qps, s.rate_limit_burst.unwrap_or(qps.ceil() as u32)));
+        faults.rate_limit = s.rate_limit().map(|(qps, burst)| {
+            RateLimiter::new(qps, burst).expect("FakeConfig::parse refuses invalid rate limits")
+        });
         Self {
             inner: Arc::new(Inner {
                 state: Mutex::new(state),
@@ -133,8 +140,16 @@ impl FakeCloud {
 
     /// Limits calls to `qps` per second with bursts of `burst`; beyond it
     /// they answer Throttled. `None` removes the limit.
-    pub fn set_rate_limit(&self, limit: Option<(f64, u32)>) {
-        self.inner.faults.lock().bucket = limit.map(|(qps, burst)| TokenBucket::new(qps, burst));
+    ///
+    /// # Errors
+    /// [`InvalidRateLimit`] when `qps` is not a positive number or `burst`
+    /// is zero; the limit in force is then unchanged.
+    pub fn set_rate_limit(&self, limit: Option<(f64, u32)>) -> Result<(), InvalidRateLimit> {
+        let limit = limit
+            .map(|(qps, burst)| RateLimiter::new(qps, burst))
+            .transpose()?;
+        self.inner.faults.lock().rate_limit = limit;
+        Ok(())
     }
 
     /// Sets the most nodes one batch call answers for.
@@ -232,7 +247,7 @@ impl FakeCloud {
         if !latency.is_zero() {
             tokio::time::sleep(latency).await;
         }
-        self.inner.faults.lock().admit(op, Instant::now())
+        self.inner.faults.lock().admit(op)
     }
 
     fn settings(&self) -> Settings {

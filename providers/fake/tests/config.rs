@@ -153,6 +153,10 @@ fn out_of_range_settings_name_the_field() {
             "settings.rate_limit_qps",
         ),
         (
+            "[settings]\nrate_limit_qps = 1e-12\n",
+            "settings.rate_limit_qps",
+        ),
+        (
             "[[instances]]\nname = \"a\"\naddresses = [{ type = \"InternalIp\", address = \"1.2.3.4\" }]\n",
             "instances[0].addresses[0].type",
         ),

@@ -83,7 +83,7 @@ async fn error_rate_fails_that_fraction_of_calls() {
 #[tokio::test(start_paused = true)]
 async fn rate_limit_answers_throttled_beyond_the_bucket_and_refills() {
     let cloud = auto_cloud();
-    cloud.set_rate_limit(Some((10.0, 2)));
+    cloud.set_rate_limit(Some((10.0, 2))).unwrap();
     assert!(cloud.instance_exists(&node("a")).await.is_ok());
     assert!(cloud.instance_exists(&node("a")).await.is_ok());
     let err = cloud.instance_exists(&node("a")).await.unwrap_err();
@@ -103,7 +103,7 @@ async fn rate_limit_answers_throttled_beyond_the_bucket_and_refills() {
         "the refilled token is spent"
     );
 
-    cloud.set_rate_limit(None);
+    cloud.set_rate_limit(None).unwrap();
     for _ in 0..100 {
         assert!(cloud.instance_exists(&node("a")).await.is_ok());
     }
@@ -145,5 +145,21 @@ async fn batches_larger_than_the_declared_size_are_refused() {
     assert!(
         err.to_string().contains("exceeds the maximum of 2"),
         "{err}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_invalid_rate_limit_is_refused_and_the_one_in_force_kept() {
+    let cloud = auto_cloud();
+    cloud.set_rate_limit(Some((10.0, 1))).unwrap();
+    assert!(cloud.set_rate_limit(Some((0.0, 1))).is_err());
+    assert!(cloud.set_rate_limit(Some((10.0, 0))).is_err());
+    assert!(cloud.instance_exists(&node("a")).await.is_ok());
+    assert!(
+        matches!(
+            cloud.instance_exists(&node("a")).await,
+            Err(CloudError::Throttled { .. })
+        ),
+        "the 10-a-second limit still holds"
     );
 }

@@ -1,38 +1,16 @@
-//! A client-side token bucket, as client-go's `flowcontrol` rate limiter:
-//! `qps` tokens a second, up to `burst` saved.
+//! The Kubernetes client's client-side limit, as client-go's `flowcontrol`
+//! token bucket: `--kube-api-qps` requests a second, up to
+//! `--kube-api-burst` at once, enforced by the workspace's one
+//! [`RateLimiter`] as a tower layer.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::task::{Context, Poll, ready};
-use std::time::Duration;
 
-use tokio::time::{Instant, Sleep};
+use cloud_provider::{InvalidRateLimit, RateLimiter};
+use tokio::time::Sleep;
 use tower::{Layer, Service};
-
-#[derive(Debug)]
-struct Bucket {
-    qps: f64,
-    burst: f64,
-    tokens: f64,
-    last: Instant,
-}
-
-impl Bucket {
-    /// Takes a token, possibly on credit, and says how long to wait before
-    /// using it: callers are served in order.
-    fn reserve(&mut self, now: Instant) -> Duration {
-        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * self.qps).min(self.burst);
-        self.last = now;
-        self.tokens -= 1.0;
-        if self.tokens >= 0.0 {
-            Duration::ZERO
-        } else {
-            Duration::from_secs_f64(-self.tokens / self.qps)
-        }
-    }
-}
 
 /// Wraps a client stack so that requests start at most `qps` per second.
 ///
@@ -40,20 +18,14 @@ impl Bucket {
 /// `poll_ready` holds every later request back in order.
 #[derive(Debug, Clone)]
 pub(crate) struct QpsLayer {
-    bucket: Arc<Mutex<Bucket>>,
+    limiter: Arc<RateLimiter>,
 }
 
 impl QpsLayer {
-    pub(crate) fn new(qps: f64, burst: u32) -> Self {
-        let burst = f64::from(burst.max(1));
-        Self {
-            bucket: Arc::new(Mutex::new(Bucket {
-                qps,
-                burst,
-                tokens: burst,
-                last: Instant::now(),
-            })),
-        }
+    pub(crate) fn new(qps: f64, burst: u32) -> Result<Self, InvalidRateLimit> {
+        Ok(Self {
+            limiter: Arc::new(RateLimiter::new(qps, burst)?),
+        })
     }
 }
 
@@ -63,9 +35,9 @@ impl<S> Layer<S> for QpsLayer {
     fn layer(&self, inner: S) -> Self::Service {
         QpsLimited {
             inner,
-            bucket: self.bucket.clone(),
+            limiter: self.limiter.clone(),
             wait: None,
-            reserved: false,
+            admitted: false,
         }
     }
 }
@@ -73,15 +45,18 @@ impl<S> Layer<S> for QpsLayer {
 /// The service [`QpsLayer`] produces.
 pub(crate) struct QpsLimited<S> {
     inner: S,
-    bucket: Arc<Mutex<Bucket>>,
+    limiter: Arc<RateLimiter>,
     wait: Option<Pin<Box<Sleep>>>,
-    reserved: bool,
+    /// The next request's token is taken; the inner service may not be
+    /// ready yet.
+    admitted: bool,
 }
 
 impl<S> std::fmt::Debug for QpsLimited<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("QpsLimited")
-            .field("reserved", &self.reserved)
+            .field("limiter", &self.limiter)
+            .field("admitted", &self.admitted)
             .finish_non_exhaustive()
     }
 }
@@ -95,26 +70,21 @@ where
     type Future = S::Future;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        if !self.reserved {
-            let delay = self
-                .bucket
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .reserve(Instant::now());
-            self.reserved = true;
-            if !delay.is_zero() {
-                self.wait = Some(Box::pin(tokio::time::sleep(delay)));
+        while !self.admitted {
+            if let Some(wait) = &mut self.wait {
+                ready!(wait.as_mut().poll(cx));
+                self.wait = None;
             }
-        }
-        if let Some(wait) = &mut self.wait {
-            ready!(wait.as_mut().poll(cx));
-            self.wait = None;
+            match self.limiter.try_acquire() {
+                Ok(()) => self.admitted = true,
+                Err(delay) => self.wait = Some(Box::pin(tokio::time::sleep(delay))),
+            }
         }
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, request: R) -> Self::Future {
-        self.reserved = false;
+        self.admitted = false;
         self.inner.call(request)
     }
 }
@@ -123,11 +93,13 @@ where
 mod tests {
     use super::*;
     use std::convert::Infallible;
+    use std::time::Duration;
+    use tokio::time::Instant;
     use tower::ServiceExt;
 
     #[tokio::test(start_paused = true)]
     async fn requests_beyond_the_burst_wait_for_tokens() {
-        let layer = QpsLayer::new(10.0, 3);
+        let layer = QpsLayer::new(10.0, 3).unwrap();
         let mut service = layer.layer(tower::service_fn(|()| async { Ok::<_, Infallible>(()) }));
         let start = Instant::now();
         for _ in 0..3 {
@@ -142,5 +114,16 @@ mod tests {
             Duration::from_millis(500),
             "then 10 per second"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn clones_of_the_layer_share_one_limit() {
+        let layer = QpsLayer::new(10.0, 1).unwrap();
+        let echo = || tower::service_fn(|()| async { Ok::<_, Infallible>(()) });
+        let (mut a, mut b) = (layer.layer(echo()), layer.clone().layer(echo()));
+        let start = Instant::now();
+        a.ready().await.unwrap().call(()).await.unwrap();
+        b.ready().await.unwrap().call(()).await.unwrap();
+        assert_eq!(start.elapsed(), Duration::from_millis(100));
     }
 }

@@ -1,48 +1,16 @@
-//! Client-side pacing (`DO_API_RATE_LIMIT_QPS`) and the server's budget
-//! (`RateLimit-Remaining` / `RateLimit-Reset`, and 429).
+//! The server's rate-limit budget (`RateLimit-Remaining` /
+//! `RateLimit-Reset`, and 429). Client-side pacing (`DO_API_RATE_LIMIT_QPS`)
+//! is the workspace's [`cloud_provider::RateLimiter::pacer`].
 
-use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use parking_lot::Mutex;
 use reqwest::header::HeaderMap;
-use tokio::time::Instant;
 
 /// How long to wait after a 429 that names no reset time.
 const DEFAULT_RETRY_AFTER: Duration = Duration::from_secs(60);
 /// A reset already past, or a clock skew, still asks for a short pause.
 const MIN_RETRY_AFTER: Duration = Duration::from_secs(1);
-
-/// Spaces requests `1/qps` apart with no burst, as upstream's
-/// `godo.SetStaticRateLimit` does.
-///
-/// This is pacing the operator asked for, not a wait for the cloud's limit:
-/// each caller waits at most for the callers queued before it.
-#[derive(Debug)]
-pub(crate) struct Pacer {
-    interval: Duration,
-    next_slot: Mutex<Option<Instant>>,
-}
-
-impl Pacer {
-    pub(crate) fn new(qps: f64) -> Self {
-        Self {
-            interval: Duration::from_secs_f64(1.0 / qps),
-            next_slot: Mutex::new(None),
-        }
-    }
-
-    /// Waits for this request's turn.
-    pub(crate) async fn acquire(&self) {
-        let slot = {
-            let mut next = self.next_slot.lock().unwrap_or_else(|e| e.into_inner());
-            let now = Instant::now();
-            let slot = next.map_or(now, |n| n.max(now));
-            *next = Some(slot + self.interval);
-            slot
-        };
-        tokio::time::sleep_until(slot).await;
-    }
-}
 
 /// The server's rate-limit budget, as its last answers described it.
 #[derive(Debug, Default)]
@@ -53,10 +21,7 @@ pub(crate) struct ServerBudget {
 impl ServerBudget {
     /// `Some(wait)` while the server said the budget is spent.
     pub(crate) fn wait_needed(&self, now: SystemTime) -> Option<Duration> {
-        let mut until = self
-            .exhausted_until
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut until = self.exhausted_until.lock();
         match *until {
             Some(t) if t > now => Some(
                 t.duration_since(now)
@@ -82,10 +47,7 @@ impl ServerBudget {
         let reset =
             header_u64(headers, "ratelimit-reset").map(|s| UNIX_EPOCH + Duration::from_secs(s));
         let remaining = header_u64(headers, "ratelimit-remaining");
-        let mut until = self
-            .exhausted_until
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut until = self.exhausted_until.lock();
         if status == 429 {
             let wait = reset
                 .and_then(|r| r.duration_since(now).ok())
@@ -117,20 +79,6 @@ mod tests {
             h.insert(*k, HeaderValue::from_str(v).unwrap());
         }
         h
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn pacer_spaces_requests_by_the_interval() {
-        let pacer = Pacer::new(4.0);
-        let start = Instant::now();
-        for _ in 0..5 {
-            pacer.acquire().await;
-        }
-        assert_eq!(
-            start.elapsed(),
-            Duration::from_secs(1),
-            "the first is immediate, then 4 × 250 ms"
-        );
     }
 
     #[test]
