@@ -92,7 +92,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
             "--release",
             "--quiet",
             "-p",
-            "test-apiserver",
+            "ccm-test-apiserver",
             "-p",
             "fake-cloud-controller-manager",
         ]))?;

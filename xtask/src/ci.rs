@@ -88,7 +88,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     })?;
     steps.time("rustdoc", || {
         run(cargo()
-            .args(["doc", "--no-deps", "--locked", "-p", "cloud-provider"])
+            .args(["doc", "--no-deps", "--locked", "-p", "ccm-cloud-provider"])
             .env("RUSTDOCFLAGS", "-D warnings"))
     })?;
     steps.time("e2e tools", tools::ensure_e2e)?;

@@ -50,7 +50,7 @@ pub(crate) fn main(Options {}: &Options) -> anyhow::Result<()> {
             "test",
             "--locked",
             "-p",
-            "test-apiserver",
+            "ccm-test-apiserver",
             "--",
             "--ignored",
         ]))?;

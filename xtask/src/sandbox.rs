@@ -54,7 +54,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         "build",
         "--quiet",
         "-p",
-        "test-apiserver",
+        "ccm-test-apiserver",
         "-p",
         "fake-cloud-controller-manager",
     ]))?;

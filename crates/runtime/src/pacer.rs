@@ -1,8 +1,8 @@
 //! Pacing cloud calls after the cloud says "too many".
 
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::time::Instant;
 
 /// The longest spacing the pacer imposes between call starts.
@@ -47,7 +47,7 @@ impl Pacer {
     /// Waits for this call's turn.
     pub(crate) async fn wait_turn(&self) {
         let start = {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut state = self.state.lock();
             if state.interval.is_zero() && state.next <= Instant::now() {
                 return;
             }
@@ -61,14 +61,14 @@ impl Pacer {
     /// The cloud refused a call: wait `retry_after`, then space calls by it.
     pub(crate) fn throttled(&self, retry_after: Duration) {
         let retry_after = retry_after.clamp(MIN_INTERVAL, MAX_INTERVAL);
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.state.lock();
         state.interval = state.interval.max(retry_after);
         state.next = state.next.max(Instant::now() + retry_after);
     }
 
     /// A call went through: narrow the spacing.
     pub(crate) fn succeeded(&self) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.state.lock();
         if !state.interval.is_zero() {
             state.interval = state.interval.mul_f64(0.9);
             if state.interval < MIN_INTERVAL {

@@ -1,4 +1,4 @@
-//! `cargo bench -p test-apiserver`: request throughput and latency of simple
+//! `cargo bench -p ccm-test-apiserver`: request throughput and latency of simple
 //! GET and PATCH requests over loopback, with 10,000 nodes and 2,000
 //! services loaded and 50 watches open and drained. It prints figures; it
 //! asserts nothing about them (targets: ≥ 2,000 requests/s, p99 ≤ 5 ms on a

@@ -212,7 +212,7 @@
 //! Objects are serialized once, when written; GET, lists and every watch
 //! share those bytes. Updates are worked out outside the store's lock and
 //! committed only if the object did not change meanwhile. The
-//! `benches/throughput.rs` benchmark (`cargo bench -p test-apiserver`)
+//! `benches/throughput.rs` benchmark (`cargo bench -p ccm-test-apiserver`)
 //! loads 10,000 nodes, 2,000 services and 50 open watches.
 
 mod api;

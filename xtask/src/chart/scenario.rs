@@ -47,7 +47,7 @@ pub(crate) fn run_scenario(ccm_args: &[String], cloud_config: &str) -> anyhow::R
         "build",
         "--quiet",
         "-p",
-        "test-apiserver",
+        "ccm-test-apiserver",
         "-p",
         "fake-cloud-controller-manager",
     ]))?;
