@@ -14,13 +14,16 @@
 
 pub mod seed;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aws_sdk_ec2::config::{BehaviorVersion, Credentials, Region};
-use cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec};
+use cloud_provider::k8s_openapi::api::core::v1::{
+    Node, NodeSpec, Service, ServicePort, ServiceSpec,
+};
 use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use cloud_provider::{CloudConfig, CloudProvider, Environment, InitContext, ProviderFactory};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -353,4 +356,42 @@ pub fn node(name: &str, provider_id: Option<&str>) -> Arc<Node> {
         }),
         ..Node::default()
     })
+}
+
+/// The Service `shop/web` with `uid`, of type LoadBalancer asking for a
+/// Network Load Balancer, with `annotations` and TCP `ports` as
+/// `(port, node port)`, each named `p<port>`.
+pub fn nlb_service(uid: &str, annotations: &[(&str, &str)], ports: &[(i32, i32)]) -> Service {
+    let mut all = BTreeMap::from([(crate::annotations::TYPE.to_owned(), "nlb".to_owned())]);
+    all.extend(
+        annotations
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    Service {
+        metadata: ObjectMeta {
+            name: Some("web".into()),
+            namespace: Some("shop".into()),
+            uid: Some(uid.into()),
+            annotations: Some(all),
+            ..ObjectMeta::default()
+        },
+        spec: Some(ServiceSpec {
+            type_: Some("LoadBalancer".into()),
+            ports: Some(
+                ports
+                    .iter()
+                    .map(|(port, node_port)| ServicePort {
+                        name: Some(format!("p{port}")),
+                        port: *port,
+                        node_port: Some(*node_port),
+                        protocol: Some("TCP".into()),
+                        ..ServicePort::default()
+                    })
+                    .collect(),
+            ),
+            ..ServiceSpec::default()
+        }),
+        ..Service::default()
+    }
 }

@@ -1,7 +1,6 @@
 //! Load balancers against mocked EC2 and ELBv2: target registration,
 //! annotations refused before any call, adoption only by tags, and delete.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use aws_sdk_ec2::Client as Ec2;
@@ -30,8 +29,7 @@ use aws_sdk_elasticloadbalancingv2::types::{
     TargetHealthDescription, TargetHealthStateEnum,
 };
 use aws_smithy_mocks::{Rule, mock};
-use cloud_provider::k8s_openapi::api::core::v1::{Node, Service, ServicePort, ServiceSpec};
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::{CloudError, LoadBalancer};
 
 use super::*;
@@ -44,31 +42,7 @@ const TG_ARN: &str =
     "arn:aws:elasticloadbalancing:us-east-1:123456789012:targetgroup/k8s-shop-web/1";
 
 fn service(annotations: &[(&str, &str)]) -> Service {
-    let mut all = BTreeMap::from([(key::TYPE.to_owned(), "nlb".to_owned())]);
-    all.extend(
-        annotations
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-    );
-    Service {
-        metadata: ObjectMeta {
-            name: Some("web".into()),
-            namespace: Some("shop".into()),
-            uid: Some(UID.into()),
-            annotations: Some(all),
-            ..ObjectMeta::default()
-        },
-        spec: Some(ServiceSpec {
-            ports: Some(vec![ServicePort {
-                port: 80,
-                node_port: Some(30080),
-                protocol: Some("TCP".into()),
-                ..ServicePort::default()
-            }]),
-            ..ServiceSpec::default()
-        }),
-        ..Service::default()
-    }
+    crate::test_util::nlb_service(UID, annotations, &[(80, 30080)])
 }
 
 fn no_node_rules() -> AwsConfig {

@@ -7,10 +7,8 @@ use std::sync::Arc;
 
 use aws_sdk_ec2::types::Filter;
 use aws_sdk_elasticloadbalancingv2::types::{LoadBalancer as Nlb, TargetGroup};
-use cloud_provider::k8s_openapi::api::core::v1::{Node, Service, ServicePort, ServiceSpec};
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::{CloudProvider, LoadBalancer};
-use provider_aws::annotations as key;
 use provider_aws::test_util::seed::{self, Estate};
 use provider_aws::test_util::{Moto, ec2, elbv2, moto, provider};
 
@@ -18,38 +16,7 @@ pub(crate) const UID: &str = "6c1f0e2a-1b2c-4d3e-8f4a-5b6c7d8e9f00";
 pub(crate) const LB_NAME: &str = "a6c1f0e2a1b2c4d3e8f4a5b6c7d8e9f0";
 
 pub(crate) fn service(annotations: &[(&str, &str)], ports: &[(i32, i32)]) -> Service {
-    let mut all = BTreeMap::from([(key::TYPE.to_owned(), "nlb".to_owned())]);
-    all.extend(
-        annotations
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-    );
-    Service {
-        metadata: ObjectMeta {
-            name: Some("web".into()),
-            namespace: Some("shop".into()),
-            uid: Some(UID.into()),
-            annotations: Some(all),
-            ..ObjectMeta::default()
-        },
-        spec: Some(ServiceSpec {
-            type_: Some("LoadBalancer".into()),
-            ports: Some(
-                ports
-                    .iter()
-                    .map(|(port, node_port)| ServicePort {
-                        name: Some(format!("p{port}")),
-                        port: *port,
-                        node_port: Some(*node_port),
-                        protocol: Some("TCP".into()),
-                        ..ServicePort::default()
-                    })
-                    .collect(),
-            ),
-            ..ServiceSpec::default()
-        }),
-        ..Service::default()
-    }
+    provider_aws::test_util::nlb_service(UID, annotations, ports)
 }
 
 pub(crate) struct Fixture {
