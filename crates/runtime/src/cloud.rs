@@ -31,8 +31,8 @@ pub trait Fence: Send + Sync + std::fmt::Debug {
 }
 
 /// Why a [`Fence`] refused a mutation: the fence's own error (the
-/// leader-election crate's `NotLeader` in the app), kept for `downcast_ref`.
-/// Its message is the reason's; it has no separate `source()`.
+/// leader-election crate's `NotLeader` in the app). Its message is the
+/// reason's; it has no separate `source()`.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct Fenced(cloud_provider::BoxError);
@@ -43,10 +43,6 @@ impl Fenced {
         Self(reason.into())
     }
 
-    /// The fence's own reason.
-    pub fn reason(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
-        &*self.0
-    }
 }
 
 /// A fence that always allows mutations (`--leader-elect=false`, tests).

@@ -14,7 +14,7 @@
 
 pub mod seed;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
@@ -394,4 +394,39 @@ pub fn nlb_service(uid: &str, annotations: &[(&str, &str)], ports: &[(i32, i32)]
         }),
         ..Service::default()
     }
+}
+
+/// A security-group ingress rule as the tests compare them: protocol, from
+/// port, to port, CIDR and description.
+pub type IngressRule = (String, i32, i32, String, String);
+
+/// The CIDR ingress rules of security group `group`.
+///
+/// # Errors
+/// When EC2 refuses the description.
+pub async fn ingress_rules(
+    ec2: &aws_sdk_ec2::Client,
+    group: &str,
+) -> Result<BTreeSet<IngressRule>, aws_sdk_ec2::Error> {
+    let out = ec2
+        .describe_security_groups()
+        .group_ids(group)
+        .send()
+        .await?;
+    Ok(out
+        .security_groups()
+        .iter()
+        .flat_map(|g| g.ip_permissions())
+        .flat_map(|p| {
+            p.ip_ranges().iter().map(move |r| {
+                (
+                    p.ip_protocol().unwrap_or_default().to_owned(),
+                    p.from_port().unwrap_or_default(),
+                    p.to_port().unwrap_or_default(),
+                    r.cidr_ip().unwrap_or_default().to_owned(),
+                    r.description().unwrap_or_default().to_owned(),
+                )
+            })
+        })
+        .collect())
 }

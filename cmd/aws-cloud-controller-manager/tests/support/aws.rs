@@ -7,7 +7,7 @@ use aws_sdk_ec2::types::{Filter, SecurityGroup};
 use aws_sdk_elasticloadbalancingv2::types::{Listener, LoadBalancer, TargetGroup};
 
 /// `(protocol, from port, to port, CIDR, description)`: one ingress rule.
-pub type Rule = (String, i32, i32, String, String);
+pub use provider_aws::test_util::IngressRule as Rule;
 
 pub async fn load_balancers(
     elbv2: &aws_sdk_elasticloadbalancingv2::Client,
@@ -92,27 +92,7 @@ pub async fn security_groups(
 
 /// The CIDR ingress rules of security group `group`.
 pub async fn ingress(ec2: &aws_sdk_ec2::Client, group: &str) -> anyhow::Result<BTreeSet<Rule>> {
-    let out = ec2
-        .describe_security_groups()
-        .group_ids(group)
-        .send()
-        .await?;
-    Ok(out
-        .security_groups()
-        .iter()
-        .flat_map(|g| g.ip_permissions())
-        .flat_map(|p| {
-            p.ip_ranges().iter().map(move |r| {
-                (
-                    p.ip_protocol().unwrap_or_default().to_owned(),
-                    p.from_port().unwrap_or_default(),
-                    p.to_port().unwrap_or_default(),
-                    r.cidr_ip().unwrap_or_default().to_owned(),
-                    r.description().unwrap_or_default().to_owned(),
-                )
-            })
-        })
-        .collect())
+    Ok(provider_aws::test_util::ingress_rules(ec2, group).await?)
 }
 
 /// `(destination CIDR, instance ID)` of the table's routes to instances.

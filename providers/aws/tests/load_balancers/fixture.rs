@@ -10,7 +10,7 @@ use aws_sdk_elasticloadbalancingv2::types::{LoadBalancer as Nlb, TargetGroup};
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::{CloudProvider, LoadBalancer};
 use provider_aws::test_util::seed::{self, Estate};
-use provider_aws::test_util::{Moto, ec2, elbv2, moto, provider};
+use provider_aws::test_util::{IngressRule, Moto, ec2, elbv2, moto, provider};
 
 pub(crate) const UID: &str = "6c1f0e2a-1b2c-4d3e-8f4a-5b6c7d8e9f00";
 pub(crate) const LB_NAME: &str = "a6c1f0e2a1b2c4d3e8f4a5b6c7d8e9f0";
@@ -107,31 +107,10 @@ impl Fixture {
     }
 
     /// `(protocol, from, to, cidr, description)` of a security group's ingress.
-    pub(crate) async fn ingress(
-        &self,
-        group: &str,
-    ) -> BTreeSet<(String, i32, i32, String, String)> {
-        let out = ec2(&self.moto)
-            .describe_security_groups()
-            .group_ids(group)
-            .send()
+    pub(crate) async fn ingress(&self, group: &str) -> BTreeSet<IngressRule> {
+        provider_aws::test_util::ingress_rules(&ec2(&self.moto), group)
             .await
-            .expect("described");
-        out.security_groups()
-            .iter()
-            .flat_map(|g| g.ip_permissions())
-            .flat_map(|p| {
-                p.ip_ranges().iter().map(move |r| {
-                    (
-                        p.ip_protocol().unwrap_or_default().to_owned(),
-                        p.from_port().unwrap_or_default(),
-                        p.to_port().unwrap_or_default(),
-                        r.cidr_ip().unwrap_or_default().to_owned(),
-                        r.description().unwrap_or_default().to_owned(),
-                    )
-                })
-            })
-            .collect()
+            .expect("described")
     }
 
     pub(crate) async fn security_group_ids(&self) -> BTreeSet<String> {
@@ -179,11 +158,6 @@ pub(crate) fn calls(provider: &dyn CloudProvider) -> BTreeMap<String, u64> {
         .collect()
 }
 
-pub(crate) fn rule(
-    protocol: &str,
-    port: i32,
-    cidr: &str,
-    description: &str,
-) -> (String, i32, i32, String, String) {
+pub(crate) fn rule(protocol: &str, port: i32, cidr: &str, description: &str) -> IngressRule {
     (protocol.into(), port, port, cidr.into(), description.into())
 }
