@@ -42,7 +42,6 @@ impl Fenced {
     pub fn new(reason: impl Into<cloud_provider::BoxError>) -> Self {
         Self(reason.into())
     }
-
 }
 
 /// A fence that always allows mutations (`--leader-elect=false`, tests).
