@@ -27,6 +27,7 @@ mod processes;
 mod sandbox;
 mod timestamp;
 mod tools;
+mod upstream_flags;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -61,6 +62,7 @@ enum Task {
     Bench(bench::Options),
     Cluster(cluster::Options),
     Ci(ci::Options),
+    UpstreamFlags(upstream_flags::Options),
 }
 
 impl Task {
@@ -74,6 +76,7 @@ impl Task {
             Self::Bench(_) => "bench",
             Self::Cluster(_) => "cluster",
             Self::Ci(_) => "ci",
+            Self::UpstreamFlags(_) => "upstream-flags",
         }
     }
 
@@ -86,6 +89,7 @@ impl Task {
             Self::Bench(options) => bench::main(&options),
             Self::Cluster(options) => cluster::main(&options),
             Self::Ci(options) => ci::main(&options),
+            Self::UpstreamFlags(options) => upstream_flags::main(&options),
         }
     }
 }

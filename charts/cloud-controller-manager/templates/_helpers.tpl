@@ -81,7 +81,7 @@ cloud-controller-manager/provider: {{ .Values.provider }}
 {{- $args = append $args (printf "--bind-address=%s" .Values.bindAddress) }}
 {{- $args = append $args (printf "--secure-port=%d" (int .Values.port)) }}
 {{- $args = append $args (printf "--v=%d" (int .Values.verbosity)) }}
-{{- $args = append $args (printf "--log-format=%s" .Values.logFormat) }}
+{{- $args = append $args (printf "--logging-format=%s" .Values.logFormat) }}
 {{- /* Without DO_CLUSTER_ID the DigitalOcean provider cannot tag its load
        balancers for this cluster; upstream's DigitalOcean CCM runs untagged. */}}
 {{- if and (eq .Values.provider "digitalocean") (not .Values.digitalocean.clusterID) }}

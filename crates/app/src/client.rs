@@ -69,20 +69,26 @@ pub(crate) async fn config(
 }
 
 /// A client for `config` whose requests are limited to `qps` per second
-/// with bursts of `burst`, identifying itself as `user_agent` (as upstream's
+/// with bursts of `burst` (no limit when `qps` is `None`, as client-go with
+/// a negative QPS), identifying itself as `user_agent` (as upstream's
 /// `cloud-controller-manager/<version>` and `.../leader-election`).
 pub(crate) fn build(
     mut config: Config,
-    qps: f64,
+    qps: Option<f64>,
     burst: u32,
     user_agent: &str,
 ) -> Result<Client, ClientError> {
     if let Ok(value) = http::HeaderValue::from_str(user_agent) {
         config.headers.push((http::header::USER_AGENT, value));
     }
-    let limit = QpsLayer::new(qps, burst).map_err(ClientError::RateLimit)?;
     let builder = ClientBuilder::try_from(config).map_err(ClientError::Build)?;
-    Ok(builder.with_layer(&limit).build())
+    Ok(match qps {
+        Some(qps) => {
+            let limit = QpsLayer::new(qps, burst).map_err(ClientError::RateLimit)?;
+            builder.with_layer(&limit).build()
+        }
+        None => builder.build(),
+    })
 }
 
 #[cfg(test)]

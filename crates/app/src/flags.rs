@@ -3,8 +3,15 @@
 //! (`--flag=false` for booleans, Go durations such as `5m`).
 
 mod duration;
+mod feature_gates;
+mod generic;
+mod global;
 #[cfg(test)]
 mod tests;
+mod upstream;
+#[cfg(test)]
+mod upstream_tests;
+mod webhook;
 
 use std::collections::BTreeSet;
 use std::net::IpAddr;
@@ -15,167 +22,72 @@ use ccm_controllers::ControllerId;
 use clap::Parser;
 use ipnet::IpNet;
 
-/// The raw flags, as clap parses them.
+pub(crate) use feature_gates::FeatureGates;
+pub(crate) use global::ModuleLevel;
+
+/// The raw flags, as clap parses them, in upstream's sections and order.
 #[derive(Debug, Clone, Parser)]
 #[command(
     about = "Runs the cloud-specific control loops of a Kubernetes cluster: node initialization, node lifecycle, load balancers and routes.",
-    disable_version_flag = true
+    disable_version_flag = true,
+    disable_help_flag = true,
+    args_override_self = true
 )]
 pub(crate) struct Flags {
-    /// Path to a kubeconfig file with authorization and API server location.
-    #[arg(long, value_name = "PATH")]
-    kubeconfig: Option<PathBuf>,
+    #[command(flatten, next_help_heading = "Generic flags")]
+    generic: generic::Generic,
 
-    /// The address of the Kubernetes API server (overrides any value in the kubeconfig).
-    #[arg(long, value_name = "URL")]
-    master: Option<String>,
+    #[command(flatten, next_help_heading = "Cloud-node-controller flags")]
+    cloud_node_controller: generic::CloudNodeController,
 
-    /// The provider of cloud services: empty or this binary's provider.
-    #[arg(long, value_name = "NAME")]
-    cloud_provider: Option<String>,
+    #[command(flatten, next_help_heading = "Cloud-node-lifecycle-controller flags")]
+    cloud_node_lifecycle_controller: generic::CloudNodeLifecycleController,
 
-    /// The path to the cloud provider configuration file; empty for none.
-    #[arg(long, value_name = "PATH")]
-    cloud_config: Option<PathBuf>,
+    #[command(flatten, next_help_heading = "Service-lb-controller flags")]
+    service_lb_controller: generic::ServiceLbController,
 
-    /// The instance prefix for the cluster: tags cloud resources as owned by this cluster.
-    #[arg(long, value_name = "NAME", default_value = "kubernetes")]
-    cluster_name: String,
+    #[command(flatten, next_help_heading = "Webhook flags")]
+    webhook: webhook::Webhook,
 
-    /// Controllers to enable: `*` for all, `name` to enable, `-name` to disable.
-    /// Names: cloud-node, cloud-node-lifecycle, service, route (or upstream's long names).
-    #[arg(long, value_name = "NAMES", value_delimiter = ',', default_value = "*")]
-    controllers: Vec<String>,
-
-    /// Configure cloud routes for the pod CIDRs allocated to nodes (needs
-    /// --cluster-cidr when the provider has routes).
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_value = "true", default_missing_value = "true", value_parser = parse_bool)]
-    configure_cloud_routes: bool,
-
-    /// Accepted for compatibility: this CCM runs no node-IPAM controller, so pod
-    /// CIDRs come from kube-controller-manager.
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
-    allocate_node_cidrs: bool,
-
-    /// CIDR range for pods in the cluster; routes outside it are never touched.
-    #[arg(long, value_name = "CIDR")]
-    cluster_cidr: Option<String>,
-
-    /// Services allowed to sync concurrently.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_positive)]
-    concurrent_service_syncs: u16,
-
-    /// Concurrent cloud lookups for node initialization (each a batch of nodes).
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_positive)]
-    concurrent_node_syncs: u16,
-
-    /// How often node addresses and labels are refreshed from the cloud.
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = duration::parse)]
-    node_status_update_frequency: Duration,
-
-    /// How often not-ready nodes are checked against the cloud.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = duration::parse)]
-    node_monitor_period: Duration,
-
-    /// Safety-net period of route reconciliation.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration::parse)]
-    route_reconciliation_period: Duration,
-
-    /// Period of the service controller's full resync of load-balancer backends
-    /// (0: upstream's 100s).
-    #[arg(long, value_name = "DURATION", default_value = "0", value_parser = duration::parse)]
-    node_sync_period: Duration,
-
-    /// Run leader election, so that only one replica acts.
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_value = "true", default_missing_value = "true", value_parser = parse_bool)]
-    leader_elect: bool,
-
-    /// How long a leader's lease is valid.
-    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = duration::parse)]
-    leader_elect_lease_duration: Duration,
-
-    /// How long a leader retries renewing before it gives up leading.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = duration::parse)]
-    leader_elect_renew_deadline: Duration,
-
-    /// How long candidates wait between attempts.
-    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = duration::parse)]
-    leader_elect_retry_period: Duration,
-
-    /// The kind of lock object; only `leases` is supported.
-    #[arg(long, value_name = "KIND", default_value = "leases")]
-    leader_elect_resource_lock: String,
-
-    /// The name of the Lease used for leader election.
-    #[arg(long, value_name = "NAME", default_value = "cloud-controller-manager")]
-    leader_elect_resource_name: String,
-
-    /// The namespace of the Lease used for leader election.
-    #[arg(long, value_name = "NAMESPACE", default_value = "kube-system")]
-    leader_elect_resource_namespace: String,
-
-    /// Queries per second to the Kubernetes API server, enforced client-side.
-    #[arg(long, value_name = "QPS", default_value_t = 20.0, value_parser = parse_qps)]
-    kube_api_qps: f64,
-
-    /// Burst of requests to the Kubernetes API server.
-    #[arg(long, value_name = "N", default_value_t = 30, value_parser = parse_positive_u32)]
-    kube_api_burst: u32,
+    #[command(flatten, next_help_heading = "Webhook serving flags")]
+    webhook_serving: webhook::WebhookServing,
 
     /// Address to serve /healthz, /readyz, /livez and /metrics on.
-    #[arg(long, value_name = "IP", default_value = "0.0.0.0")]
+    #[arg(
+        long,
+        value_name = "IP",
+        default_value = "0.0.0.0",
+        help_heading = "Secure serving flags"
+    )]
     bind_address: IpAddr,
 
     /// Port to serve /healthz, /readyz, /livez and /metrics on; 0 disables serving.
-    #[arg(long, value_name = "PORT", default_value_t = 10258)]
+    #[arg(
+        long,
+        value_name = "PORT",
+        default_value_t = 10258,
+        help_heading = "Secure serving flags"
+    )]
     secure_port: u16,
 
-    /// Run even if the cloud cannot tell this cluster's resources apart (deprecated upstream).
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
-    allow_untagged_cloud: bool,
+    #[command(flatten, next_help_heading = "Misc flags")]
+    misc: generic::Misc,
 
-    /// Log verbosity (0: info, 2-4: debug, 5 and up: trace). RUST_LOG overrides it.
-    #[arg(short = 'v', long = "v", value_name = "LEVEL", default_value_t = 0)]
-    verbosity: u8,
+    #[command(flatten, next_help_heading = "Global flags")]
+    global: global::Global,
+}
 
-    /// Log format: text or json.
-    #[arg(long, alias = "logging-format", value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
-    log_format: String,
-
-    /// Print version information and quit.
-    #[arg(long)]
-    version: bool,
+/// A path flag: pflag takes `--flag=` as empty, which upstream reads as unset.
+pub(crate) fn parse_path(text: &str) -> Result<PathBuf, String> {
+    Ok(PathBuf::from(text))
 }
 
 /// Go's `strconv.ParseBool`.
-fn parse_bool(text: &str) -> Result<bool, String> {
+pub(crate) fn parse_bool(text: &str) -> Result<bool, String> {
     match text {
         "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
         "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
         _ => Err(format!("`{text}` is not a boolean; expected true or false")),
-    }
-}
-
-fn parse_positive(text: &str) -> Result<u16, String> {
-    match text.parse::<u16>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("`{text}` is not a whole number from 1 to 65535")),
-    }
-}
-
-fn parse_positive_u32(text: &str) -> Result<u32, String> {
-    match text.parse::<u32>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err(format!("`{text}` is not a positive whole number")),
-    }
-}
-
-fn parse_qps(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(q) if q.is_finite() && q > 0.0 => Ok(q),
-        _ => Err(format!(
-            "`{text}` is not a positive number of queries per second"
-        )),
     }
 }
 
@@ -197,6 +109,7 @@ pub(crate) struct Settings {
     pub(crate) cloud_config: Option<PathBuf>,
     pub(crate) cluster_name: String,
     pub(crate) controllers: BTreeSet<ControllerId>,
+    pub(crate) controller_start_interval: Duration,
     pub(crate) configure_cloud_routes: bool,
     pub(crate) allocate_node_cidrs: bool,
     pub(crate) cluster_cidrs: Vec<IpNet>,
@@ -208,13 +121,32 @@ pub(crate) struct Settings {
     pub(crate) node_sync_period: Duration,
     /// `None` when `--leader-elect=false`.
     pub(crate) leader_election: Option<LeaderElection>,
-    pub(crate) kube_api_qps: f64,
+    /// `None`: no client-side limit (a negative `--kube-api-qps`).
+    pub(crate) kube_api_qps: Option<f64>,
     pub(crate) kube_api_burst: u32,
+    pub(crate) use_service_account_credentials: bool,
     /// `None` when `--secure-port=0`.
     pub(crate) serve: Option<std::net::SocketAddr>,
     pub(crate) allow_untagged_cloud: bool,
+    pub(crate) logging: Logging,
+    pub(crate) feature_gates: FeatureGates,
+    /// Lines logged once at startup at INFO: flags that mean nothing here
+    /// (and why), upstream's deprecation notices.
+    pub(crate) notes: Vec<String>,
+}
+
+/// How the process logs (component-base's logging flags).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Logging {
+    /// `--v`.
     pub(crate) verbosity: u8,
-    pub(crate) json_logs: bool,
+    /// `--vmodule`.
+    pub(crate) vmodule: Vec<ModuleLevel>,
+    /// `--logging-format=json`.
+    pub(crate) json: bool,
+    /// `--log-json-split-stream` / `--log-text-split-stream`: info to
+    /// stdout, errors to stderr.
+    pub(crate) split_stream: bool,
 }
 
 /// What the command line asks for.
@@ -222,7 +154,10 @@ pub(crate) struct Settings {
 pub(crate) enum Command {
     Run(Box<Settings>),
     Help(String),
-    Version,
+    /// `--version`; `raw` for `--version=raw`.
+    Version {
+        raw: bool,
+    },
 }
 
 /// Parses and validates `args` (the program name first) for a binary whose
@@ -234,19 +169,28 @@ pub(crate) fn parse(
     provider: &str,
     args: impl IntoIterator<Item = String>,
 ) -> Result<Command, String> {
-    let flags = match Flags::try_parse_from(args) {
-        Ok(flags) => flags,
-        Err(err) => {
-            return match err.kind() {
-                clap::error::ErrorKind::DisplayHelp => Ok(Command::Help(err.render().to_string())),
-                _ => Err(one_line(&err)),
-            };
+    let flags = Flags::try_parse_from(args).map_err(|err| one_line(&err))?;
+    if flags.global.help {
+        return Ok(Command::Help(help()));
+    }
+    match flags.global.version.as_deref() {
+        None | Some("false") => {}
+        Some("true") => return Ok(Command::Version { raw: false }),
+        Some("raw") => return Ok(Command::Version { raw: true }),
+        Some(other) if other.starts_with('v') => {}
+        Some(other) => {
+            return Err(format!(
+                "--version: `{other}` is not true, false, raw or a version such as v1.33.0"
+            ));
         }
-    };
-    if flags.version {
-        return Ok(Command::Version);
     }
     validate(provider, flags).map(|settings| Command::Run(Box::new(settings)))
+}
+
+/// `--help`: the flags by upstream's sections.
+pub(crate) fn help() -> String {
+    use clap::CommandFactory;
+    Flags::command().render_help().to_string()
 }
 
 /// clap's error as one line: its first line, without the `error: ` prefix.
@@ -260,7 +204,20 @@ fn one_line(err: &clap::Error) -> String {
 }
 
 fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
-    if let Some(name) = flags
+    let Flags {
+        generic,
+        cloud_node_controller,
+        cloud_node_lifecycle_controller,
+        service_lb_controller,
+        webhook,
+        webhook_serving,
+        bind_address,
+        secure_port,
+        misc,
+        global,
+    } = flags;
+    let mut notes = Vec::new();
+    if let Some(name) = generic
         .cloud_provider
         .as_deref()
         .filter(|n| !n.is_empty() && *n != provider)
@@ -269,13 +226,13 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
             "--cloud-provider=`{name}`: this binary runs the `{provider}` provider; leave the flag empty or set it to `{provider}`"
         ));
     }
-    if flags.leader_elect_resource_lock != "leases" {
+    if generic.leader_elect_resource_lock != "leases" {
         return Err(format!(
             "--leader-elect-resource-lock=`{}`: only `leases` is supported",
-            flags.leader_elect_resource_lock
+            generic.leader_elect_resource_lock
         ));
     }
-    if let Some(master) = flags.master.as_deref().filter(|m| !m.is_empty())
+    if let Some(master) = misc.master.as_deref().filter(|m| !m.is_empty())
         && !master
             .parse::<http::Uri>()
             .is_ok_and(|uri| uri.scheme().is_some() && uri.host().is_some())
@@ -285,14 +242,14 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         ));
     }
     for (flag, value) in [
-        ("--cluster-name", &flags.cluster_name),
+        ("--cluster-name", &generic.cluster_name),
         (
             "--leader-elect-resource-name",
-            &flags.leader_elect_resource_name,
+            &generic.leader_elect_resource_name,
         ),
         (
             "--leader-elect-resource-namespace",
-            &flags.leader_elect_resource_namespace,
+            &generic.leader_elect_resource_namespace,
         ),
     ] {
         if value.is_empty() {
@@ -302,11 +259,11 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
     for (flag, value) in [
         (
             "--leader-elect-resource-name",
-            &flags.leader_elect_resource_name,
+            &generic.leader_elect_resource_name,
         ),
         (
             "--leader-elect-resource-namespace",
-            &flags.leader_elect_resource_namespace,
+            &generic.leader_elect_resource_namespace,
         ),
     ] {
         if !is_dns_label_like(value) {
@@ -315,17 +272,17 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
             ));
         }
     }
-    let controllers = parse_controllers(&flags.controllers)?;
-    let cluster_cidrs = parse_cidrs(flags.cluster_cidr.as_deref().unwrap_or_default())?;
+    let controllers = parse_controllers(&generic.controllers)?;
+    let cluster_cidrs = parse_cidrs(generic.cluster_cidr.as_deref().unwrap_or_default())?;
     if !cluster_cidrs.is_empty() {
         ccm_controllers::check_cluster_cidrs(&cluster_cidrs)?;
     }
-    let leader_election = flags.leader_elect.then(|| LeaderElection {
-        lease_duration: flags.leader_elect_lease_duration,
-        renew_deadline: flags.leader_elect_renew_deadline,
-        retry_period: flags.leader_elect_retry_period,
-        lease_name: flags.leader_elect_resource_name.clone(),
-        lease_namespace: flags.leader_elect_resource_namespace.clone(),
+    let leader_election = generic.leader_elect.then(|| LeaderElection {
+        lease_duration: generic.leader_elect_lease_duration,
+        renew_deadline: generic.leader_elect_renew_deadline,
+        retry_period: generic.leader_elect_retry_period,
+        lease_name: generic.leader_elect_resource_name.clone(),
+        lease_namespace: generic.leader_elect_resource_namespace.clone(),
     });
     if let Some(le) = &leader_election {
         if le.renew_deadline >= le.lease_duration {
@@ -341,42 +298,158 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
     for (name, period) in [
         (
             "--node-status-update-frequency",
-            flags.node_status_update_frequency,
+            misc.node_status_update_frequency,
         ),
-        ("--node-monitor-period", flags.node_monitor_period),
+        (
+            "--node-monitor-period",
+            cloud_node_lifecycle_controller.node_monitor_period,
+        ),
         (
             "--route-reconciliation-period",
-            flags.route_reconciliation_period,
+            generic.route_reconciliation_period,
         ),
     ] {
         if period.is_zero() {
             return Err(format!("{name} must be above zero"));
         }
     }
+    let (kube_api_qps, kube_api_burst) =
+        generic::api_limits(generic.kube_api_qps, generic.kube_api_burst)?;
+    let (feature_gates, gate_notes) =
+        feature_gates::parse(generic.feature_gates.as_deref().unwrap_or_default())?;
+    notes.extend(gate_notes);
+    let logging = logging(&global, &feature_gates)?;
+    notes.extend(webhook.validate()?);
+    notes.extend(webhook_serving.validate()?);
+    for (flag, set) in [
+        (
+            "allow-untagged-cloud",
+            generic.allow_untagged_cloud.is_some(),
+        ),
+        ("node-sync-period", generic.node_sync_period.is_some()),
+    ] {
+        if set && let Some(text) = upstream::deprecation(flag) {
+            notes.push(format!("Flag --{flag} has been deprecated, {text}"));
+        }
+    }
+    notes.extend(inert_notes(&generic, &global));
+    if cloud_node_controller
+        .concurrent_node_status_updates
+        .is_some()
+    {
+        notes.push("--concurrent-node-status-updates: upstream updates node status with this many workers; here each refresh is one batched pass over all nodes".to_owned());
+    }
+    if cloud_node_lifecycle_controller
+        .concurrent_node_lifecycle_syncs
+        .is_some()
+    {
+        notes.push("--concurrent-node-lifecycle-syncs: upstream checks nodes with this many workers; here one batched pass checks every node".to_owned());
+    }
     Ok(Settings {
-        kubeconfig: flags.kubeconfig.filter(|p| !p.as_os_str().is_empty()),
-        master: flags.master.filter(|m| !m.is_empty()),
-        cloud_config: flags.cloud_config.filter(|p| !p.as_os_str().is_empty()),
-        cluster_name: flags.cluster_name,
+        kubeconfig: misc.kubeconfig.filter(|p| !p.as_os_str().is_empty()),
+        master: misc.master.filter(|m| !m.is_empty()),
+        cloud_config: generic.cloud_config.filter(|p| !p.as_os_str().is_empty()),
+        cluster_name: generic.cluster_name,
         controllers,
-        configure_cloud_routes: flags.configure_cloud_routes,
-        allocate_node_cidrs: flags.allocate_node_cidrs,
+        controller_start_interval: generic.controller_start_interval,
+        configure_cloud_routes: generic.configure_cloud_routes,
+        allocate_node_cidrs: generic.allocate_node_cidrs,
         cluster_cidrs,
-        concurrent_service_syncs: flags.concurrent_service_syncs,
-        concurrent_node_syncs: flags.concurrent_node_syncs,
-        node_status_update_frequency: flags.node_status_update_frequency,
-        node_monitor_period: flags.node_monitor_period,
-        route_reconciliation_period: flags.route_reconciliation_period,
-        node_sync_period: flags.node_sync_period,
+        concurrent_service_syncs: service_lb_controller.concurrent_service_syncs,
+        concurrent_node_syncs: cloud_node_controller.concurrent_node_syncs,
+        node_status_update_frequency: misc.node_status_update_frequency,
+        node_monitor_period: cloud_node_lifecycle_controller.node_monitor_period,
+        route_reconciliation_period: generic.route_reconciliation_period,
+        node_sync_period: generic.node_sync_period.unwrap_or_default(),
         leader_election,
-        kube_api_qps: flags.kube_api_qps,
-        kube_api_burst: flags.kube_api_burst,
-        serve: (flags.secure_port != 0)
-            .then(|| std::net::SocketAddr::new(flags.bind_address, flags.secure_port)),
-        allow_untagged_cloud: flags.allow_untagged_cloud,
-        verbosity: flags.verbosity,
-        json_logs: flags.log_format == "json",
+        kube_api_qps,
+        kube_api_burst,
+        use_service_account_credentials: generic.use_service_account_credentials,
+        serve: (secure_port != 0).then(|| std::net::SocketAddr::new(bind_address, secure_port)),
+        allow_untagged_cloud: generic.allow_untagged_cloud.unwrap_or(false),
+        logging,
+        feature_gates,
+        notes,
     })
+}
+
+/// The logging flags, checked against the gates that guard them as
+/// component-base's `ValidateAndApply` does.
+fn logging(global: &global::Global, gates: &FeatureGates) -> Result<Logging, String> {
+    let json = global.logging_format == "json";
+    if json && !gates.enabled("LoggingBetaOptions") {
+        return Err(
+            "--logging-format=json: the LoggingBetaOptions feature gate is disabled".into(),
+        );
+    }
+    for (flag, set) in [
+        ("--log-json-split-stream", global.log_json_split_stream),
+        ("--log-text-split-stream", global.log_text_split_stream),
+        (
+            "--log-json-info-buffer-size",
+            global.log_json_info_buffer_size.is_some_and(|b| b > 0),
+        ),
+        (
+            "--log-text-info-buffer-size",
+            global.log_text_info_buffer_size.is_some_and(|b| b > 0),
+        ),
+    ] {
+        if set && !gates.enabled("LoggingAlphaOptions") {
+            return Err(format!(
+                "{flag}: the LoggingAlphaOptions feature gate is disabled"
+            ));
+        }
+    }
+    let vmodule = global::parse_vmodule(global.vmodule.as_deref().unwrap_or_default())?;
+    if json && !vmodule.is_empty() {
+        return Err("--vmodule works only with --logging-format=text".into());
+    }
+    Ok(Logging {
+        verbosity: global.verbosity,
+        vmodule,
+        json,
+        split_stream: if json {
+            global.log_json_split_stream
+        } else {
+            global.log_text_split_stream
+        },
+    })
+}
+
+/// What to say about flags that are accepted but mean nothing here.
+fn inert_notes(generic: &generic::Generic, global: &global::Global) -> Vec<String> {
+    let mut notes = Vec::new();
+    if generic.allocate_node_cidrs {
+        notes.push("--allocate-node-cidrs: upstream's node-IPAM controller allocates pod CIDRs; none runs here, so pod CIDRs come from kube-controller-manager".to_owned());
+    }
+    if generic.cidr_allocator_type != "RangeAllocator" {
+        notes.push(format!("--cidr-allocator-type={}: chooses the allocator of upstream's node-IPAM controller, which does not run here", generic.cidr_allocator_type));
+    }
+    if let Some(plugin) = generic
+        .external_cloud_volume_plugin
+        .as_deref()
+        .filter(|p| !p.is_empty())
+    {
+        notes.push(format!("--external-cloud-volume-plugin={plugin}: used by kube-controller-manager's volume controllers with an in-tree cloud; this CCM runs no volume controller"));
+    }
+    if let Some(content_type) = generic.kube_api_content_type.as_deref() {
+        notes.push(format!("--kube-api-content-type={content_type}: upstream's clients may speak protobuf; this CCM always speaks JSON"));
+    }
+    if generic.min_resync_period.is_some() {
+        notes.push("--min-resync-period: upstream's informers resync their caches at random intervals from this period; the watches here never resync, as nothing here needs it".to_owned());
+    }
+    if global.log_flush_frequency.is_some() {
+        notes.push("--log-flush-frequency: upstream buffers log lines and flushes them this often; every line is written at once here".to_owned());
+    }
+    if global.log_json_info_buffer_size.is_some_and(|b| b > 0)
+        || global.log_text_info_buffer_size.is_some_and(|b| b > 0)
+    {
+        notes.push("--log-*-info-buffer-size: upstream may buffer info lines with split streams; every line is written at once here".to_owned());
+    }
+    if let Some(version) = global.version.as_deref().filter(|v| v.starts_with('v')) {
+        notes.push(format!("--version={version}: upstream then reports this as its version; this CCM reports its own"));
+    }
+    notes
 }
 
 /// Upstream's `--controllers` rules: `*` enables every default controller,

@@ -53,12 +53,22 @@ pub fn run_with<F: ProviderFactory>(args: Vec<String>, env: Environment) -> Exit
             print!("{text}");
             return ExitCode::SUCCESS;
         }
-        Ok(flags::Command::Version) => {
-            println!(
-                "{program} {} (provider {})",
-                env!("CARGO_PKG_VERSION"),
-                F::NAME
-            );
+        Ok(flags::Command::Version { raw }) => {
+            if raw {
+                println!(
+                    "{{\"program\":\"{program}\",\"version\":\"{}\",\"provider\":\"{}\",\"platform\":\"{}/{}\"}}",
+                    env!("CARGO_PKG_VERSION"),
+                    F::NAME,
+                    std::env::consts::OS,
+                    std::env::consts::ARCH,
+                );
+            } else {
+                println!(
+                    "{program} {} (provider {})",
+                    env!("CARGO_PKG_VERSION"),
+                    F::NAME
+                );
+            }
             return ExitCode::SUCCESS;
         }
         Err(message) => {
@@ -66,7 +76,10 @@ pub fn run_with<F: ProviderFactory>(args: Vec<String>, env: Environment) -> Exit
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    logging::init(settings.verbosity, settings.json_logs);
+    logging::init(&settings.logging);
+    for note in &settings.notes {
+        tracing::info!("{note}");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -1,46 +1,140 @@
-//! Logging: upstream's `-v` levels mapped onto tracing, `RUST_LOG` still wins.
+//! Logging as klog users expect: `--v` levels, `--vmodule`, text or JSON
+//! lines, split streams; `RUST_LOG`, when set, wins.
+//!
+//! klog's verbosity maps onto tracing's levels: INFO lines (what an operator
+//! must see) show at `--v=0`, DEBUG lines (upstream's usual production
+//! detail, each step on each object) from `--v=2`, TRACE lines from `--v=4`;
+//! `--v=5` and up also show the libraries' own debug lines (HTTP, watches).
 
-use tracing_subscriber::EnvFilter;
+mod json;
+mod vmodule;
 
-/// klog verbosity to a tracing level: 0-1 info, 2-4 debug, 5 and up trace.
-fn level(verbosity: u8) -> &'static str {
-    match verbosity {
-        0..=1 => "info",
-        2..=4 => "debug",
-        _ => "trace",
+use std::io::IsTerminal;
+
+use tracing::Level;
+use tracing_subscriber::filter::{FilterFn, Targets};
+use tracing_subscriber::fmt::writer::{BoxMakeWriter, MakeWriterExt};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+use crate::flags::Logging;
+
+/// This workspace's crates, whose lines `--v` governs.
+const OUR_TARGETS: [&str; 8] = [
+    "ccm_app",
+    "ccm_runtime",
+    "ccm_controllers",
+    "leader_election",
+    "cloud_provider",
+    "provider_aws",
+    "provider_digitalocean",
+    "provider_fake",
+];
+
+/// The most verbose level shown at klog verbosity `v`.
+pub(crate) fn level(v: u8) -> Level {
+    match v {
+        0..=1 => Level::INFO,
+        2..=3 => Level::DEBUG,
+        _ => Level::TRACE,
     }
 }
 
-/// Installs the global subscriber, writing to standard error.
-pub(crate) fn init(verbosity: u8, json: bool) {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        // Dependencies stay at info unless RUST_LOG asks for more: their
-        // debug output (HTTP internals) drowns ours.
-        EnvFilter::new(format!(
-            "info,ccm_app={0},ccm_runtime={0},ccm_controllers={0},leader_election={0}",
-            level(verbosity)
-        ))
-    });
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    // A second init (tests starting several apps in one process) keeps the first.
-    let _ = if json {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
+/// klog's verbosity of a line at `level`: the lowest `--v` showing it.
+pub(crate) fn verbosity_of(level: Level) -> u8 {
+    match level {
+        Level::TRACE => 4,
+        Level::DEBUG => 2,
+        _ => 0,
+    }
+}
+
+/// Which lines show at verbosity `v` without `--vmodule`.
+fn targets(v: u8) -> Targets {
+    let libraries = match v {
+        0..=4 => Level::INFO,
+        5 => Level::DEBUG,
+        _ => Level::TRACE,
     };
+    let mut targets = Targets::new().with_default(libraries);
+    for ours in OUR_TARGETS {
+        targets = targets.with_target(ours, level(v));
+    }
+    targets
+}
+
+/// Installs the global subscriber.
+pub(crate) fn init(settings: &Logging) {
+    let writer = writer(settings);
+    // Colour only for a person at a terminal: a log file or a collector gets
+    // plain text.
+    let ansi = !settings.json && !settings.split_stream && std::io::stderr().is_terminal();
+    let layer = if settings.json {
+        tracing_subscriber::fmt::layer()
+            .event_format(json::KlogJson)
+            .fmt_fields(tracing_subscriber::fmt::format::JsonFields::new())
+            .with_writer(writer)
+            .boxed()
+    } else {
+        tracing_subscriber::fmt::layer()
+            .with_ansi(ansi)
+            .with_writer(writer)
+            .boxed()
+    };
+    let registry = tracing_subscriber::registry();
+    // A second init (tests starting several apps in one process) keeps the first.
+    let _ = match EnvFilter::try_from_default_env() {
+        Ok(from_env) => registry.with(layer.with_filter(from_env)).try_init(),
+        Err(_) => {
+            let targets = targets(settings.verbosity);
+            let modules = vmodule::Modules::new(&settings.vmodule);
+            let filter = FilterFn::new(move |meta| match modules.level_for(meta.file()) {
+                Some(v) => *meta.level() <= level(v),
+                None => targets.would_enable(meta.target(), meta.level()),
+            });
+            registry.with(layer.with_filter(filter)).try_init()
+        }
+    };
+}
+
+/// Where lines go: text to stderr as klog, JSON to stdout as component-base;
+/// split streams send errors to stderr and everything else to stdout.
+fn writer(settings: &Logging) -> BoxMakeWriter {
+    if settings.split_stream {
+        BoxMakeWriter::new(
+            std::io::stderr
+                .with_max_level(Level::ERROR)
+                .or_else(std::io::stdout),
+        )
+    } else if settings.json {
+        BoxMakeWriter::new(std::io::stdout)
+    } else {
+        BoxMakeWriter::new(std::io::stderr)
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::level;
+    use tracing::Level;
+
+    use super::{level, targets, verbosity_of};
 
     #[test]
     fn klog_verbosity_maps_onto_tracing_levels() {
-        assert_eq!(level(0), "info");
-        assert_eq!(level(2), "debug");
-        assert_eq!(level(4), "debug");
-        assert_eq!(level(6), "trace");
+        assert_eq!(level(0), Level::INFO);
+        assert_eq!(level(2), Level::DEBUG);
+        assert_eq!(level(4), Level::TRACE);
+        assert_eq!(verbosity_of(Level::DEBUG), 2);
+        assert_eq!(verbosity_of(Level::ERROR), 0);
+    }
+
+    #[test]
+    fn libraries_stay_quiet_until_v5() {
+        assert!(!targets(2).would_enable("hyper_util::client", &Level::DEBUG));
+        assert!(targets(2).would_enable("ccm_controllers::route", &Level::DEBUG));
+        assert!(!targets(0).would_enable("ccm_controllers::route", &Level::DEBUG));
+        assert!(targets(5).would_enable("kube_client::client", &Level::DEBUG));
+        assert!(targets(4).would_enable("provider_aws::api", &Level::TRACE));
     }
 }

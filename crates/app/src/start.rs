@@ -153,7 +153,11 @@ pub(crate) async fn run<F: ProviderFactory>(
     };
     let controller_settings = controller_settings(&settings);
     let mut controllers = Vec::new();
-    for id in &settings.controllers {
+    for (n, id) in settings.controllers.iter().enumerate() {
+        // Upstream's --controller-start-interval: a pause between starts.
+        if n > 0 && !settings.controller_start_interval.is_zero() {
+            tokio::time::sleep(settings.controller_start_interval).await;
+        }
         match ccm_controllers::start(*id, &ctx, &controller_settings) {
             Started::Running(future) => {
                 tracing::info!(controller = %id, "started");

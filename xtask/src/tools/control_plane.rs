@@ -59,7 +59,7 @@ pub(crate) fn ensure() -> anyhow::Result<ControlPlane> {
 }
 
 /// `go`, or one line saying how to get it.
-fn go() -> anyhow::Result<PathBuf> {
+pub(crate) fn go() -> anyhow::Result<PathBuf> {
     let candidates = [PathBuf::from("go"), PathBuf::from("/usr/local/go/bin/go")];
     for go in candidates {
         if crate::cmd::output(&go, &["version"]).is_some() {

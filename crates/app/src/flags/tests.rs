@@ -64,15 +64,22 @@ fn defaults_match_upstream() {
         (le.lease_name.as_str(), le.lease_namespace.as_str()),
         ("cloud-controller-manager", "kube-system")
     );
-    assert!((s.kube_api_qps - 20.0).abs() < f64::EPSILON);
+    assert_eq!(s.kube_api_qps, Some(20.0));
     assert_eq!(s.kube_api_burst, 30);
     assert_eq!(
         s.serve,
         Some("0.0.0.0:10258".parse::<SocketAddr>().unwrap())
     );
     assert!(!s.allow_untagged_cloud);
-    assert_eq!(s.verbosity, 0);
-    assert!(!s.json_logs);
+    assert_eq!(s.logging.verbosity, 0);
+    assert!(!s.logging.json && !s.logging.split_stream && s.logging.vmodule.is_empty());
+    assert!(!s.use_service_account_credentials);
+    assert_eq!(s.controller_start_interval, Duration::ZERO);
+    assert!(
+        s.notes.is_empty(),
+        "defaults need no explanation: {:?}",
+        s.notes
+    );
 }
 
 #[test]
@@ -256,15 +263,23 @@ fn leader_election_flags() {
 
 #[test]
 fn api_client_flags() {
-    assert!((ok(&["--kube-api-qps=100.5"]).kube_api_qps - 100.5).abs() < f64::EPSILON);
-    bad(
-        &["--kube-api-qps=-1"],
-        "`-1` is not a positive number of queries per second",
+    assert_eq!(ok(&["--kube-api-qps=100.5"]).kube_api_qps, Some(100.5));
+    assert_eq!(
+        ok(&["--kube-api-qps=-1"]).kube_api_qps,
+        None,
+        "client-go: a negative QPS means no client-side limit"
     );
+    assert_eq!(
+        ok(&["--kube-api-qps=0"]).kube_api_qps,
+        Some(5.0),
+        "client-go's default"
+    );
+    bad(&["--kube-api-qps=fast"], "`fast` is not a number");
     assert_eq!(ok(&["--kube-api-burst=200"]).kube_api_burst, 200);
+    assert_eq!(ok(&["--kube-api-burst=0"]).kube_api_burst, 10);
     bad(
-        &["--kube-api-burst=0"],
-        "`0` is not a positive whole number",
+        &["--kube-api-burst=-3"],
+        "--kube-api-burst: `-3` is negative",
     );
 }
 
@@ -289,17 +304,15 @@ fn serving_flags() {
 fn logging_and_misc_flags() {
     assert!(ok(&["--allow-untagged-cloud"]).allow_untagged_cloud);
     bad(&["--allow-untagged-cloud=sometimes"], "not a boolean");
-    assert_eq!(ok(&["--v=4"]).verbosity, 4);
-    assert_eq!(ok(&["-v", "2"]).verbosity, 2);
+    assert_eq!(ok(&["--v=4"]).logging.verbosity, 4);
+    assert_eq!(ok(&["-v", "2"]).logging.verbosity, 2);
+    assert_eq!(ok(&["-v=3"]).logging.verbosity, 3);
     bad(&["--v=loud"], "invalid value `loud` for `--v");
-    assert!(ok(&["--log-format=json"]).json_logs);
-    assert!(
-        ok(&["--logging-format=json"]).json_logs,
-        "upstream's spelling works too"
-    );
+    bad(&["--v=-1"], "negative");
+    assert!(ok(&["--logging-format=json"]).logging.json);
     bad(
-        &["--log-format=xml"],
-        "invalid value `xml` for `--log-format",
+        &["--logging-format=xml"],
+        "invalid value `xml` for `--logging-format",
     );
     bad(&["--no-such-flag"], "unexpected argument `--no-such-flag`");
     bad(&["stray"], "unexpected argument `stray`");
@@ -308,9 +321,158 @@ fn logging_and_misc_flags() {
 #[test]
 fn version_and_help_are_commands() {
     let argv = |a: &str| vec!["ccm".to_owned(), a.to_owned()];
-    assert_eq!(parse("fake", argv("--version")), Ok(Command::Version));
+    assert_eq!(
+        parse("fake", argv("--version")),
+        Ok(Command::Version { raw: false })
+    );
+    assert_eq!(
+        parse("fake", argv("--version=raw")),
+        Ok(Command::Version { raw: true })
+    );
+    assert!(matches!(
+        parse("fake", argv("--version=false")),
+        Ok(Command::Run(_))
+    ));
+    assert!(matches!(parse("fake", argv("-h")), Ok(Command::Help(_))));
     match parse("fake", argv("--help")) {
         Ok(Command::Help(text)) => assert!(text.contains("--node-monitor-period")),
         other => panic!("expected help, got {other:?}"),
     }
+}
+
+#[test]
+fn repeated_flags_take_the_last_value_as_pflag() {
+    assert_eq!(ok(&["--v=1", "--v=3"]).logging.verbosity, 3);
+    assert_eq!(
+        ok(&["--cluster-name=a", "--cluster-name=b"]).cluster_name,
+        "b"
+    );
+}
+
+#[test]
+fn logging_flags_follow_component_base() {
+    let s = ok(&["--vmodule=route*=4,node=2"]).logging;
+    assert_eq!(s.vmodule.len(), 2);
+    bad(&["--vmodule=route"], "--vmodule: `route` is not pattern=N");
+    bad(
+        &["--logging-format=json", "--vmodule=route=4"],
+        "--vmodule works only with --logging-format=text",
+    );
+    bad(
+        &["--log-json-split-stream"],
+        "--log-json-split-stream: the LoggingAlphaOptions feature gate is disabled",
+    );
+    let s = ok(&[
+        "--logging-format=json",
+        "--log-json-split-stream",
+        "--feature-gates=LoggingAlphaOptions=true",
+    ]);
+    assert!(s.logging.json && s.logging.split_stream);
+    bad(
+        &[
+            "--logging-format=json",
+            "--feature-gates=LoggingBetaOptions=false",
+        ],
+        "--logging-format=json: the LoggingBetaOptions feature gate is disabled",
+    );
+    assert!(!ok(&["--log-text-split-stream=false"]).logging.split_stream);
+    let s = ok(&["--log-flush-frequency=10s"]);
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.starts_with("--log-flush-frequency"))
+    );
+    bad(&["--log-flush-frequency=often"], "not a duration");
+    bad(&["--log-json-info-buffer-size=lots"], "not a quantity");
+}
+
+#[test]
+fn feature_gates_are_checked_against_upstreams_names() {
+    assert!(
+        ok(&["--feature-gates=LoggingAlphaOptions=true"])
+            .feature_gates
+            .enabled("LoggingAlphaOptions")
+    );
+    bad(
+        &["--feature-gates=NoSuchGate=true"],
+        "--feature-gates: unrecognized feature gate: NoSuchGate",
+    );
+    let s = ok(&["--feature-gates=CloudControllerManagerWebhook=true"]);
+    assert!(
+        s.notes.iter().any(|n| n.contains("has no effect here")),
+        "{:?}",
+        s.notes
+    );
+}
+
+#[test]
+fn flags_that_mean_nothing_here_say_why_once() {
+    let s = ok(&[
+        "--external-cloud-volume-plugin=aws",
+        "--kube-api-content-type=application/vnd.kubernetes.protobuf",
+        "--min-resync-period=12h",
+        "--cidr-allocator-type=CloudAllocator",
+        "--allocate-node-cidrs=true",
+    ]);
+    for flag in [
+        "--external-cloud-volume-plugin",
+        "--kube-api-content-type",
+        "--min-resync-period",
+        "--cidr-allocator-type",
+        "--allocate-node-cidrs",
+    ] {
+        assert_eq!(
+            s.notes.iter().filter(|n| n.starts_with(flag)).count(),
+            1,
+            "{flag}: {:?}",
+            s.notes
+        );
+    }
+    let s = ok(&["--allow-untagged-cloud", "--node-sync-period=100s"]);
+    assert!(s.notes.contains(&"Flag --allow-untagged-cloud has been deprecated, This flag is deprecated and will be removed in a future release. A cluster-id will be required on cloud instances.".to_owned()));
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.starts_with("Flag --node-sync-period has been deprecated"))
+    );
+}
+
+#[test]
+fn service_account_credentials_and_start_interval() {
+    let s = ok(&[
+        "--use-service-account-credentials=true",
+        "--controller-start-interval=2s",
+    ]);
+    assert!(s.use_service_account_credentials);
+    assert_eq!(s.controller_start_interval, Duration::from_secs(2));
+    bad(
+        &["--use-service-account-credentials=perhaps"],
+        "not a boolean",
+    );
+}
+
+#[test]
+fn webhook_flags_are_validated_as_upstream() {
+    let s = ok(&["--webhooks=*", "--webhook-secure-port=0"]);
+    assert!(s.notes.iter().any(|n| n.starts_with("--webhooks")));
+    bad(
+        &["--webhooks=lb-annotations"],
+        "--webhooks: `lb-annotations` is not in the list of known webhooks",
+    );
+    bad(
+        &["--webhook-tls-cert-file=/tls.crt"],
+        "--webhook-tls-cert-file and --webhook-tls-private-key-file go together",
+    );
+    bad(&["--webhook-secure-port=99999"], "--webhook-secure-port");
+}
+
+#[test]
+fn repeated_list_flags_append_as_pflag_string_slices() {
+    let s = ok(&["--controllers=service", "--controllers=route"]);
+    assert_eq!(
+        s.controllers,
+        [ControllerId::Service, ControllerId::Route]
+            .into_iter()
+            .collect()
+    );
 }
