@@ -73,6 +73,9 @@ cloud-controller-manager/provider: {{ .Values.provider }}
 {{- $args = append $args (printf "--leader-elect-resource-namespace=%s" .Release.Namespace) }}
 {{- $args = append $args (printf "--leader-elect-resource-name=%s" .Values.leaderElection.leaseName) }}
 {{- end }}
+{{- if .Values.useServiceAccountCredentials }}
+{{- $args = append $args "--use-service-account-credentials=true" }}
+{{- end }}
 {{- $args = append $args (printf "--allocate-node-cidrs=%t" .Values.networking.allocateNodeCIDRs) }}
 {{- $args = append $args (printf "--configure-cloud-routes=%t" .Values.networking.configureCloudRoutes) }}
 {{- with .Values.networking.clusterCIDR }}

@@ -2,6 +2,7 @@
 //! rate-limited client-side to `--kube-api-qps` / `--kube-api-burst`.
 
 mod qps;
+pub(crate) mod service_account;
 
 use std::path::Path;
 

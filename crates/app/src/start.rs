@@ -1,6 +1,7 @@
 //! From validated settings to running controllers, and back down on a
 //! signal or a lost lease.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -12,6 +13,7 @@ use leader_election::{LeaderElectionConfig, LeaderElector, LeaderHandle};
 use tokio_util::sync::CancellationToken;
 
 use crate::client;
+use crate::client::service_account;
 use crate::flags::Settings;
 use crate::server::{self, Health};
 
@@ -61,12 +63,22 @@ pub(crate) async fn run<F: ProviderFactory>(
     )
     .map_err(|e| Failure::Usage(e.to_string()))?;
     let client = client::build(
-        config,
+        config.clone(),
         settings.kube_api_qps,
         settings.kube_api_burst,
         &user_agent,
     )
     .map_err(|e| Failure::Usage(e.to_string()))?;
+    let controller_clients = if settings.use_service_account_credentials {
+        Some(controller_clients(
+            &settings,
+            &config,
+            &client,
+            &user_agent,
+        )?)
+    } else {
+        None
+    };
 
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
@@ -158,7 +170,17 @@ pub(crate) async fn run<F: ProviderFactory>(
         if n > 0 && !settings.controller_start_interval.is_zero() {
             tokio::time::sleep(settings.controller_start_interval).await;
         }
-        match ccm_controllers::start(*id, &ctx, &controller_settings) {
+        // With --use-service-account-credentials a controller writes as its
+        // own ServiceAccount; the informers and the Lease keep the main
+        // credentials, as upstream.
+        let own = controller_clients
+            .as_ref()
+            .and_then(|clients| clients.get(id.service_account()))
+            .map(|client| Context {
+                client: client.clone(),
+                ..ctx.clone()
+            });
+        match ccm_controllers::start(*id, own.as_ref().unwrap_or(&ctx), &controller_settings) {
             Started::Running(future) => {
                 tracing::info!(controller = %id, "started");
                 ctx.metrics.set_controller_running(id.alias(), true);
@@ -280,6 +302,38 @@ fn build_provider<F: ProviderFactory>(
         tracing::warn!("running without a cluster ID (--allow-untagged-cloud)");
     }
     Ok(provider)
+}
+
+/// One client per controller ServiceAccount, by its name.
+fn controller_clients(
+    settings: &Settings,
+    config: &kube::Config,
+    main: &kube::Client,
+    user_agent: &str,
+) -> Result<BTreeMap<&'static str, kube::Client>, Failure> {
+    let mut clients = BTreeMap::new();
+    for id in &settings.controllers {
+        let name = id.service_account();
+        if clients.contains_key(name) {
+            continue;
+        }
+        let source = service_account::TokenSource::new(name, main.clone());
+        let client = service_account::client(
+            config.clone(),
+            source,
+            settings.kube_api_qps,
+            settings.kube_api_burst,
+            &format!("{user_agent}/{name}"),
+        )
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+        clients.insert(name, client);
+    }
+    tracing::info!(
+        service_accounts = ?clients.keys().collect::<Vec<_>>(),
+        namespace = service_account::NAMESPACE,
+        "controllers use their own ServiceAccounts' credentials"
+    );
+    Ok(clients)
 }
 
 fn controller_settings(settings: &Settings) -> ControllerSettings {

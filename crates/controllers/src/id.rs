@@ -45,6 +45,17 @@ impl ControllerId {
         }
     }
 
+    /// The ServiceAccount in kube-system whose credentials the controller
+    /// uses with `--use-service-account-credentials`, as upstream names it
+    /// (both node controllers share `node-controller`).
+    pub fn service_account(self) -> &'static str {
+        match self {
+            Self::CloudNode | Self::CloudNodeLifecycle => "node-controller",
+            Self::Service => "service-controller",
+            Self::Route => "route-controller",
+        }
+    }
+
     /// The controller named `name` (canonical name or alias).
     pub fn parse(name: &str) -> Option<Self> {
         Self::ALL
