@@ -3,6 +3,7 @@
 //! (`--flag=false` for booleans, Go durations such as `5m`).
 
 mod duration;
+mod migration;
 #[cfg(test)]
 mod tests;
 
@@ -145,6 +146,9 @@ pub(crate) struct Flags {
     /// Print version information and quit.
     #[arg(long)]
     version: bool,
+
+    #[command(flatten, next_help_heading = "Leader-migration flags")]
+    leader_migration: migration::LeaderMigrationFlags,
 }
 
 /// Go's `strconv.ParseBool`.
@@ -215,6 +219,7 @@ pub(crate) struct Settings {
     pub(crate) allow_untagged_cloud: bool,
     pub(crate) verbosity: u8,
     pub(crate) json_logs: bool,
+    pub(crate) leader_migration: crate::migration::LeaderMigration,
 }
 
 /// What the command line asks for.
@@ -376,6 +381,7 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         allow_untagged_cloud: flags.allow_untagged_cloud,
         verbosity: flags.verbosity,
         json_logs: flags.log_format == "json",
+        leader_migration: flags.leader_migration.settings(flags.leader_elect)?,
     })
 }
 

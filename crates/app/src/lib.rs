@@ -17,6 +17,7 @@
 mod client;
 mod flags;
 mod logging;
+mod migration;
 mod server;
 mod start;
 

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client;
 use crate::flags::Settings;
+use crate::migration::Migration;
 use crate::server::{self, Health};
 
 /// How a run ends badly.
@@ -42,6 +43,10 @@ pub(crate) async fn run<F: ProviderFactory>(
     env: Environment,
 ) -> Result<(), Failure> {
     let provider = build_provider::<F>(&settings, &env)?;
+    let plan = settings
+        .leader_migration
+        .plan(&settings.controllers)
+        .map_err(Failure::Usage)?;
     let config = client::config(settings.kubeconfig.as_deref(), settings.master.as_deref())
         .await
         .map_err(|e| Failure::Usage(e.to_string()))?;
@@ -72,18 +77,18 @@ pub(crate) async fn run<F: ProviderFactory>(
     tokio::spawn(cancel_on_signal(shutdown.clone()));
 
     let identity = identity();
-    let (elector, leader) = match &settings.leader_election {
+    let (elector, leader, election) = match &settings.leader_election {
         Some(le) => {
             let config = LeaderElectionConfig::new(&le.lease_name, &le.lease_namespace, &identity)
                 .with_lease_duration(le.lease_duration)
                 .with_renew_deadline(le.renew_deadline)
                 .with_retry_period(le.retry_period);
-            let elector = LeaderElector::new(lease_client, config)
+            let elector = LeaderElector::new(lease_client.clone(), config.clone())
                 .map_err(|e| Failure::Usage(e.to_string()))?;
             let handle = elector.handle();
-            (Some(elector), handle)
+            (Some(elector), handle, Some(config))
         }
-        None => (None, LeaderHandle::always_leader()),
+        None => (None, LeaderHandle::always_leader(), None),
     };
 
     let metrics = Metrics::new();
@@ -153,7 +158,7 @@ pub(crate) async fn run<F: ProviderFactory>(
     };
     let controller_settings = controller_settings(&settings);
     let mut controllers = Vec::new();
-    for id in &settings.controllers {
+    for id in &plan.main {
         match ccm_controllers::start(*id, &ctx, &controller_settings) {
             Started::Running(future) => {
                 tracing::info!(controller = %id, "started");
@@ -180,10 +185,24 @@ pub(crate) async fn run<F: ProviderFactory>(
         synced.synced.store(true, Ordering::SeqCst);
         tracing::info!("caches filled");
     });
+    let mut migration = Migration::start(
+        &plan,
+        election.as_ref(),
+        lease_client,
+        &leader,
+        &ctx,
+        &controller_settings,
+    )
+    .map_err(|e| Failure::Usage(e.to_string()))?;
 
     if let Some(task) = elector_task.as_mut() {
         tokio::select! {
             () = shutdown.cancelled() => {}
+            lost = migration.lost() => {
+                shutdown.cancel();
+                release.cancel();
+                return Err(Failure::Runtime(lost));
+            }
             joined = task => {
                 // The elector only stops on its own when leadership is lost.
                 shutdown.cancel();
@@ -203,7 +222,10 @@ pub(crate) async fn run<F: ProviderFactory>(
     if tokio::time::timeout(SHUTDOWN_GRACE, stopped).await.is_err() {
         tracing::warn!("controllers did not stop within {SHUTDOWN_GRACE:?}");
     }
-    finish(elector_task, &release).await
+    // The migration Lease goes first: the main one guards the whole process.
+    let migrated = migration.stop().await.map_err(Failure::Runtime);
+    let finished = finish(elector_task, &release).await;
+    migrated.and(finished)
 }
 
 /// Releases the lease (the controllers have stopped) and waits for the
