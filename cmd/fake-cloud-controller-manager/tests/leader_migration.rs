@@ -152,6 +152,46 @@ fn touched(service: &Service) -> bool {
 }
 
 #[tokio::test]
+async fn a_bad_migration_config_exits_64_with_one_line_naming_the_flag_and_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrong_kind = dir.path().join("wrong-kind.yaml");
+    std::fs::write(
+        &wrong_kind,
+        "kind: LeaderMigrationConfiguration\napiVersion: v1\nleaderName: m\n",
+    )
+    .unwrap();
+    let invalid = dir.path().join("invalid.yaml");
+    std::fs::write(
+        &invalid,
+        "kind: LeaderMigrationConfiguration\napiVersion: controllermanager.config.k8s.io/v1beta1\nleaderName: m\nresourceLock: configmaps\n",
+    )
+    .unwrap();
+    let missing = dir.path().join("missing.yaml");
+    for (path, expected) in [
+        (&wrong_kind, "expected kind LeaderMigrationConfiguration"),
+        (&invalid, "resourceLock: `configmaps`"),
+        (&missing, "cannot read it"),
+    ] {
+        let out = Launch::new(BINARY, dir.path().join("ccm.log"))
+            .args([
+                "--enable-leader-migration".to_owned(),
+                format!("--leader-migration-config={}", path.display()),
+            ])
+            .output()
+            .await
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(64), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert!(
+            stderr.contains(&format!("--leader-migration-config {}: ", path.display()))
+                && stderr.contains(expected),
+            "{stderr}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn migrated_controllers_wait_until_the_old_owner_lets_the_migration_lease_go() {
     let server = ApiServer::start().await.unwrap();
     let client = server.client();
