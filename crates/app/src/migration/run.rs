@@ -238,3 +238,46 @@ async fn released(
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A handle of a candidate that has not acquired its Lease (nothing is
+    /// sent: the elector never runs).
+    fn candidate() -> LeaderHandle {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        LeaderElector::new(client, LeaderElectionConfig::new("m", "kube-system", "me"))
+            .unwrap()
+            .handle()
+    }
+
+    fn fence(main: LeaderHandle, migration: LeaderHandle) -> BothLeases {
+        BothLeases {
+            main,
+            migration,
+            lease: "kube-system/m".to_owned(),
+        }
+    }
+
+    #[tokio::test]
+    async fn migrated_mutations_need_both_leases() {
+        let refused = fence(LeaderHandle::always_leader(), candidate())
+            .check()
+            .unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .starts_with("migration lease kube-system/m: "),
+            "{refused}"
+        );
+        let refused = fence(candidate(), LeaderHandle::always_leader())
+            .check()
+            .unwrap_err();
+        assert!(!refused.to_string().contains("migration"), "{refused}");
+        fence(LeaderHandle::always_leader(), LeaderHandle::always_leader())
+            .check()
+            .unwrap();
+    }
+}
