@@ -6,6 +6,7 @@ mod duration;
 mod feature_gates;
 mod generic;
 mod global;
+mod migration;
 #[cfg(test)]
 mod tests;
 mod upstream;
@@ -34,6 +35,9 @@ pub(crate) use global::ModuleLevel;
     args_override_self = true
 )]
 pub(crate) struct Flags {
+    #[command(flatten, next_help_heading = "Leader-migration flags")]
+    leader_migration: migration::LeaderMigrationFlags,
+
     #[command(flatten, next_help_heading = "Generic flags")]
     generic: generic::Generic,
 
@@ -130,6 +134,7 @@ pub(crate) struct Settings {
     pub(crate) allow_untagged_cloud: bool,
     pub(crate) logging: Logging,
     pub(crate) feature_gates: FeatureGates,
+    pub(crate) leader_migration: crate::migration::LeaderMigration,
     /// Lines logged once at startup at INFO: flags that mean nothing here
     /// (and why), upstream's deprecation notices.
     pub(crate) notes: Vec<String>,
@@ -205,6 +210,7 @@ fn one_line(err: &clap::Error) -> String {
 
 fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
     let Flags {
+        leader_migration,
         generic,
         cloud_node_controller,
         cloud_node_lifecycle_controller,
@@ -369,6 +375,7 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         allow_untagged_cloud: generic.allow_untagged_cloud.unwrap_or(false),
         logging,
         feature_gates,
+        leader_migration: leader_migration.settings(generic.leader_elect)?,
         notes,
     })
 }

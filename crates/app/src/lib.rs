@@ -10,13 +10,15 @@
 //! - 0: stopped by SIGTERM or SIGINT (the lease is released first), or
 //!   `--help` / `--version`.
 //! - 64: bad input — an unknown flag, a malformed value, an unreadable or
-//!   invalid cloud config — with one line saying what and where.
-//! - 1: a runtime failure, such as losing leadership (as upstream, the
-//!   process exits and is restarted) or a provider that cannot initialize.
+//!   invalid cloud config or leader-migration config — with one line saying
+//!   what and where.
+//! - 1: a runtime failure, such as losing leadership of the main or the
+//!   migration Lease (as upstream, the process exits and is restarted) or a provider that cannot initialize.
 
 mod client;
 mod flags;
 mod logging;
+mod migration;
 mod server;
 mod start;
 

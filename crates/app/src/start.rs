@@ -1,7 +1,6 @@
 //! From validated settings to running controllers, and back down on a
 //! signal or a lost lease.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -13,8 +12,9 @@ use leader_election::{LeaderElectionConfig, LeaderElector, LeaderHandle};
 use tokio_util::sync::CancellationToken;
 
 use crate::client;
-use crate::client::service_account;
+use crate::client::service_account::{self, ControllerClients};
 use crate::flags::Settings;
+use crate::migration::Migration;
 use crate::server::{self, Health};
 
 /// How a run ends badly.
@@ -44,6 +44,10 @@ pub(crate) async fn run<F: ProviderFactory>(
     env: Environment,
 ) -> Result<(), Failure> {
     let provider = build_provider::<F>(&settings, &env)?;
+    let plan = settings
+        .leader_migration
+        .plan(&settings.controllers)
+        .map_err(Failure::Usage)?;
     let config = client::config(settings.kubeconfig.as_deref(), settings.master.as_deref())
         .await
         .map_err(|e| Failure::Usage(e.to_string()))?;
@@ -70,32 +74,27 @@ pub(crate) async fn run<F: ProviderFactory>(
     )
     .map_err(|e| Failure::Usage(e.to_string()))?;
     let controller_clients = if settings.use_service_account_credentials {
-        Some(controller_clients(
-            &settings,
-            &config,
-            &client,
-            &user_agent,
-        )?)
+        controller_clients(&settings, &config, &client, &user_agent)?
     } else {
-        None
+        ControllerClients::default()
     };
 
     let shutdown = CancellationToken::new();
     tokio::spawn(cancel_on_signal(shutdown.clone()));
 
     let identity = identity();
-    let (elector, leader) = match &settings.leader_election {
+    let (elector, leader, election) = match &settings.leader_election {
         Some(le) => {
             let config = LeaderElectionConfig::new(&le.lease_name, &le.lease_namespace, &identity)
                 .with_lease_duration(le.lease_duration)
                 .with_renew_deadline(le.renew_deadline)
                 .with_retry_period(le.retry_period);
-            let elector = LeaderElector::new(lease_client, config)
+            let elector = LeaderElector::new(lease_client.clone(), config.clone())
                 .map_err(|e| Failure::Usage(e.to_string()))?;
             let handle = elector.handle();
-            (Some(elector), handle)
+            (Some(elector), handle, Some(config))
         }
-        None => (None, LeaderHandle::always_leader()),
+        None => (None, LeaderHandle::always_leader(), None),
     };
 
     let metrics = Metrics::new();
@@ -165,22 +164,15 @@ pub(crate) async fn run<F: ProviderFactory>(
     };
     let controller_settings = controller_settings(&settings);
     let mut controllers = Vec::new();
-    for (n, id) in settings.controllers.iter().enumerate() {
+    for (n, id) in plan.main.iter().enumerate() {
         // Upstream's --controller-start-interval: a pause between starts.
         if n > 0 && !settings.controller_start_interval.is_zero() {
             tokio::time::sleep(settings.controller_start_interval).await;
         }
         // With --use-service-account-credentials a controller writes as its
-        // own ServiceAccount; the informers and the Lease keep the main
-        // credentials, as upstream.
-        let own = controller_clients
-            .as_ref()
-            .and_then(|clients| clients.get(id.service_account()))
-            .map(|client| Context {
-                client: client.clone(),
-                ..ctx.clone()
-            });
-        match ccm_controllers::start(*id, own.as_ref().unwrap_or(&ctx), &controller_settings) {
+        // own ServiceAccount.
+        let own = controller_clients.context_for(*id, &ctx);
+        match ccm_controllers::start(*id, &own, &controller_settings) {
             Started::Running(future) => {
                 tracing::info!(controller = %id, "started");
                 ctx.metrics.set_controller_running(id.alias(), true);
@@ -206,10 +198,25 @@ pub(crate) async fn run<F: ProviderFactory>(
         synced.synced.store(true, Ordering::SeqCst);
         tracing::info!("caches filled");
     });
+    let mut migration = Migration::start(
+        &plan,
+        election.as_ref(),
+        lease_client,
+        &leader,
+        &ctx,
+        &controller_settings,
+        controller_clients,
+    )
+    .map_err(|e| Failure::Usage(e.to_string()))?;
 
     if let Some(task) = elector_task.as_mut() {
         tokio::select! {
             () = shutdown.cancelled() => {}
+            lost = migration.lost() => {
+                shutdown.cancel();
+                release.cancel();
+                return Err(Failure::Runtime(lost));
+            }
             joined = task => {
                 // The elector only stops on its own when leadership is lost.
                 shutdown.cancel();
@@ -229,7 +236,10 @@ pub(crate) async fn run<F: ProviderFactory>(
     if tokio::time::timeout(SHUTDOWN_GRACE, stopped).await.is_err() {
         tracing::warn!("controllers did not stop within {SHUTDOWN_GRACE:?}");
     }
-    finish(elector_task, &release).await
+    // The migration Lease goes first: the main one guards the whole process.
+    let migrated = migration.stop().await.map_err(Failure::Runtime);
+    let finished = finish(elector_task, &release).await;
+    migrated.and(finished)
 }
 
 /// Releases the lease (the controllers have stopped) and waits for the
@@ -310,11 +320,11 @@ fn controller_clients(
     config: &kube::Config,
     main: &kube::Client,
     user_agent: &str,
-) -> Result<BTreeMap<&'static str, kube::Client>, Failure> {
-    let mut clients = BTreeMap::new();
+) -> Result<ControllerClients, Failure> {
+    let mut clients = ControllerClients::default();
     for id in &settings.controllers {
         let name = id.service_account();
-        if clients.contains_key(name) {
+        if clients.contains(name) {
             continue;
         }
         let source = service_account::TokenSource::new(name, main.clone());
@@ -329,7 +339,7 @@ fn controller_clients(
         clients.insert(name, client);
     }
     tracing::info!(
-        service_accounts = ?clients.keys().collect::<Vec<_>>(),
+        service_accounts = ?clients.accounts(),
         namespace = service_account::NAMESPACE,
         "controllers use their own ServiceAccounts' credentials"
     );

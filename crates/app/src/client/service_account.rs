@@ -273,6 +273,50 @@ fn with_token(
     Ok(request)
 }
 
+/// Each controller's own client, by ServiceAccount name; empty without
+/// `--use-service-account-credentials`.
+#[derive(Clone, Default)]
+pub(crate) struct ControllerClients {
+    by_account: std::collections::BTreeMap<&'static str, kube::Client>,
+}
+
+impl std::fmt::Debug for ControllerClients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.by_account.keys()).finish()
+    }
+}
+
+impl ControllerClients {
+    pub(crate) fn insert(&mut self, account: &'static str, client: kube::Client) {
+        self.by_account.insert(account, client);
+    }
+
+    pub(crate) fn contains(&self, account: &str) -> bool {
+        self.by_account.contains_key(account)
+    }
+
+    pub(crate) fn accounts(&self) -> Vec<&'static str> {
+        self.by_account.keys().copied().collect()
+    }
+
+    /// The context controller `id` runs with: `ctx` itself, or `ctx` with the
+    /// controller's own client. The informers and the Lease keep the main
+    /// credentials, as upstream.
+    pub(crate) fn context_for(
+        &self,
+        id: ccm_controllers::ControllerId,
+        ctx: &ccm_runtime::Context,
+    ) -> ccm_runtime::Context {
+        match self.by_account.get(id.service_account()) {
+            Some(client) => ccm_runtime::Context {
+                client: client.clone(),
+                ..ctx.clone()
+            },
+            None => ctx.clone(),
+        }
+    }
+}
+
 /// A client for `config` without its own credentials, authenticated as
 /// ServiceAccount `kube-system/<name>` through `source`.
 pub(crate) fn client(
