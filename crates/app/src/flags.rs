@@ -3,11 +3,11 @@
 //! (`--flag=false` for booleans, Go durations such as `5m`).
 
 mod duration;
+mod serving;
 #[cfg(test)]
 mod tests;
 
 use std::collections::BTreeSet;
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -122,14 +122,6 @@ pub(crate) struct Flags {
     #[arg(long, value_name = "N", default_value_t = 30, value_parser = parse_positive_u32)]
     kube_api_burst: u32,
 
-    /// Address to serve /healthz, /readyz, /livez and /metrics on.
-    #[arg(long, value_name = "IP", default_value = "0.0.0.0")]
-    bind_address: IpAddr,
-
-    /// Port to serve /healthz, /readyz, /livez and /metrics on; 0 disables serving.
-    #[arg(long, value_name = "PORT", default_value_t = 10258)]
-    secure_port: u16,
-
     /// Run even if the cloud cannot tell this cluster's resources apart (deprecated upstream).
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = parse_bool)]
     allow_untagged_cloud: bool,
@@ -145,6 +137,15 @@ pub(crate) struct Flags {
     /// Print version information and quit.
     #[arg(long)]
     version: bool,
+
+    #[command(flatten, next_help_heading = "Secure serving flags")]
+    secure_serving: serving::SecureServing,
+
+    #[command(flatten, next_help_heading = "Authentication flags")]
+    authentication: serving::Authentication,
+
+    #[command(flatten, next_help_heading = "Authorization flags")]
+    authorization: serving::Authorization,
 }
 
 /// Go's `strconv.ParseBool`.
@@ -210,8 +211,9 @@ pub(crate) struct Settings {
     pub(crate) leader_election: Option<LeaderElection>,
     pub(crate) kube_api_qps: f64,
     pub(crate) kube_api_burst: u32,
-    /// `None` when `--secure-port=0`.
-    pub(crate) serve: Option<std::net::SocketAddr>,
+    /// HTTPS with delegated authentication and authorization; `None` when
+    /// `--secure-port=0`.
+    pub(crate) serving: Option<crate::serving::Config>,
     pub(crate) allow_untagged_cloud: bool,
     pub(crate) verbosity: u8,
     pub(crate) json_logs: bool,
@@ -353,6 +355,11 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
             return Err(format!("{name} must be above zero"));
         }
     }
+    let serving = serving::validate(
+        &flags.secure_serving,
+        flags.authentication,
+        flags.authorization,
+    )?;
     Ok(Settings {
         kubeconfig: flags.kubeconfig.filter(|p| !p.as_os_str().is_empty()),
         master: flags.master.filter(|m| !m.is_empty()),
@@ -371,8 +378,7 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         leader_election,
         kube_api_qps: flags.kube_api_qps,
         kube_api_burst: flags.kube_api_burst,
-        serve: (flags.secure_port != 0)
-            .then(|| std::net::SocketAddr::new(flags.bind_address, flags.secure_port)),
+        serving,
         allow_untagged_cloud: flags.allow_untagged_cloud,
         verbosity: flags.verbosity,
         json_logs: flags.log_format == "json",

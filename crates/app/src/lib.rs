@@ -18,6 +18,7 @@ mod client;
 mod flags;
 mod logging;
 mod server;
+mod serving;
 mod start;
 
 use std::process::ExitCode;
