@@ -36,6 +36,10 @@ use tokio_util::sync::CancellationToken;
 pub(crate) use listener::{bind, serve};
 pub(crate) use tls::{TlsVersion, is_go_cipher_suite};
 
+/// The authentication ConfigMap is read again every this many file polls
+/// (every minute in production).
+const LOOKUP_EVERY_RELOADS: u32 = 12;
+
 /// Validated serving flags.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Config {
@@ -208,6 +212,9 @@ impl Serving {
             &mut reloader,
         )
         .await?;
+        if let Some(cluster) = authenticator.cluster() {
+            cluster.spawn_refresh(reload_every * LOOKUP_EVERY_RELOADS, shutdown.clone());
+        }
         let client_auth = authenticator.client_ca_hints();
         let tls = tls::server_config(&config.tls, Arc::new(resolver), client_auth)?;
         let authorizer = authz::Authorizer::new(&config.authorization, clients.authorization);

@@ -15,7 +15,7 @@ use rustls::DistinguishedName;
 use rustls::pki_types::CertificateDer;
 
 use super::cache::{Key, TtlCache};
-use super::client_ca::{self, CaSource};
+use super::client_ca::{CaSource, ClusterAuthentication, Lookup};
 use super::reload::Reloader;
 use super::{AuthenticationOptions, Error};
 
@@ -73,20 +73,24 @@ pub(crate) struct Unauthenticated(Vec<String>);
 
 /// The front proxy's request-header authentication.
 #[derive(Debug)]
-struct RequestHeader {
-    ca: CaSource,
-    allowed_names: Vec<String>,
-    username_headers: Vec<String>,
-    group_headers: Vec<String>,
-    extra_header_prefixes: Vec<String>,
-    uid_headers: Vec<String>,
+pub(super) struct RequestHeader {
+    pub(super) ca: CaSource,
+    pub(super) allowed_names: Vec<String>,
+    pub(super) username_headers: Vec<String>,
+    pub(super) group_headers: Vec<String>,
+    pub(super) extra_header_prefixes: Vec<String>,
+    pub(super) uid_headers: Vec<String>,
 }
 
 /// Every configured way of authenticating a request.
 #[derive(Debug)]
 pub(super) struct Authenticator {
+    /// From `--requestheader-client-ca-file` and its flags.
     request_header: Option<RequestHeader>,
+    /// From `--client-ca-file`.
     client_ca: Option<CaSource>,
+    /// What the flags leave out, looked up in the cluster.
+    cluster: Option<Arc<ClusterAuthentication>>,
     tokens: TokenReviews,
 }
 
@@ -104,14 +108,17 @@ impl Authenticator {
     ) -> Result<Self, Error> {
         let flags = &options.request_header;
         let needs_lookup = options.client_ca_file.is_none() || flags.client_ca_file.is_none();
-        let looked_up = if needs_lookup && !options.skip_lookup {
-            client_ca::lookup(client.clone(), options.tolerate_lookup_failure).await?
+        let cluster = if needs_lookup && !options.skip_lookup {
+            let cluster =
+                ClusterAuthentication::load(client.clone(), options.tolerate_lookup_failure)
+                    .await?;
+            Some(Arc::new(cluster))
         } else {
-            client_ca::Lookup::default()
+            None
         };
         let client_ca = match &options.client_ca_file {
             Some(path) => Some(CaSource::file("--client-ca-file", path, reloader)?),
-            None => looked_up.client_ca,
+            None => None,
         };
         let request_header = match &flags.client_ca_file {
             Some(path) => Some(RequestHeader {
@@ -122,37 +129,55 @@ impl Authenticator {
                 extra_header_prefixes: flags.extra_header_prefixes.clone(),
                 uid_headers: flags.uid_headers.clone(),
             }),
-            None => looked_up.request_header.map(|found| RequestHeader {
-                ca: found.ca,
-                allowed_names: found.allowed_names,
-                username_headers: found.username_headers,
-                group_headers: found.group_headers,
-                extra_header_prefixes: found.extra_header_prefixes,
-                uid_headers: found.uid_headers,
-            }),
+            None => None,
         };
         Ok(Self {
             request_header,
             client_ca,
+            cluster,
             tokens: TokenReviews::new(client, options.cache_ttl),
         })
     }
 
+    /// The cluster lookup, for [`ClusterAuthentication::spawn_refresh`].
+    pub(super) fn cluster(&self) -> Option<Arc<ClusterAuthentication>> {
+        self.cluster.clone()
+    }
+
     /// The subjects of every client CA, for the TLS handshake's certificate
-    /// request; `None` when no CA is configured, so no certificate is asked for.
+    /// request; `None` when no CA can be configured, so no certificate is
+    /// asked for. With a cluster lookup, certificates are always asked for:
+    /// the ConfigMap may gain a CA later.
     pub(super) fn client_ca_hints(&self) -> Option<Vec<DistinguishedName>> {
-        let sources: Vec<&CaSource> = self
-            .request_header
-            .iter()
-            .map(|r| &r.ca)
-            .chain(self.client_ca.iter())
-            .collect();
-        (!sources.is_empty()).then(|| {
-            sources
+        let looked_up = self.cluster.as_ref().map(|c| c.current());
+        let (request_header, client_ca) = self.sources(looked_up.as_deref());
+        if request_header.is_none() && client_ca.is_none() && self.cluster.is_none() {
+            return None;
+        }
+        Some(
+            request_header
+                .map(|r| &r.ca)
                 .into_iter()
+                .chain(client_ca)
                 .flat_map(|s| s.current().subjects())
-                .collect()
-        })
+                .collect(),
+        )
+    }
+
+    /// The request-header and client-certificate settings in force: the
+    /// flags' where given, else the cluster's.
+    fn sources<'a>(
+        &'a self,
+        looked_up: Option<&'a Lookup>,
+    ) -> (Option<&'a RequestHeader>, Option<&'a CaSource>) {
+        (
+            self.request_header
+                .as_ref()
+                .or_else(|| looked_up.and_then(|l| l.request_header.as_ref())),
+            self.client_ca
+                .as_ref()
+                .or_else(|| looked_up.and_then(|l| l.client_ca.as_ref())),
+        )
     }
 
     /// Who sent `request`: the first method that succeeds, else anonymous
@@ -170,8 +195,10 @@ impl Authenticator {
             .get::<PeerCertificates>()
             .map(|p| p.0.clone())
             .unwrap_or_default();
+        let looked_up = self.cluster.as_ref().map(|c| c.current());
+        let (request_header, client_ca) = self.sources(looked_up.as_deref());
         let mut errors = Vec::new();
-        if let Some(request_header) = &self.request_header
+        if let Some(request_header) = request_header
             && !chain.is_empty()
         {
             match request_header.authenticate(&chain, request.headers_mut()) {
@@ -180,7 +207,7 @@ impl Authenticator {
                 Err(err) => errors.push(err),
             }
         }
-        if let Some(client_ca) = &self.client_ca
+        if let Some(client_ca) = client_ca
             && !chain.is_empty()
         {
             match client_ca.current().verify(&chain) {

@@ -80,10 +80,8 @@ impl Resolver {
             }
             CertSource::Generated => {
                 let (cert, key) = self_signed(bind)?;
-                let key = certified_key(
-                    &Source::new("--tls-cert-file", "(generated)"),
-                    &[cert.into_bytes(), key.into_bytes()],
-                )?;
+                let generated = Source::new("--cert-dir", "(in memory)");
+                let key = certified_key(&generated, &generated, cert.as_bytes(), key.as_bytes())?;
                 tracing::info!("serving a self-signed certificate made in memory");
                 Served::Fixed(key)
             }
@@ -140,38 +138,38 @@ impl ResolvesServerCert for Resolver {
 }
 
 fn files(cert: Source, key: Source, reloader: &mut Reloader) -> Result<Served, Error> {
-    let backed = Arc::new(FileBacked::load(vec![cert, key], |sources, contents| {
-        certified_key(&sources[0], contents).map_err(|err| match err {
-            // A key that is not the certificate's is the key file's problem.
-            Error::Invalid { reason, .. } if reason.contains("key") => sources[1].invalid(reason),
-            other => other,
-        })
-    })?);
+    let backed = Arc::new(FileBacked::load(
+        vec![cert, key],
+        |sources, contents| match (sources, contents) {
+            ([cert, key], [cert_pem, key_pem]) => certified_key(cert, key, cert_pem, key_pem),
+            _ => Err(sources[0].invalid("expected a certificate and a key")),
+        },
+    )?);
     reloader.watch(backed.clone());
     Ok(Served::Files(backed))
 }
 
-/// The PEM certificate chain and private key in `contents` (certificate
-/// file first) as a key rustls serves. Messages never quote the files.
-fn certified_key(cert: &Source, contents: &[Vec<u8>]) -> Result<Arc<CertifiedKey>, Error> {
-    let [cert_pem, key_pem] = contents else {
-        return Err(cert.invalid("expected a certificate and a key"));
-    };
+/// The PEM certificate chain and private key as a key rustls serves.
+/// Each problem names the file it is in; messages never quote the files.
+fn certified_key(
+    cert: &Source,
+    key: &Source,
+    cert_pem: &[u8],
+    key_pem: &[u8],
+) -> Result<Arc<CertifiedKey>, Error> {
     let chain = CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| cert.invalid("not a PEM certificate file"))?;
     if chain.is_empty() {
         return Err(cert.invalid("no certificate in it"));
     }
-    let key = PrivateKeyDer::from_pem_slice(key_pem)
-        .map_err(|_| cert.invalid("the private key file holds no PEM private key"))?;
+    let private_key = PrivateKeyDer::from_pem_slice(key_pem)
+        .map_err(|_| key.invalid("no PEM private key in it"))?;
     let provider: &CryptoProvider = &rustls::crypto::aws_lc_rs::default_provider();
-    let certified = CertifiedKey::from_der(chain, key, provider).map_err(|err| {
-        cert.invalid(match err {
-            rustls::Error::InconsistentKeys(_) => {
-                "the private key does not match the certificate".to_owned()
-            }
-            _ => "the private key is not a supported RSA, ECDSA or Ed25519 key".to_owned(),
+    let certified = CertifiedKey::from_der(chain, private_key, provider).map_err(|err| {
+        key.invalid(match err {
+            rustls::Error::InconsistentKeys(_) => "the private key does not match the certificate",
+            _ => "not a supported RSA, ECDSA or Ed25519 private key",
         })
     })?;
     Ok(Arc::new(certified))
@@ -320,11 +318,8 @@ mod tests {
     fn resolver_with(sni: Vec<(&str, Vec<&str>, bool)>) -> Resolver {
         let key = |_: &str| {
             let (cert, key) = self_signed(IpAddr::from([127, 0, 0, 1])).unwrap();
-            certified_key(
-                &Source::new("--t", "t"),
-                &[cert.into_bytes(), key.into_bytes()],
-            )
-            .unwrap()
+            let source = Source::new("--t", "t");
+            certified_key(&source, &source, cert.as_bytes(), key.as_bytes()).unwrap()
         };
         Resolver {
             default: Served::Fixed(key("default")),
@@ -367,11 +362,8 @@ mod tests {
     #[test]
     fn a_self_signed_certificate_names_localhost_and_loopback() {
         let (cert, key) = self_signed(IpAddr::from([10, 1, 2, 3])).unwrap();
-        let certified = certified_key(
-            &Source::new("--t", "t"),
-            &[cert.into_bytes(), key.into_bytes()],
-        )
-        .unwrap();
+        let source = Source::new("--t", "t");
+        let certified = certified_key(&source, &source, cert.as_bytes(), key.as_bytes()).unwrap();
         let names = certificate_names(&certified);
         assert!(names.contains(&"localhost".to_owned()), "{names:?}");
         let (_, parsed) = x509_parser::parse_x509_certificate(&certified.cert[0]).unwrap();
@@ -397,11 +389,16 @@ mod tests {
         let (_, other_key) = self_signed(IpAddr::from([127, 0, 0, 1])).unwrap();
         let err = certified_key(
             &Source::new("--tls-cert-file", "/c.crt"),
-            &[cert.into_bytes(), other_key.clone().into_bytes()],
+            &Source::new("--tls-private-key-file", "/c.key"),
+            cert.as_bytes(),
+            other_key.as_bytes(),
         )
         .unwrap_err()
         .to_string();
-        assert!(err.contains("does not match"), "{err}");
+        assert!(
+            err.starts_with("--tls-private-key-file /c.key: the private key does not match"),
+            "{err}"
+        );
         let key_body = other_key.lines().nth(1).unwrap();
         assert!(!err.contains(key_body), "{err}");
     }

@@ -5,16 +5,20 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use parking_lot::RwLock;
 use rustls::DistinguishedName;
 use rustls::RootCertStore;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::WebPkiClientVerifier;
 use rustls::server::danger::ClientCertVerifier;
+use tokio_util::sync::CancellationToken;
 
 use super::Error;
+use super::authn::RequestHeader;
 use super::reload::{FileBacked, Reloader, Source};
 
 /// The ConfigMap upstream's control plane publishes its client CAs in.
@@ -109,49 +113,83 @@ impl CaSource {
 #[derive(Debug, Default)]
 pub(super) struct Lookup {
     pub(super) client_ca: Option<CaSource>,
-    pub(super) request_header: Option<LookedUpRequestHeader>,
+    pub(super) request_header: Option<RequestHeader>,
 }
 
-/// The `requestheader-*` keys of the ConfigMap.
-#[derive(Debug)]
-pub(super) struct LookedUpRequestHeader {
-    pub(super) ca: CaSource,
-    pub(super) allowed_names: Vec<String>,
-    pub(super) username_headers: Vec<String>,
-    pub(super) group_headers: Vec<String>,
-    pub(super) extra_header_prefixes: Vec<String>,
-    pub(super) uid_headers: Vec<String>,
+/// The authentication ConfigMap as last read. Upstream watches it; this
+/// re-reads it every `refresh`, so a rotated cluster CA (or a ConfigMap
+/// created after start-up) is used without a restart.
+pub(super) struct ClusterAuthentication {
+    api: kube::Api<ConfigMap>,
+    current: RwLock<Arc<Lookup>>,
 }
 
-/// Reads the ConfigMap once. No ConfigMap: nothing to add. A failed read
-/// is fatal unless `tolerate` (`--authentication-tolerate-lookup-failure`).
-///
-/// # Errors
-/// [`Error::Lookup`] when the read fails and is not tolerated.
-pub(super) async fn lookup(client: kube::Client, tolerate: bool) -> Result<Lookup, Error> {
-    let api = kube::Api::<ConfigMap>::namespaced(client, NAMESPACE);
-    let read = tokio::time::timeout(std::time::Duration::from_secs(10), api.get_opt(NAME)).await;
-    let config_map = match read {
-        Ok(Ok(Some(config_map))) => config_map,
-        Ok(Ok(None)) => return Ok(Lookup::default()),
-        Ok(Err(err)) if tolerate => {
-            tracing::warn!(error = %err, "cannot look up configmap/{NAME} in {NAMESPACE}; continuing without it, which may treat all requests as anonymous");
-            return Ok(Lookup::default());
-        }
-        Ok(Err(err)) => return Err(Error::Lookup(err)),
-        Err(_) if tolerate => {
-            tracing::warn!(
-                "looking up configmap/{NAME} in {NAMESPACE} timed out; continuing without it"
-            );
-            return Ok(Lookup::default());
-        }
-        Err(_) => {
-            return Err(Error::Lookup(kube::Error::Service(
-                "timed out after 10s".into(),
-            )));
-        }
-    };
-    Ok(from_data(&config_map.data.unwrap_or_default()))
+impl std::fmt::Debug for ClusterAuthentication {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterAuthentication")
+            .field("current", &self.current)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How long one read of the ConfigMap may take.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl ClusterAuthentication {
+    /// Reads the ConfigMap once. No ConfigMap: nothing yet. A failed read is
+    /// fatal unless `tolerate` (`--authentication-tolerate-lookup-failure`).
+    ///
+    /// # Errors
+    /// [`Error::Lookup`] when the read fails and is not tolerated.
+    pub(super) async fn load(client: kube::Client, tolerate: bool) -> Result<Self, Error> {
+        let api = kube::Api::<ConfigMap>::namespaced(client, NAMESPACE);
+        let lookup = match read(&api).await {
+            Ok(lookup) => lookup,
+            Err(err) if tolerate => {
+                tracing::warn!(error = %err, "continuing without configmap/{NAME}, which may treat all requests as anonymous (--authentication-tolerate-lookup-failure)");
+                Lookup::default()
+            }
+            Err(err) => return Err(err),
+        };
+        Ok(Self {
+            api,
+            current: RwLock::new(Arc::new(lookup)),
+        })
+    }
+
+    pub(super) fn current(&self) -> Arc<Lookup> {
+        self.current.read().clone()
+    }
+
+    /// Re-reads the ConfigMap every `every` until `shutdown`; a failed read
+    /// keeps what was last read.
+    pub(super) fn spawn_refresh(self: Arc<Self>, every: Duration, shutdown: CancellationToken) {
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    () = tokio::time::sleep(every) => {}
+                }
+                match read(&self.api).await {
+                    Ok(lookup) => *self.current.write() = Arc::new(lookup),
+                    Err(err) => {
+                        tracing::warn!(error = %err, "keeping the last read of configmap/{NAME}");
+                    }
+                }
+            }
+        });
+    }
+}
+
+async fn read(api: &kube::Api<ConfigMap>) -> Result<Lookup, Error> {
+    match tokio::time::timeout(READ_TIMEOUT, api.get_opt(NAME)).await {
+        Ok(Ok(Some(config_map))) => Ok(from_data(&config_map.data.unwrap_or_default())),
+        Ok(Ok(None)) => Ok(Lookup::default()),
+        Ok(Err(err)) => Err(Error::Lookup(err)),
+        Err(_) => Err(Error::Lookup(kube::Error::Service(
+            format!("timed out after {READ_TIMEOUT:?}").into(),
+        ))),
+    }
 }
 
 fn from_data(data: &BTreeMap<String, String>) -> Lookup {
@@ -177,7 +215,7 @@ fn from_data(data: &BTreeMap<String, String>) -> Lookup {
     };
     Lookup {
         client_ca: bundle("client-ca-file"),
-        request_header: bundle("requestheader-client-ca-file").map(|ca| LookedUpRequestHeader {
+        request_header: bundle("requestheader-client-ca-file").map(|ca| RequestHeader {
             ca,
             allowed_names: list("requestheader-allowed-names"),
             username_headers: list("requestheader-username-headers"),
@@ -185,5 +223,49 @@ fn from_data(data: &BTreeMap<String, String>) -> Lookup {
             extra_header_prefixes: list("requestheader-extra-headers-prefix"),
             uid_headers: list("requestheader-uid-headers"),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ca_pem() -> String {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.self_signed(&key).unwrap().pem()
+    }
+
+    #[test]
+    fn the_configmap_gives_the_request_header_settings_as_json_lists() {
+        let data = BTreeMap::from([
+            ("requestheader-client-ca-file".to_owned(), ca_pem()),
+            (
+                "requestheader-allowed-names".to_owned(),
+                r#"["front-proxy-client"]"#.to_owned(),
+            ),
+            (
+                "requestheader-username-headers".to_owned(),
+                r#"["X-Remote-User"]"#.to_owned(),
+            ),
+            (
+                "requestheader-extra-headers-prefix".to_owned(),
+                r#"["X-Remote-Extra-"]"#.to_owned(),
+            ),
+        ]);
+        let lookup = from_data(&data);
+        assert!(lookup.client_ca.is_none());
+        let rh = lookup.request_header.expect("a request-header CA");
+        assert_eq!(rh.allowed_names, ["front-proxy-client"]);
+        assert_eq!(rh.username_headers, ["X-Remote-User"]);
+        assert_eq!(rh.extra_header_prefixes, ["X-Remote-Extra-"]);
+        assert!(rh.group_headers.is_empty() && rh.uid_headers.is_empty());
+    }
+
+    #[test]
+    fn an_unusable_ca_in_the_configmap_is_ignored() {
+        let data = BTreeMap::from([("client-ca-file".to_owned(), "not a pem".to_owned())]);
+        assert!(from_data(&data).client_ca.is_none());
     }
 }

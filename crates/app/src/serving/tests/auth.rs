@@ -283,7 +283,20 @@ async fn the_client_ca_is_looked_up_in_the_cluster_unless_skipped() {
     assert_eq!(get_with(&alice, &server.url("/metrics"), None).await.0, 200);
 
     stub.answer_config_map(ConfigMapAnswer::Missing);
-    start(&[], &stub).await;
+    let server = start(&[], &stub).await;
+    assert_eq!(get_with(&alice, &server.url("/metrics"), None).await.0, 401);
+    stub.answer_config_map(ConfigMapAnswer::Data(BTreeMap::from([(
+        "client-ca-file".to_owned(),
+        ca.pem.clone(),
+    )])));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while get_with(&alice, &server.url("/metrics"), None).await.0 != 200 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "a CA published after start-up was not used within 10s"
+        );
+        tokio::time::sleep(RELOAD_EVERY).await;
+    }
 
     stub.answer_config_map(ConfigMapAnswer::Forbidden);
     let err = try_start(&[], &stub).await.unwrap_err();
