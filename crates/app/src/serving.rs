@@ -18,6 +18,7 @@ mod client_ca;
 mod listener;
 mod reload;
 mod responses;
+mod review;
 mod tls;
 
 #[cfg(test)]

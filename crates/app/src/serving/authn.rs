@@ -10,20 +10,18 @@ use std::time::Duration;
 use axum::extract::Request;
 use axum::http::{HeaderMap, header};
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
-use kube::api::PostParams;
 use rustls::DistinguishedName;
 use rustls::pki_types::CertificateDer;
 
 use super::cache::{Key, TtlCache};
 use super::client_ca::{CaSource, ClusterAuthentication, Lookup};
 use super::reload::Reloader;
+use super::review;
 use super::{AuthenticationOptions, Error};
 
 const ANONYMOUS: &str = "system:anonymous";
 const UNAUTHENTICATED: &str = "system:unauthenticated";
 const AUTHENTICATED: &str = "system:authenticated";
-/// How long a TokenReview may take (upstream's `TokenRequestTimeout`).
-const REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Who sent a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -417,12 +415,9 @@ impl TokenReviews {
             },
             ..TokenReview::default()
         };
-        let api = kube::Api::<TokenReview>::all(self.client.clone());
-        let answer =
-            tokio::time::timeout(REVIEW_TIMEOUT, api.create(&PostParams::default(), &review))
-                .await
-                .map_err(|_| format!("TokenReview timed out after {REVIEW_TIMEOUT:?}"))?
-                .map_err(|e| format!("TokenReview failed: {e}"))?;
+        let answer = review::create(&self.client, &review)
+            .await
+            .map_err(|e| format!("TokenReview failed: {e}"))?;
         let status = answer.status.unwrap_or_default();
         let user = match (status.authenticated, status.user) {
             (Some(true), Some(info)) => Some(User {

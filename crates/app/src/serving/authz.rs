@@ -9,16 +9,14 @@ use axum::http::Method;
 use k8s_openapi::api::authorization::v1::{
     NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
-use kube::api::PostParams;
 
 use super::AuthorizationOptions;
 use super::authn::User;
 use super::cache::{Key, TtlCache};
+use super::review::{self, ReviewError};
 
 /// Upstream's `AlwaysAllowGroups` for the CCM.
 const PRIVILEGED_GROUP: &str = "system:masters";
-/// How long a SubjectAccessReview may take (upstream's `ClientTimeout`).
-const REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What a request asks to do.
 #[derive(Debug, Clone)]
@@ -40,12 +38,8 @@ pub(crate) enum Decision {
 
 /// Why no decision could be made (answered 500).
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum AuthorizeError {
-    #[error("SubjectAccessReview failed: {0}")]
-    Review(kube::Error),
-    #[error("SubjectAccessReview timed out after {REVIEW_TIMEOUT:?}")]
-    Timeout,
-}
+#[error("SubjectAccessReview failed: {0}")]
+pub(crate) struct AuthorizeError(#[source] ReviewError);
 
 /// Upstream's request-info verb of a non-resource request.
 pub(crate) fn verb(method: &Method) -> &'static str {
@@ -132,12 +126,9 @@ impl Authorizer {
         if let Some(decision) = self.cache.get(&key) {
             return Ok(decision);
         }
-        let api = kube::Api::<SubjectAccessReview>::all(self.client.clone());
-        let answer =
-            tokio::time::timeout(REVIEW_TIMEOUT, api.create(&PostParams::default(), &review))
-                .await
-                .map_err(|_| AuthorizeError::Timeout)?
-                .map_err(AuthorizeError::Review)?;
+        let answer = review::create(&self.client, &review)
+            .await
+            .map_err(AuthorizeError)?;
         let status = answer.status.unwrap_or_default();
         let (decision, ttl) = if status.allowed {
             (Decision::Allow, self.allow_ttl)

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
@@ -190,10 +191,11 @@ fn certificate_names(key: &CertifiedKey) -> Vec<String> {
         .iter_common_name()
         .next()
         .and_then(|cn| cn.as_str().ok())
+        .map(str::to_ascii_lowercase)
         && cn.parse::<IpAddr>().is_err()
-        && (cn == "*" || is_dns_name(cn.strip_prefix("*.").unwrap_or(cn)))
+        && (cn == "*" || is_dns_name(cn.strip_prefix("*.").unwrap_or(&cn)))
     {
-        names.push(cn.to_ascii_lowercase());
+        names.push(cn);
     }
     if let Ok(Some(san)) = cert.subject_alternative_name() {
         for name in &san.value.general_names {
@@ -219,16 +221,23 @@ fn is_dns_name(name: &str) -> bool {
         })
 }
 
+/// How long a self-signed certificate is valid, as upstream's.
+const SELF_SIGNED_VALIDITY: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// A self-signed certificate (PEM) and its key (PEM) for this host:
-/// its name, `localhost`, the bind address unless unspecified, and the
-/// loopback addresses.
+/// its name (when a DNS name), `localhost`, the bind address unless
+/// unspecified, and the loopback addresses; valid from an hour ago for a
+/// year, as upstream's.
 pub(super) fn self_signed(bind: IpAddr) -> Result<(String, String), Error> {
     let mut names = vec![
         "localhost".to_owned(),
         "127.0.0.1".to_owned(),
         "::1".to_owned(),
     ];
-    if let Some(host) = host_name().filter(|h| h != "localhost") {
+    if let Some(host) = host_name()
+        .map(|h| h.to_ascii_lowercase())
+        .filter(|h| h != "localhost" && is_dns_name(h))
+    {
         names.push(host);
     }
     if !bind.is_unspecified() && !bind.is_loopback() {
@@ -240,6 +249,9 @@ pub(super) fn self_signed(bind: IpAddr) -> Result<(String, String), Error> {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
         .as_secs();
+    let epoch = rcgen::date_time_ymd(1970, 1, 1);
+    params.not_before = epoch + Duration::from_secs(now.saturating_sub(3600));
+    params.not_after = epoch + Duration::from_secs(now) + SELF_SIGNED_VALIDITY;
     params.distinguished_name = rcgen::DistinguishedName::new();
     params
         .distinguished_name
@@ -381,6 +393,9 @@ mod tests {
             ips.contains(&vec![127, 0, 0, 1]) && ips.contains(&vec![10, 1, 2, 3]),
             "{ips:?}"
         );
+        let validity = parsed.validity();
+        let days = (validity.not_after.timestamp() - validity.not_before.timestamp()) / 86_400;
+        assert_eq!(days, 365, "a year and an hour, in whole days");
     }
 
     #[test]
