@@ -270,7 +270,7 @@ pub(crate) async fn guard(
             responses::unauthorized()
         }
         Ok(authz::Decision::Deny { reason }) => {
-            tracing::debug!(path = %attributes.path, user = %attributes.user.name, %reason, "forbidden");
+            tracing::debug!(path = %attributes.path, user = %attributes.user.name, %reason, "access denied");
             responses::forbidden(&attributes, &reason)
         }
         Err(err) => {

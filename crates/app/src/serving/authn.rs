@@ -105,15 +105,6 @@ impl Authenticator {
         reloader: &mut Reloader,
     ) -> Result<Self, Error> {
         let flags = &options.request_header;
-        let needs_lookup = options.client_ca_file.is_none() || flags.client_ca_file.is_none();
-        let cluster = if needs_lookup && !options.skip_lookup {
-            let cluster =
-                ClusterAuthentication::load(client.clone(), options.tolerate_lookup_failure)
-                    .await?;
-            Some(Arc::new(cluster))
-        } else {
-            None
-        };
         let client_ca = match &options.client_ca_file {
             Some(path) => Some(CaSource::file("--client-ca-file", path, reloader)?),
             None => None,
@@ -128,6 +119,15 @@ impl Authenticator {
                 uid_headers: flags.uid_headers.clone(),
             }),
             None => None,
+        };
+        let needs_lookup = options.client_ca_file.is_none() || flags.client_ca_file.is_none();
+        let cluster = if needs_lookup && !options.skip_lookup {
+            let cluster =
+                ClusterAuthentication::load(client.clone(), options.tolerate_lookup_failure)
+                    .await?;
+            Some(Arc::new(cluster))
+        } else {
+            None
         };
         Ok(Self {
             request_header,
