@@ -404,32 +404,32 @@ impl TokenReviews {
     /// The user `token` stands for, `None` if the API server says it stands
     /// for no one. A failed review is not cached.
     async fn review(&self, token: &str) -> Result<Option<User>, String> {
-        let key = Key::of(token.as_bytes());
-        if let Some(answer) = self.cache.get(&key) {
-            return Ok(answer);
-        }
-        let review = TokenReview {
-            spec: TokenReviewSpec {
-                token: Some(token.to_owned()),
-                audiences: None,
-            },
-            ..TokenReview::default()
+        let fetch = async {
+            let review = TokenReview {
+                spec: TokenReviewSpec {
+                    token: Some(token.to_owned()),
+                    audiences: None,
+                },
+                ..TokenReview::default()
+            };
+            let answer = review::create(&self.client, &review)
+                .await
+                .map_err(|e| format!("TokenReview failed: {e}"))?;
+            let status = answer.status.unwrap_or_default();
+            let user = match (status.authenticated, status.user) {
+                (Some(true), Some(info)) => Some(User {
+                    name: info.username.unwrap_or_default(),
+                    uid: info.uid.unwrap_or_default(),
+                    groups: info.groups.unwrap_or_default(),
+                    extra: info.extra.unwrap_or_default(),
+                }),
+                _ => None,
+            };
+            Ok((user, self.ttl))
         };
-        let answer = review::create(&self.client, &review)
+        self.cache
+            .get_or_fetch(Key::of(token.as_bytes()), fetch)
             .await
-            .map_err(|e| format!("TokenReview failed: {e}"))?;
-        let status = answer.status.unwrap_or_default();
-        let user = match (status.authenticated, status.user) {
-            (Some(true), Some(info)) => Some(User {
-                name: info.username.unwrap_or_default(),
-                uid: info.uid.unwrap_or_default(),
-                groups: info.groups.unwrap_or_default(),
-                extra: info.extra.unwrap_or_default(),
-            }),
-            _ => None,
-        };
-        self.cache.insert(key, user.clone(), self.ttl);
-        Ok(user)
     }
 }
 

@@ -123,25 +123,19 @@ impl Authorizer {
             ..SubjectAccessReview::default()
         };
         let key = Key::of(&serde_json::to_vec(&review.spec).unwrap_or_default());
-        if let Some(decision) = self.cache.get(&key) {
-            return Ok(decision);
-        }
-        let answer = review::create(&self.client, &review)
-            .await
-            .map_err(AuthorizeError)?;
-        let status = answer.status.unwrap_or_default();
-        let (decision, ttl) = if status.allowed {
-            (Decision::Allow, self.allow_ttl)
-        } else {
-            (
-                Decision::Deny {
-                    reason: status.reason.unwrap_or_default(),
-                },
-                self.deny_ttl,
-            )
+        let fetch = async {
+            let answer = review::create(&self.client, &review)
+                .await
+                .map_err(AuthorizeError)?;
+            let status = answer.status.unwrap_or_default();
+            Ok(if status.allowed {
+                (Decision::Allow, self.allow_ttl)
+            } else {
+                let reason = status.reason.unwrap_or_default();
+                (Decision::Deny { reason }, self.deny_ttl)
+            })
         };
-        self.cache.insert(key, decision.clone(), ttl);
-        Ok(decision)
+        self.cache.get_or_fetch(key, fetch).await
     }
 }
 

@@ -1,7 +1,11 @@
 //! A small time-to-live cache for review answers, keyed by a SHA-256
 //! digest, so no token (or review body) is ever kept or logged as a key.
+//! Concurrent misses for one key make one review, as upstream's
+//! single-flight token cache.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
@@ -27,13 +31,29 @@ impl Key {
 #[derive(Debug)]
 pub(super) struct TtlCache<V> {
     entries: Mutex<HashMap<Key, (Instant, V)>>,
+    /// One lock per key being fetched, so its concurrent misses wait for
+    /// the first instead of each asking.
+    in_flight: Arc<Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>>,
 }
 
 impl<V> Default for TtlCache<V> {
     fn default() -> Self {
         Self {
             entries: Mutex::new(HashMap::new()),
+            in_flight: Arc::default(),
         }
+    }
+}
+
+/// Forgets a key's in-flight lock when its fetch ends, however it ends.
+struct InFlight {
+    key: Key,
+    map: Arc<Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.map.lock().remove(&self.key);
     }
 }
 
@@ -70,6 +90,34 @@ impl<V: Clone> TtlCache<V> {
             }
         }
         entries.insert(key, (now + ttl, value));
+    }
+
+    /// The cached answer for `key`, else `fetch`'s, kept for the TTL it
+    /// returns. While one caller fetches, others asking for the same key
+    /// wait and take its answer; a failed fetch is not kept.
+    ///
+    /// # Errors
+    /// `fetch`'s error.
+    pub(super) async fn get_or_fetch<E>(
+        &self,
+        key: Key,
+        fetch: impl Future<Output = Result<(V, Duration), E>>,
+    ) -> Result<V, E> {
+        if let Some(value) = self.get(&key) {
+            return Ok(value);
+        }
+        let lock = self.in_flight.lock().entry(key).or_default().clone();
+        let _turn = lock.lock().await;
+        if let Some(value) = self.get(&key) {
+            return Ok(value);
+        }
+        let _forget = InFlight {
+            key,
+            map: self.in_flight.clone(),
+        };
+        let (value, ttl) = fetch.await?;
+        self.insert(key, value.clone(), ttl);
+        Ok(value)
     }
 
     #[cfg(test)]
@@ -109,6 +157,50 @@ mod tests {
         assert!(!format!("{key:?}").contains("secret"));
         // The digest of the bytes, not the bytes.
         assert_ne!(&key.0[..18], b"secret-token-value");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn concurrent_misses_for_one_key_fetch_once() {
+        let cache = Arc::new(TtlCache::default());
+        let fetches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let callers: Vec<_> = (0..10)
+            .map(|_| {
+                let (cache, fetches) = (cache.clone(), fetches.clone());
+                tokio::spawn(async move {
+                    cache
+                        .get_or_fetch(Key::of(b"token"), async {
+                            fetches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            Ok::<_, ()>(("alice", Duration::from_secs(10)))
+                        })
+                        .await
+                })
+            })
+            .collect();
+        for caller in callers {
+            assert_eq!(caller.await.unwrap(), Ok("alice"));
+        }
+        assert_eq!(fetches.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert!(
+            cache.in_flight.lock().is_empty(),
+            "no lock outlives its fetch"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_fetch_is_not_kept() {
+        let cache = TtlCache::<&str>::default();
+        let failed = cache
+            .get_or_fetch(Key::of(b"t"), async { Err::<(&str, Duration), _>("down") })
+            .await;
+        assert_eq!(failed, Err("down"));
+        assert_eq!(cache.len(), 0);
+        let answered = cache
+            .get_or_fetch(Key::of(b"t"), async {
+                Ok::<_, ()>(("bob", Duration::from_secs(1)))
+            })
+            .await;
+        assert_eq!(answered, Ok("bob"));
     }
 
     #[tokio::test(start_paused = true)]

@@ -95,6 +95,19 @@ async fn a_scrape_every_100ms_costs_one_review_of_each_kind_per_ttl() {
 }
 
 #[tokio::test]
+async fn concurrent_scrapes_with_one_token_make_one_review_of_each_kind() {
+    let stub = Stub::start().await;
+    let server = start(&[SKIP_LOOKUP], &stub).await;
+    let client = https().build().unwrap();
+    let url = server.url("/metrics");
+    let scrapes = (0..10).map(|_| get_with(&client, &url, Some("alice-token")));
+    for (status, _) in futures::future::join_all(scrapes).await {
+        assert_eq!(status, 200);
+    }
+    assert_eq!((stub.token_reviews(), stub.access_reviews()), (1, 1));
+}
+
+#[tokio::test]
 async fn denials_are_cached_for_the_unauthorized_ttl() {
     let stub = Stub::start().await;
     let server = start(
