@@ -105,6 +105,7 @@ impl Authenticator {
         reloader: &mut Reloader,
     ) -> Result<Self, Error> {
         let flags = &options.request_header;
+        warn_without_standard_headers(flags);
         let client_ca = match &options.client_ca_file {
             Some(path) => Some(CaSource::file("--client-ca-file", path, reloader)?),
             None => None,
@@ -309,6 +310,34 @@ impl RequestHeader {
             groups,
             extra,
         }))
+    }
+}
+
+/// Upstream's warnings for request-header lists that leave out the
+/// standard header API aggregation sends.
+fn warn_without_standard_headers(flags: &super::RequestHeaderOptions) {
+    for (flag, list, standard) in [
+        (
+            "--requestheader-username-headers",
+            &flags.username_headers,
+            "X-Remote-User",
+        ),
+        (
+            "--requestheader-group-headers",
+            &flags.group_headers,
+            "X-Remote-Group",
+        ),
+        (
+            "--requestheader-extra-headers-prefix",
+            &flags.extra_header_prefixes,
+            "X-Remote-Extra-",
+        ),
+    ] {
+        if !list.is_empty() && !list.iter().any(|h| h.eq_ignore_ascii_case(standard)) {
+            tracing::warn!(
+                "{flag} is set without the standard {standard} header; API aggregation will not work"
+            );
+        }
     }
 }
 
