@@ -211,7 +211,7 @@ impl Authenticator {
         {
             match client_ca.current().verify(&chain) {
                 Ok(()) => {
-                    if let Some(user) = certificate_user(&chain[0]) {
+                    if let Some(user) = chain.first().and_then(certificate_user) {
                         return Ok(user.with_authenticated_group());
                     }
                 }
@@ -250,7 +250,9 @@ impl RequestHeader {
             .verify(chain)
             .map_err(|e| format!("verifying the request-header client certificate: {e}"))?;
         if !self.allowed_names.is_empty() {
-            let cn = certificate_user(&chain[0])
+            let cn = chain
+                .first()
+                .and_then(certificate_user)
                 .map(|u| u.name)
                 .unwrap_or_default();
             if !self.allowed_names.contains(&cn) {

@@ -24,7 +24,7 @@ const PAIR_NAME: &str = "cloud-controller-manager";
 #[derive(Debug)]
 enum Served {
     Fixed(Arc<CertifiedKey>),
-    Files(Arc<FileBacked<Arc<CertifiedKey>>>),
+    Files(Arc<FileBacked<Arc<CertifiedKey>, 2>>),
 }
 
 impl Served {
@@ -140,11 +140,8 @@ impl ResolvesServerCert for Resolver {
 
 fn files(cert: Source, key: Source, reloader: &mut Reloader) -> Result<Served, Error> {
     let backed = Arc::new(FileBacked::load(
-        vec![cert, key],
-        |sources, contents| match (sources, contents) {
-            ([cert, key], [cert_pem, key_pem]) => certified_key(cert, key, cert_pem, key_pem),
-            _ => Err(sources[0].invalid("expected a certificate and a key")),
-        },
+        [cert, key],
+        |[cert, key], [cert_pem, key_pem]| certified_key(cert, key, cert_pem, key_pem),
     )?);
     reloader.watch(backed.clone());
     Ok(Served::Files(backed))

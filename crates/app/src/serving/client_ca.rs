@@ -80,7 +80,7 @@ impl CaBundle {
 #[derive(Debug, Clone)]
 pub(super) enum CaSource {
     Fixed(Arc<CaBundle>),
-    File(Arc<FileBacked<CaBundle>>),
+    File(Arc<FileBacked<CaBundle, 1>>),
 }
 
 impl CaSource {
@@ -94,8 +94,8 @@ impl CaSource {
         reloader: &mut Reloader,
     ) -> Result<Self, Error> {
         let backed = Arc::new(FileBacked::load(
-            vec![Source::new(flag, path)],
-            |sources, contents| CaBundle::from_pem(&sources[0], &contents[0]),
+            [Source::new(flag, path)],
+            |[source], [pem]| CaBundle::from_pem(source, pem),
         )?);
         reloader.watch(backed.clone());
         Ok(Self::File(backed))

@@ -52,20 +52,29 @@ impl Source {
     }
 }
 
-/// How a set of files becomes a value.
-pub(super) type Parse<T> = fn(&[Source], &[Vec<u8>]) -> Result<T, Error>;
+/// How `N` files become a value.
+pub(super) type Parse<T, const N: usize> = fn(&[Source; N], &[Vec<u8>; N]) -> Result<T, Error>;
+
+/// Every file's bytes, or the first that cannot be read.
+fn read_all<const N: usize>(sources: &[Source; N]) -> Result<[Vec<u8>; N], Error> {
+    let mut contents = [(); N].map(|()| Vec::new());
+    for (slot, source) in contents.iter_mut().zip(sources) {
+        *slot = source.read()?;
+    }
+    Ok(contents)
+}
 
 /// A value built from files, rebuilt when their contents change. A change
 /// that does not parse (a key written before its certificate) keeps the
 /// last good value and is tried again at the next poll.
-pub(super) struct FileBacked<T> {
-    sources: Vec<Source>,
-    parse: Parse<T>,
-    loaded: Mutex<Vec<Vec<u8>>>,
+pub(super) struct FileBacked<T, const N: usize> {
+    sources: [Source; N],
+    parse: Parse<T, N>,
+    loaded: Mutex<[Vec<u8>; N]>,
     current: RwLock<Arc<T>>,
 }
 
-impl<T> std::fmt::Debug for FileBacked<T> {
+impl<T, const N: usize> std::fmt::Debug for FileBacked<T, N> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FileBacked")
             .field("sources", &self.sources)
@@ -73,16 +82,13 @@ impl<T> std::fmt::Debug for FileBacked<T> {
     }
 }
 
-impl<T: Send + Sync + 'static> FileBacked<T> {
+impl<T: Send + Sync + 'static, const N: usize> FileBacked<T, N> {
     /// Reads and parses `sources` once.
     ///
     /// # Errors
     /// The first file that cannot be read, or why the contents do not parse.
-    pub(super) fn load(sources: Vec<Source>, parse: Parse<T>) -> Result<Self, Error> {
-        let contents = sources
-            .iter()
-            .map(Source::read)
-            .collect::<Result<Vec<_>, _>>()?;
+    pub(super) fn load(sources: [Source; N], parse: Parse<T, N>) -> Result<Self, Error> {
+        let contents = read_all(&sources)?;
         let value = parse(&sources, &contents)?;
         Ok(Self {
             sources,
@@ -104,14 +110,9 @@ pub(super) trait Reload: Send + Sync + std::fmt::Debug {
     fn reload(&self) -> bool;
 }
 
-impl<T: Send + Sync + 'static> Reload for FileBacked<T> {
+impl<T: Send + Sync + 'static, const N: usize> Reload for FileBacked<T, N> {
     fn reload(&self) -> bool {
-        let contents = match self
-            .sources
-            .iter()
-            .map(Source::read)
-            .collect::<Result<Vec<_>, _>>()
-        {
+        let contents = match read_all(&self.sources) {
             Ok(contents) => contents,
             Err(err) => {
                 tracing::warn!(error = %err, "keeping the last loaded certificate");
