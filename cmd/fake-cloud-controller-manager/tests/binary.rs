@@ -69,6 +69,22 @@ async fn bad_input_exits_64_with_one_line_naming_what_and_where() {
         "--cluster-cidr is required: --configure-cloud-routes is true and the fake provider has routes",
     )
     .await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    assert_usage_error(
+        &[
+            "--cluster-cidr=10.0.0.0/8",
+            "--master=http://127.0.0.1:1",
+            "--bind-address=127.0.0.1",
+            &format!("--secure-port={port}"),
+            "--tls-cert-file=/nonexistent/tls.crt",
+            "--tls-private-key-file=/nonexistent/tls.key",
+        ],
+        "--tls-cert-file /nonexistent/tls.crt: cannot read it",
+    )
+    .await;
 }
 
 #[tokio::test]

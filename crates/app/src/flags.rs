@@ -7,6 +7,7 @@ mod feature_gates;
 mod generic;
 mod global;
 mod migration;
+mod serving;
 #[cfg(test)]
 mod tests;
 mod upstream;
@@ -15,7 +16,6 @@ mod upstream_tests;
 mod webhook;
 
 use std::collections::BTreeSet;
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -56,23 +56,14 @@ pub(crate) struct Flags {
     #[command(flatten, next_help_heading = "Webhook serving flags")]
     webhook_serving: webhook::WebhookServing,
 
-    /// Address to serve /healthz, /readyz, /livez and /metrics on.
-    #[arg(
-        long,
-        value_name = "IP",
-        default_value = "0.0.0.0",
-        help_heading = "Secure serving flags"
-    )]
-    bind_address: IpAddr,
+    #[command(flatten, next_help_heading = "Secure serving flags")]
+    secure_serving: serving::SecureServing,
 
-    /// Port to serve /healthz, /readyz, /livez and /metrics on; 0 disables serving.
-    #[arg(
-        long,
-        value_name = "PORT",
-        default_value_t = 10258,
-        help_heading = "Secure serving flags"
-    )]
-    secure_port: u16,
+    #[command(flatten, next_help_heading = "Authentication flags")]
+    authentication: serving::Authentication,
+
+    #[command(flatten, next_help_heading = "Authorization flags")]
+    authorization: serving::Authorization,
 
     #[command(flatten, next_help_heading = "Misc flags")]
     misc: generic::Misc,
@@ -84,6 +75,23 @@ pub(crate) struct Flags {
 /// A path flag: pflag takes `--flag=` as empty, which upstream reads as unset.
 pub(crate) fn parse_path(text: &str) -> Result<PathBuf, String> {
     Ok(PathBuf::from(text))
+}
+
+/// A pflag `int32Slice` value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Int32List(pub(crate) Vec<i32>);
+
+/// pflag's `int32Slice`: comma-separated, empty for none.
+pub(crate) fn parse_int32_list(text: &str) -> Result<Int32List, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|n| {
+            n.parse::<i32>()
+                .map_err(|_| format!("`{n}` is not a whole number"))
+        })
+        .collect::<Result<_, _>>()
+        .map(Int32List)
 }
 
 /// Go's `strconv.ParseBool`.
@@ -129,8 +137,9 @@ pub(crate) struct Settings {
     pub(crate) kube_api_qps: Option<f64>,
     pub(crate) kube_api_burst: u32,
     pub(crate) use_service_account_credentials: bool,
-    /// `None` when `--secure-port=0`.
-    pub(crate) serve: Option<std::net::SocketAddr>,
+    /// HTTPS with delegated authentication and authorization; `None` when
+    /// `--secure-port=0`.
+    pub(crate) serving: Option<crate::serving::Config>,
     pub(crate) allow_untagged_cloud: bool,
     pub(crate) logging: Logging,
     pub(crate) feature_gates: FeatureGates,
@@ -217,8 +226,9 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         service_lb_controller,
         webhook,
         webhook_serving,
-        bind_address,
-        secure_port,
+        secure_serving,
+        authentication,
+        authorization,
         misc,
         global,
     } = flags;
@@ -319,6 +329,14 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
             return Err(format!("{name} must be above zero"));
         }
     }
+    if secure_serving
+        .tls_curve_preferences
+        .as_ref()
+        .is_some_and(|ids| !ids.0.is_empty())
+    {
+        notes.push("--tls-curve-preferences: upstream limits Go's key exchanges to these CurveIDs; rustls offers its own safe set (X25519, P-256, P-384), so this changes nothing".to_owned());
+    }
+    let serving = serving::validate(&secure_serving, authentication, authorization)?;
     let (kube_api_qps, kube_api_burst) =
         generic::api_limits(generic.kube_api_qps, generic.kube_api_burst)?;
     let (feature_gates, gate_notes) =
@@ -371,7 +389,7 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         kube_api_qps,
         kube_api_burst,
         use_service_account_credentials: generic.use_service_account_credentials,
-        serve: (secure_port != 0).then(|| std::net::SocketAddr::new(bind_address, secure_port)),
+        serving,
         allow_untagged_cloud: generic.allow_untagged_cloud.unwrap_or(false),
         logging,
         feature_gates,

@@ -3,23 +3,27 @@
 //! Start with [`run`]: a `cmd/` binary calls it with its provider's
 //! [`ProviderFactory`] and nothing else. It parses upstream-compatible flags,
 //! builds the provider from `--cloud-config`, the Kubernetes client, the
-//! health and metrics server, runs leader election and, while this process
-//! leads, the enabled controllers.
+//! health and metrics server (HTTPS with delegated authentication and
+//! authorization, as upstream's secure serving), runs leader election and,
+//! while this process leads, the enabled controllers.
 //!
 //! # Exit codes
 //! - 0: stopped by SIGTERM or SIGINT (the lease is released first), or
 //!   `--help` / `--version`.
 //! - 64: bad input — an unknown flag, a malformed value, an unreadable or
-//!   invalid cloud config or leader-migration config — with one line saying
-//!   what and where.
+//!   invalid cloud config, leader-migration config, certificate, key or CA
+//!   file — with one line saying what and where.
 //! - 1: a runtime failure, such as losing leadership of the main or the
-//!   migration Lease (as upstream, the process exits and is restarted) or a provider that cannot initialize.
+//!   migration Lease (as upstream, the process exits and is restarted), a
+//!   provider that cannot initialize, or a failed lookup of the cluster's
+//!   authentication ConfigMap.
 
 mod client;
 mod flags;
 mod logging;
 mod migration;
 mod server;
+mod serving;
 mod start;
 
 use std::process::ExitCode;

@@ -1,8 +1,6 @@
-//! The HTTP endpoints: `/healthz`, `/livez`, `/readyz`, `/metrics`.
-//!
-//! Plain HTTP for now; TLS with delegated authentication is future work.
+//! The HTTPS endpoints: `/healthz`, `/livez`, `/readyz`, `/metrics`, served
+//! by [`crate::serving`] behind delegated authentication and authorization.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -33,9 +31,11 @@ struct AppState {
     leader: LeaderHandle,
 }
 
-/// Serves the endpoints on `listener` until `shutdown`.
+/// Serves the endpoints over TLS on `listener`, behind `serving`'s
+/// authentication and authorization, until `shutdown`.
 pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
+    serving: crate::serving::Serving,
     health: Arc<Health>,
     metrics: Metrics,
     cloud: Arc<dyn CloudProvider>,
@@ -54,15 +54,7 @@ pub(crate) async fn serve(
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
         .with_state(state);
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
-}
-
-/// Binds the serving address (before anything slow happens, so a busy port
-/// fails at start-up).
-pub(crate) async fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
-    tokio::net::TcpListener::bind(addr).await
+    crate::serving::serve(listener, serving, router, shutdown).await
 }
 
 /// Healthy unless this process leads but has not renewed its lease in time:

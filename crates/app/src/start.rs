@@ -16,6 +16,7 @@ use crate::client::service_account::{self, ControllerClients};
 use crate::flags::Settings;
 use crate::migration::Migration;
 use crate::server::{self, Health};
+use crate::serving::{self, ReviewClients, Serving};
 
 /// How a run ends badly.
 #[derive(Debug)]
@@ -104,15 +105,27 @@ pub(crate) async fn run<F: ProviderFactory>(
         Arc::new(LeaderFence(leader.clone())),
     ));
     let health = Arc::new(Health::default());
-    if let Some(addr) = settings.serve {
-        let listener = server::bind(addr).await.map_err(|e| {
+    if let Some(serving) = &settings.serving {
+        let addr = serving.addr;
+        let listener = serving::bind(addr, serving.permit_port_sharing).map_err(|e| {
             Failure::Runtime(format!(
                 "cannot serve on {addr} (--bind-address, --secure-port): {e}"
             ))
         })?;
-        tracing::info!(%addr, "serving /healthz, /readyz, /livez and /metrics");
+        let clients = review_clients(serving, &config, &user_agent).await?;
+        let secured = Serving::build(serving, clients, &shutdown)
+            .await
+            .map_err(|e| {
+                if e.is_usage() {
+                    Failure::Usage(e.to_string())
+                } else {
+                    Failure::Runtime(e.to_string())
+                }
+            })?;
+        tracing::info!(%addr, "serving /healthz, /readyz, /livez and /metrics over HTTPS");
         let served = server::serve(
             listener,
+            secured,
             health.clone(),
             metrics.clone(),
             cloud.clone(),
@@ -263,6 +276,50 @@ async fn finish(
             "the lease was not released in time".into(),
         )),
     }
+}
+
+/// The clients for TokenReviews and SubjectAccessReviews: from
+/// `--authentication-kubeconfig` / `--authorization-kubeconfig`, else with
+/// the main client's credentials. Either way with upstream's own budget
+/// (200 QPS, bursts of 400), so reviews never wait behind controller
+/// traffic nor delay it.
+async fn review_clients(
+    serving: &serving::Config,
+    main: &kube::Config,
+    user_agent: &str,
+) -> Result<ReviewClients, Failure> {
+    let build = async |flag: &str, kubeconfig: Option<&std::path::Path>| {
+        let config = match kubeconfig {
+            Some(path) => client::config(Some(path), None)
+                .await
+                .map_err(|e| match e {
+                    client::ClientError::Kubeconfig { path, error } => {
+                        Failure::Usage(format!("{flag} {path}: {error}"))
+                    }
+                    other => Failure::Usage(format!("{flag}: {other}")),
+                })?,
+            None => main.clone(),
+        };
+        client::build(
+            config,
+            Some(200.0),
+            400,
+            &format!("{user_agent}/delegated-auth"),
+        )
+        .map_err(|e| Failure::Usage(format!("{flag}: {e}")))
+    };
+    Ok(ReviewClients {
+        authentication: build(
+            "--authentication-kubeconfig",
+            serving.authentication.kubeconfig.as_deref(),
+        )
+        .await?,
+        authorization: build(
+            "--authorization-kubeconfig",
+            serving.authorization.kubeconfig.as_deref(),
+        )
+        .await?,
+    })
 }
 
 fn build_provider<F: ProviderFactory>(

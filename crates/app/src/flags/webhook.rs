@@ -50,8 +50,8 @@ pub(crate) struct WebhookServing {
     pub(super) webhook_tls_cipher_suites: Vec<String>,
 
     /// Go crypto/tls CurveIDs the webhook server may use.
-    #[arg(long, value_name = "IDS", value_delimiter = ',', value_parser = clap::value_parser!(i32))]
-    pub(super) webhook_tls_curve_preferences: Vec<i32>,
+    #[arg(long, value_name = "IDS", value_parser = super::parse_int32_list)]
+    pub(super) webhook_tls_curve_preferences: Option<super::Int32List>,
 
     /// File with the default x509 private key matching --webhook-tls-cert-file.
     #[arg(long, value_name = "PATH", value_parser = parse_path)]
@@ -62,8 +62,8 @@ pub(crate) struct WebhookServing {
     pub(super) webhook_tls_min_version: Option<String>,
 
     /// Certificate and key file pairs for SNI (`cert,key[:names]`), repeatable.
-    #[arg(long, value_name = "CERT,KEY[:NAMES]", action = clap::ArgAction::Append)]
-    pub(super) webhook_tls_sni_cert_key: Vec<String>,
+    #[arg(long, value_name = "CERT,KEY[:NAMES]", action = clap::ArgAction::Append, value_parser = super::serving::parse_sni_cert_key)]
+    pub(super) webhook_tls_sni_cert_key: Vec<crate::serving::SniCertKey>,
 }
 
 impl Webhook {
