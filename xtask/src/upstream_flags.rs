@@ -16,7 +16,7 @@ use crate::cmd::{repo_root, run};
 /// The generator, one Go file.
 const MAIN_GO: &str = include_str!("upstream_flags/main.go");
 
-/// Options of `cargo xtask upstream-flags`.
+/// Regenerates crates/app/upstream-flags.json from upstream's Go source (needs Go).
 #[derive(Debug, Args)]
 pub(crate) struct Options {
     /// `k8s.io/cloud-provider` releases to cover, oldest first (each takes a
