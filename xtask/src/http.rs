@@ -1,6 +1,8 @@
 //! A minimal HTTP/1.1 client for loopback endpoints the tasks poll: the test
-//! API server and the CCM's `/metrics`. Plain HTTP only, one request per
-//! connection.
+//! API server (plain HTTP) and the CCM's `/metrics` (HTTPS, see `tls`), one
+//! request per connection.
+
+mod tls;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -58,6 +60,28 @@ pub(crate) fn request(
 /// `GET path`.
 pub(crate) fn get(addr: SocketAddr, path: &str) -> anyhow::Result<Response> {
     request(addr, "GET", path, None)
+}
+
+/// `GET path` over HTTPS, as the CCM serves its endpoints.
+pub(crate) fn get_https(addr: SocketAddr, path: &str) -> anyhow::Result<Response> {
+    let tcp = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .with_context(|| format!("connecting to {addr}"))?;
+    tcp.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+    let connection = rustls::ClientConnection::new(tls::config()?, name)?;
+    let mut stream = rustls::StreamOwned::new(connection, tcp);
+    let head = format!(
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nUser-Agent: xtask\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes())?;
+    let mut raw = Vec::new();
+    match stream.read_to_end(&mut raw) {
+        Ok(_) => {}
+        // A server that closes without close_notify has still said everything.
+        Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => {}
+        Err(err) => return Err(err).with_context(|| format!("reading from {addr}")),
+    }
+    parse(&raw)
 }
 
 fn parse(raw: &[u8]) -> anyhow::Result<Response> {

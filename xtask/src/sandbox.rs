@@ -79,7 +79,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     )?;
     println!("API server  {api}");
     println!(
-        "CCM         /metrics on http://{metrics}/metrics, log in {}",
+        "CCM         /metrics on https://{metrics}/metrics, log in {}",
         dir.join("ccm.log").display()
     );
     println!("kubectl     export KUBECONFIG={}", kubeconfig.display());

@@ -29,7 +29,7 @@ pub(crate) type Calls = BTreeMap<(String, String), u64>;
 
 impl Metrics {
     pub(crate) fn read(addr: SocketAddr) -> anyhow::Result<Self> {
-        let response = http::get(addr, "/metrics")?;
+        let response = http::get_https(addr, "/metrics")?;
         if response.status != 200 {
             bail!("GET /metrics: HTTP {}", response.status);
         }

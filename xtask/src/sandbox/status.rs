@@ -47,7 +47,7 @@ impl Status {
     pub(crate) fn read(api: SocketAddr, metrics: SocketAddr) -> anyhow::Result<Self> {
         let nodes = items(api, "/api/v1/nodes")?;
         let services = items(api, "/api/v1/services")?;
-        let metrics = http::get(metrics, "/metrics")
+        let metrics = http::get_https(metrics, "/metrics")
             .context("the CCM's /metrics")?
             .body;
         let initialized = nodes
