@@ -83,6 +83,10 @@ cloud-controller-manager/provider: {{ .Values.provider }}
 {{- end }}
 {{- $args = append $args (printf "--bind-address=%s" .Values.bindAddress) }}
 {{- $args = append $args (printf "--secure-port=%d" (int .Values.port)) }}
+{{- if .Values.tls.secretName }}
+{{- $args = append $args "--tls-cert-file=/etc/kubernetes/pki/cloud-controller-manager/tls.crt" }}
+{{- $args = append $args "--tls-private-key-file=/etc/kubernetes/pki/cloud-controller-manager/tls.key" }}
+{{- end }}
 {{- $args = append $args (printf "--v=%d" (int .Values.verbosity)) }}
 {{- $args = append $args (printf "--logging-format=%s" .Values.logFormat) }}
 {{- /* Without DO_CLUSTER_ID the DigitalOcean provider cannot tag its load

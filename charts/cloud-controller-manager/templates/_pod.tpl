@@ -40,7 +40,7 @@ spec:
         {{- . | nindent 8 }}
       {{- end }}
       ports:
-        - name: http
+        - name: https
           containerPort: {{ .Values.port }}
           protocol: TCP
       livenessProbe:
@@ -59,11 +59,21 @@ spec:
           mountPath: /etc/kubernetes/cloud-config
           readOnly: true
         {{- end }}
+        {{- if .Values.tls.secretName }}
+        - name: serving-cert
+          mountPath: /etc/kubernetes/pki/cloud-controller-manager
+          readOnly: true
+        {{- end }}
   volumes:
     - name: tmp
       emptyDir: {}
     {{- with include "ccm.cloudConfigSecret" . }}
     - name: cloud-config
+      secret:
+        secretName: {{ . }}
+    {{- end }}
+    {{- with .Values.tls.secretName }}
+    - name: serving-cert
       secret:
         secretName: {{ . }}
     {{- end }}

@@ -18,6 +18,56 @@ pub(crate) struct Rule {
     pub(crate) verbs: Vec<String>,
     /// The Role's namespace; `None` for a ClusterRole (every namespace).
     pub(crate) namespace: Option<String>,
+    /// A role kube-apiserver creates (the chart only binds it): never
+    /// reported as more than least privilege.
+    pub(crate) bootstrap: bool,
+}
+
+/// The roles kube-apiserver bootstraps that the chart binds, with their
+/// rules: `(kind, name, [(group, resource, resource name, verbs)])`.
+const BOOTSTRAP_ROLES: [(&str, &str, &[(&str, &str, &str, &[&str])]); 2] = [
+    (
+        "ClusterRole",
+        "system:auth-delegator",
+        &[
+            ("authentication.k8s.io", "tokenreviews", "", &["create"]),
+            ("authorization.k8s.io", "subjectaccessreviews", "", &["create"]),
+        ],
+    ),
+    (
+        "Role",
+        "extension-apiserver-authentication-reader",
+        &[(
+            "",
+            "configmaps",
+            "extension-apiserver-authentication",
+            &["get", "list", "watch"],
+        )],
+    ),
+];
+
+/// The rules of bootstrap role `kind/name`, if it is one.
+fn bootstrap_rules(kind: &str, name: &str, namespace: Option<&String>) -> Option<Vec<Rule>> {
+    let (_, _, rules) = BOOTSTRAP_ROLES
+        .iter()
+        .find(|(k, n, _)| *k == kind && *n == name)?;
+    Some(
+        rules
+            .iter()
+            .map(|(group, resource, object, verbs)| Rule {
+                api_groups: vec![(*group).to_owned()],
+                resources: vec![(*resource).to_owned()],
+                resource_names: if object.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![(*object).to_owned()]
+                },
+                verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
+                namespace: namespace.cloned(),
+                bootstrap: true,
+            })
+            .collect(),
+    )
 }
 
 /// One resource request the CCM sent, as the test API server logged it.
@@ -165,6 +215,12 @@ pub(crate) fn bound_rules(
                 .unwrap_or_default()
                 .to_owned()
         });
+        if let Some(name) = role_name.as_str()
+            && let Some(bootstrap) = bootstrap_rules(role_kind, name, role_namespace.as_ref())
+        {
+            rules.extend(bootstrap);
+            continue;
+        }
         let role = docs
             .iter()
             .find(|d| {
@@ -186,6 +242,7 @@ pub(crate) fn bound_rules(
                 resource_names: strings(&rule["resourceNames"]),
                 verbs: strings(&rule["verbs"]),
                 namespace: role_namespace.clone(),
+                bootstrap: false,
             };
             if [&rule.api_groups, &rule.resources, &rule.verbs]
                 .iter()
@@ -221,7 +278,7 @@ pub(crate) fn compare(rules: &[Rule], requests: &[Request]) -> Findings {
             findings.refused.insert(request.kind());
         }
     }
-    for rule in rules {
+    for rule in rules.iter().filter(|r| !r.bootstrap) {
         for group in &rule.api_groups {
             for resource in &rule.resources {
                 for verb in &rule.verbs {
