@@ -7,7 +7,7 @@ mod pod;
 mod secret;
 pub(crate) mod service;
 
-use k8s_openapi::api::{coordination, core::v1 as core, discovery, events};
+use k8s_openapi::api::{coordination, core::v1 as core, discovery, events, rbac::v1 as rbac};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -39,6 +39,11 @@ pub(crate) fn normalize(kind: Kind, value: &Value) -> Result<Value, serde_json::
         Kind::Lease => roundtrip::<coordination::v1::Lease>(value),
         Kind::EventV1 => roundtrip::<events::v1::Event>(value),
         Kind::EndpointSlice => roundtrip::<discovery::v1::EndpointSlice>(value),
+        Kind::ServiceAccount => roundtrip::<core::ServiceAccount>(value),
+        Kind::Role => roundtrip::<rbac::Role>(value),
+        Kind::ClusterRole => roundtrip::<rbac::ClusterRole>(value),
+        Kind::RoleBinding => roundtrip::<rbac::RoleBinding>(value),
+        Kind::ClusterRoleBinding => roundtrip::<rbac::ClusterRoleBinding>(value),
     }
 }
 
@@ -206,9 +211,40 @@ pub(crate) fn prepare_update(
                 .map_err(|causes| invalid(new, "Service", &causes))?;
         }
         Kind::Secret => secret::prepare(new),
+        Kind::RoleBinding | Kind::ClusterRoleBinding => {
+            let before = old.get("roleRef");
+            if new.get("roleRef") != before {
+                let shown = role_ref_go_syntax(before.unwrap_or(&Value::Null));
+                let kind = if kind == Kind::RoleBinding {
+                    "RoleBinding.rbac.authorization.k8s.io"
+                } else {
+                    "ClusterRoleBinding.rbac.authorization.k8s.io"
+                };
+                return Err(ApiError::invalid(
+                    kind,
+                    crate::resources::RBAC_GROUP,
+                    meta::name(new).unwrap_or(""),
+                    &[(
+                        "roleRef".into(),
+                        format!("Invalid value: {shown}: cannot change roleRef"),
+                    )],
+                ));
+            }
+        }
         _ => {}
     }
     Ok(())
+}
+
+/// A binding's roleRef as Go's `%#v` prints it in kube-apiserver's message.
+fn role_ref_go_syntax(role_ref: &Value) -> String {
+    let field = |f: &str| role_ref.get(f).and_then(Value::as_str).unwrap_or("");
+    format!(
+        "rbac.RoleRef{{APIGroup:{:?}, Kind:{:?}, Name:{:?}}}",
+        field("apiGroup"),
+        field("kind"),
+        field("name")
+    )
 }
 
 /// What a `/status` write may not change, restored from `old`: the spec,

@@ -216,6 +216,7 @@
 //! loads 10,000 nodes, 2,000 services and 50 open watches.
 
 mod api;
+mod auth;
 mod error;
 mod faults;
 mod kinds;
@@ -232,6 +233,7 @@ mod status;
 mod store;
 mod validation;
 
+pub use auth::AuthorizationMode;
 pub use error::Error;
 pub use faults::{Failure, RequestMatch};
 pub use seed::{UNINITIALIZED_TAINT, node as seed_node, pod_cidr};
