@@ -212,9 +212,9 @@ pub(crate) fn prepare_update(
         }
         Kind::Secret => secret::prepare(new),
         Kind::RoleBinding | Kind::ClusterRoleBinding => {
-            let before = old.get("roleRef");
-            if new.get("roleRef") != before {
-                let shown = role_ref_go_syntax(before.unwrap_or(&Value::Null));
+            let after = new.get("roleRef");
+            if after != old.get("roleRef") {
+                let shown = role_ref_go_syntax(after.unwrap_or(&Value::Null));
                 let kind = if kind == Kind::RoleBinding {
                     "RoleBinding.rbac.authorization.k8s.io"
                 } else {
