@@ -28,7 +28,8 @@ fn subject(kind: &str, name: &str) -> Value {
 }
 
 fn cluster_role(store: &mut Store, name: &str, rules: Value) -> Result<(), Error> {
-    let body = json!({"metadata": bootstrap_metadata(name, None), "rules": rules});
+    let mut body = json!({"metadata": bootstrap_metadata(name, None)});
+    body["rules"] = rules;
     seed::create(store, Kind::ClusterRole, None, body)
 }
 
@@ -167,7 +168,7 @@ mod tests {
             verb: "list".into(),
             resource_request: true,
             resource: "nodes".into(),
-            ..version.clone()
+            ..version
         };
         assert!(!rbac::authorize(&store, &someone, &nodes).allowed);
         let root = UserInfo {

@@ -55,13 +55,14 @@ fn decode<T: DeserializeOwned + Serialize>(
 
 /// A review's answer: the spec as sent, the status computed.
 fn answer(api_version: &str, kind: &str, normalized: &Value, status: Value) -> Value {
-    json!({
+    let mut answer = json!({
         "kind": kind,
         "apiVersion": api_version,
         "metadata": {"creationTimestamp": null},
         "spec": normalized.get("spec").cloned().unwrap_or_else(|| json!({})),
-        "status": status,
-    })
+    });
+    answer["status"] = status;
+    answer
 }
 
 /// 422 as kube-apiserver words it for these kinds.
