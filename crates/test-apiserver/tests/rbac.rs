@@ -418,3 +418,44 @@ auth_contract_test!(rbac_kinds_are_listed_and_discovered, |t| {
     );
     Ok(())
 });
+
+auth_contract_test!(bindings_to_missing_roles_are_named_in_the_reason, |t| {
+    let name = ccm_test_support::unique("dangling");
+    let missing = format!("{name}-missing");
+    let cluster_bindings: Api<ClusterRoleBinding> = Api::all(t.client());
+    cluster_bindings
+        .create(
+            &PostParams::default(),
+            &object(json!({"metadata": {"name": name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": missing},
+                "subjects": [{"kind": "User", "name": name}]}))?,
+        )
+        .await?;
+    let bindings: Api<RoleBinding> = Api::namespaced(t.client(), "default");
+    bindings
+        .create(
+            &PostParams::default(),
+            &object(json!({"metadata": {"name": name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": missing},
+                "subjects": [{"kind": "User", "name": name}]}))?,
+        )
+        .await?;
+    let want = json!({"allowed": false, "reason": format!(
+        "RBAC: [clusterrole.rbac.authorization.k8s.io \"{missing}\" not found, role.rbac.authorization.k8s.io \"{missing}\" not found]"
+    )});
+    let spec = json!({"user": name, "resourceAttributes": {"verb": "list", "resource": "pods", "namespace": "default"}});
+    ccm_test_support::eventually(
+        "both dangling bindings in the reason",
+        Duration::from_secs(30),
+        || async {
+            let (_, review) = access_review(t, spec.clone()).await?;
+            anyhow::Ok((review["status"] == want).then_some(()))
+        },
+    )
+    .await?;
+    bindings.delete(&name, &DeleteParams::default()).await?;
+    cluster_bindings
+        .delete(&name, &DeleteParams::default())
+        .await?;
+    Ok(())
+});

@@ -116,20 +116,20 @@ pub(crate) fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> D
                 "{what}.rbac.authorization.k8s.io \"{name}\" not found"
             ));
         }
-        found.map(|role| role.value.clone())
+        found.map(|role| &role.value)
     };
-    let mut bindings: Vec<(&'static str, Value)> = store
+    // ClusterRoleBindings first, then the request namespace's RoleBindings,
+    // as kube-apiserver visits them.
+    let cluster_bindings = store
         .objects(by_kind(Kind::ClusterRoleBinding).storage, None)
-        .map(|(_, b)| ("ClusterRoleBinding", b.value.clone()))
-        .collect();
-    if !attrs.namespace.is_empty() {
-        bindings.extend(
-            store
-                .objects(by_kind(Kind::RoleBinding).storage, Some(&attrs.namespace))
-                .map(|(_, b)| ("RoleBinding", b.value.clone())),
-        );
-    }
-    for (binding_kind, binding) in &bindings {
+        .map(|(_, b)| ("ClusterRoleBinding", &b.value));
+    let namespace = (!attrs.namespace.is_empty()).then_some(attrs.namespace.as_str());
+    let role_bindings = namespace.into_iter().flat_map(|ns| {
+        store
+            .objects(by_kind(Kind::RoleBinding).storage, Some(ns))
+            .map(|(_, b)| ("RoleBinding", &b.value))
+    });
+    for (binding_kind, binding) in cluster_bindings.chain(role_bindings) {
         let namespace = binding
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
