@@ -12,12 +12,20 @@ use crate::error::Error;
 /// The group of the users who may do anything.
 pub(crate) const MASTERS: &str = "system:masters";
 
-/// The users of a token file, by token.
-#[derive(Debug, Clone, Default)]
+/// The users of a token file, by token. Its `Debug` shows no token.
+#[derive(Clone, Default)]
 pub(crate) struct StaticTokens {
     users: HashMap<String, UserInfo>,
     /// The first token (in file order) of a `system:masters` user.
     admin: Option<String>,
+}
+
+impl std::fmt::Debug for StaticTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StaticTokens")
+            .field("users", &self.users.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl StaticTokens {
@@ -172,10 +180,19 @@ pub(crate) struct Issued {
     pub(crate) credential_id: String,
 }
 
-/// The ServiceAccount tokens issued so far, by token.
-#[derive(Debug, Default)]
+/// The ServiceAccount tokens issued so far, by token. Its `Debug` shows
+/// no token.
+#[derive(Default)]
 pub(crate) struct IssuedTokens {
     tokens: HashMap<String, Issued>,
+}
+
+impl std::fmt::Debug for IssuedTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IssuedTokens")
+            .field("tokens", &self.tokens.len())
+            .finish()
+    }
 }
 
 impl IssuedTokens {
@@ -270,6 +287,10 @@ mod tests {
             Some(vec!["ops".to_owned()])
         );
         assert_eq!(tokens.admin.as_deref(), Some("t1"));
+        assert!(
+            !format!("{tokens:?}").contains("t1"),
+            "Debug shows no token"
+        );
     }
 
     #[test]
