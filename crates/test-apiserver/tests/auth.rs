@@ -246,8 +246,16 @@ auth_contract_test!(token_requests_default_and_refuse_short_lifetimes, |t| {
         refused["message"],
         "TokenRequest.authentication.k8s.io \"\" is invalid: spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 10 minutes"
     );
+    let renamed = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": {"name": "other"}, "spec": {}});
+    let (code, refused) = raw(&t.client(), Method::POST, &path, Some(&renamed)).await?;
+    assert_eq!(code, 422);
+    assert_eq!(
+        refused["message"],
+        "TokenRequest.authentication.k8s.io \"lifetimes\" is invalid: metadata.name: Invalid value: \"other\": must match the service account name if specified"
+    );
+    // A missing account is 404 before the lifetime is looked at.
     let missing = format!("/api/v1/namespaces/{ns}/serviceaccounts/nobody/token");
-    let (code, refused) = raw(&t.client(), Method::POST, &missing, Some(&body)).await?;
+    let (code, refused) = raw(&t.client(), Method::POST, &missing, Some(&short)).await?;
     assert_eq!(code, 404);
     assert_eq!(refused["message"], "serviceaccounts \"nobody\" not found");
     delete_namespace(t, &ns).await

@@ -261,7 +261,37 @@ pub(crate) fn token_request(
             "TokenRequest spec.boundObjectRef",
         ));
     }
-    let body_name = request.metadata.name.clone().unwrap_or_default();
+    // kube-apiserver's order: the body's name and namespace, the account,
+    // then the lifetime (whose message names no object).
+    for (field, given, url, what) in [
+        ("metadata.name", &request.metadata.name, name, "name"),
+        (
+            "metadata.namespace",
+            &request.metadata.namespace,
+            namespace,
+            "namespace",
+        ),
+    ] {
+        if let Some(given) = given.as_deref().filter(|g| !g.is_empty() && *g != url) {
+            return Err(invalid(
+                "TokenRequest.authentication.k8s.io",
+                group,
+                "TokenRequest",
+                name,
+                field,
+                &format!(
+                    "Invalid value: {given:?}: must match the service account {what} if specified"
+                ),
+            ));
+        }
+    }
+    let rt = by_kind(Kind::ServiceAccount);
+    let uid = shared
+        .store
+        .lock()
+        .get(rt.storage, &(namespace.to_owned(), name.to_owned()))
+        .and_then(|sa| crate::meta::uid(&sa.value).map(str::to_owned))
+        .ok_or_else(|| ApiError::not_found(rt, name))?;
     let seconds = request
         .spec
         .expiration_seconds
@@ -278,18 +308,11 @@ pub(crate) fn token_request(
             "TokenRequest.authentication.k8s.io",
             group,
             "TokenRequest",
-            &body_name,
+            "",
             "spec.expirationSeconds",
             &format!("Invalid value: {seconds}: {why}"),
         ));
     }
-    let rt = by_kind(Kind::ServiceAccount);
-    let uid = shared
-        .store
-        .lock()
-        .get(rt.storage, &(namespace.to_owned(), name.to_owned()))
-        .and_then(|sa| crate::meta::uid(&sa.value).map(str::to_owned))
-        .ok_or_else(|| ApiError::not_found(rt, name))?;
     let audiences = match request.spec.audiences {
         a if !a.is_empty() => a,
         _ => API_AUDIENCES.iter().map(|a| a.to_string()).collect(),
