@@ -4,10 +4,11 @@
 
 pub(crate) mod event;
 mod pod;
+mod rbac;
 mod secret;
 pub(crate) mod service;
 
-use k8s_openapi::api::{coordination, core::v1 as core, discovery, events, rbac::v1 as rbac};
+use k8s_openapi::api::{coordination, core::v1 as core, discovery, events, rbac::v1 as rbac_v1};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -40,10 +41,10 @@ pub(crate) fn normalize(kind: Kind, value: &Value) -> Result<Value, serde_json::
         Kind::EventV1 => roundtrip::<events::v1::Event>(value),
         Kind::EndpointSlice => roundtrip::<discovery::v1::EndpointSlice>(value),
         Kind::ServiceAccount => roundtrip::<core::ServiceAccount>(value),
-        Kind::Role => roundtrip::<rbac::Role>(value),
-        Kind::ClusterRole => roundtrip::<rbac::ClusterRole>(value),
-        Kind::RoleBinding => roundtrip::<rbac::RoleBinding>(value),
-        Kind::ClusterRoleBinding => roundtrip::<rbac::ClusterRoleBinding>(value),
+        Kind::Role => roundtrip::<rbac_v1::Role>(value),
+        Kind::ClusterRole => roundtrip::<rbac_v1::ClusterRole>(value),
+        Kind::RoleBinding => roundtrip::<rbac_v1::RoleBinding>(value),
+        Kind::ClusterRoleBinding => roundtrip::<rbac_v1::ClusterRoleBinding>(value),
     }
 }
 
@@ -160,6 +161,9 @@ pub(crate) fn prepare_create(
         }
         Kind::PersistentVolume => meta::set_top(obj, "status", json!({"phase": "Pending"})),
         Kind::Secret => secret::prepare(obj),
+        Kind::Role | Kind::ClusterRole | Kind::RoleBinding | Kind::ClusterRoleBinding => {
+            rbac::prepare(kind, obj, None)?;
+        }
         _ => {}
     }
     Ok(())
@@ -211,40 +215,12 @@ pub(crate) fn prepare_update(
                 .map_err(|causes| invalid(new, "Service", &causes))?;
         }
         Kind::Secret => secret::prepare(new),
-        Kind::RoleBinding | Kind::ClusterRoleBinding => {
-            let after = new.get("roleRef");
-            if after != old.get("roleRef") {
-                let shown = role_ref_go_syntax(after.unwrap_or(&Value::Null));
-                let kind = if kind == Kind::RoleBinding {
-                    "RoleBinding.rbac.authorization.k8s.io"
-                } else {
-                    "ClusterRoleBinding.rbac.authorization.k8s.io"
-                };
-                return Err(ApiError::invalid(
-                    kind,
-                    crate::resources::RBAC_GROUP,
-                    meta::name(new).unwrap_or(""),
-                    &[(
-                        "roleRef".into(),
-                        format!("Invalid value: {shown}: cannot change roleRef"),
-                    )],
-                ));
-            }
+        Kind::Role | Kind::ClusterRole | Kind::RoleBinding | Kind::ClusterRoleBinding => {
+            rbac::prepare(kind, new, Some(old))?;
         }
         _ => {}
     }
     Ok(())
-}
-
-/// A binding's roleRef as Go's `%#v` prints it in kube-apiserver's message.
-fn role_ref_go_syntax(role_ref: &Value) -> String {
-    let field = |f: &str| role_ref.get(f).and_then(Value::as_str).unwrap_or("");
-    format!(
-        "rbac.RoleRef{{APIGroup:{:?}, Kind:{:?}, Name:{:?}}}",
-        field("apiGroup"),
-        field("kind"),
-        field("name")
-    )
 }
 
 /// What a `/status` write may not change, restored from `old`: the spec,

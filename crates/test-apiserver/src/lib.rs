@@ -126,7 +126,8 @@
 //!   (+status), Endpoints, ConfigMap, Secret, Event, Pod (+status),
 //!   PersistentVolume (+status), ServiceAccount (+token);
 //! - rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding,
-//!   ClusterRoleBinding (a binding's `roleRef` cannot change);
+//!   ClusterRoleBinding, defaulted and validated as kube-apiserver does (a
+//!   binding's `roleRef` cannot change);
 //! - authentication.k8s.io/v1 TokenReview and authorization.k8s.io/v1
 //!   SubjectAccessReview and SelfSubjectAccessReview (create only);
 //! - coordination.k8s.io/v1 Lease; events.k8s.io/v1 Event (a second view of

@@ -459,3 +459,78 @@ auth_contract_test!(bindings_to_missing_roles_are_named_in_the_reason, |t| {
         .await?;
     Ok(())
 });
+
+auth_contract_test!(
+    invalid_rbac_objects_are_refused_in_kube_apiservers_words,
+    |t| {
+        let name = ccm_test_support::unique("invalid");
+        let post = |path: &'static str, body: Value| {
+            let client = t.client();
+            async move { raw(&client, Method::POST, path, Some(&body)).await }
+        };
+        let (code, refused) = post(
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            json!({"metadata": {"name": name},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "x"},
+               "subjects": [{"kind": "ServiceAccount", "name": "a"}]}),
+        )
+        .await?;
+        assert_eq!(code, 422);
+        assert_eq!(
+            refused["message"],
+            format!(
+                "ClusterRoleBinding.rbac.authorization.k8s.io \"{name}\" is invalid: [roleRef.kind: Unsupported value: \"Role\": supported values: \"ClusterRole\", subjects[0].namespace: Required value]"
+            )
+        );
+        assert_eq!(
+            refused["details"],
+            json!({"name": name, "group": "rbac.authorization.k8s.io", "kind": "ClusterRoleBinding", "causes": [
+                {"reason": "FieldValueNotSupported", "message": "Unsupported value: \"Role\": supported values: \"ClusterRole\"", "field": "roleRef.kind"},
+                {"reason": "FieldValueRequired", "message": "Required value", "field": "subjects[0].namespace"}
+            ]})
+        );
+        let (code, refused) = post(
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+        json!({"metadata": {"name": name}, "rules": [{"verbs": ["get"], "nonResourceURLs": ["/x"]}]}),
+    )
+    .await?;
+        assert_eq!(code, 422);
+        assert_eq!(
+            refused["message"],
+            format!(
+                "Role.rbac.authorization.k8s.io \"{name}\" is invalid: rules[0].nonResourceURLs: Invalid value: []string{{\"/x\"}}: namespaced rules cannot apply to non-resource URLs"
+            )
+        );
+        let (code, refused) = post(
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        json!({"metadata": {"name": name}, "rules": [{"apiGroups": [""], "resources": ["pods"]}]}),
+    )
+    .await?;
+        assert_eq!(code, 422);
+        assert_eq!(
+            refused["message"],
+            format!(
+                "ClusterRole.rbac.authorization.k8s.io \"{name}\" is invalid: rules[0].verbs: Required value: verbs must contain at least one value"
+            )
+        );
+        // Subjects' API groups are defaulted as v1 does.
+        let bindings: Api<RoleBinding> = Api::namespaced(t.client(), "default");
+        let created = bindings
+        .create(
+            &PostParams::default(),
+            &object(json!({"metadata": {"name": name},
+                "roleRef": {"kind": "ClusterRole", "name": "view"},
+                "subjects": [{"kind": "User", "name": "u"}, {"kind": "ServiceAccount", "name": "sa"}]}))?,
+        )
+        .await?;
+        let created = serde_json::to_value(created)?;
+        assert_eq!(created["roleRef"]["apiGroup"], "rbac.authorization.k8s.io");
+        assert_eq!(
+            created["subjects"][0]["apiGroup"],
+            "rbac.authorization.k8s.io"
+        );
+        assert_eq!(created["subjects"][1].get("apiGroup"), None);
+        bindings.delete(&name, &DeleteParams::default()).await?;
+        Ok(())
+    }
+);
