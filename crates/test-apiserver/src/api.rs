@@ -17,10 +17,13 @@ use http::{Request, Response, header};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::{Bytes, Incoming};
 
+use crate::auth::{self, UserInfo};
+use crate::registry::Subresource;
+use crate::resources::ReviewType;
 use crate::server::Shared;
-use crate::stats::{RequestRecord, Verb};
+use crate::stats::{RequestKey, RequestRecord, Verb};
 use crate::status::ApiError;
-use params::Params;
+pub(crate) use params::Params;
 use render::Body;
 use route::{Discovery, ResourceRequest, Route};
 
@@ -48,6 +51,14 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
             .map(str::to_owned)
     };
     let user_agent = header(header::USER_AGENT).unwrap_or_default();
+    let authorization = header(header::AUTHORIZATION);
+    let (user, admitted) = auth::admit(
+        &shared,
+        &parts.method,
+        &path,
+        &params,
+        authorization.as_deref(),
+    );
     let mut record = RequestRecord {
         verb: parts.method.as_str().to_ascii_lowercase(),
         method: parts.method.as_str().to_owned(),
@@ -60,9 +71,11 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
         name: String::new(),
         user_agent,
         status: 0,
+        user: user.as_ref().map(|u| u.name.clone()),
     };
-    let response = match route::parse(&parts.method, &path, &params) {
-        Ok(Route::Resource(request)) => {
+    let content_type = header(header::CONTENT_TYPE);
+    let response = match (route::parse(&parts.method, &path, &params), admitted) {
+        (Ok(Route::Resource(request)), admitted) => {
             record.verb = request.verb.as_str().to_owned();
             record.group = request.rt.group.to_owned();
             record.resource = request.rt.plural.to_owned();
@@ -71,15 +84,18 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
             record.name = request.name.clone().unwrap_or_default();
             let key = request.key();
             shared.accounting.lock().count(key.clone());
-            let failure = shared.faults.lock().take(&key);
+            let failure = match admitted {
+                Err(e) => Err(e),
+                Ok(()) => Ok(shared.faults.lock().take(&key)),
+            };
             match failure {
-                Some(f) if f.code == 410 && request.verb == Verb::Watch => {
+                Err(e) => render::error_response(&e),
+                Ok(Some(f)) if f.code == 410 && request.verb == Verb::Watch => {
                     render::json_response(200, watch::error_event(&f.to_api_error()), &[])
                 }
-                Some(f) => render::error_response(&f.to_api_error()),
-                None => {
+                Ok(Some(f)) => render::error_response(&f.to_api_error()),
+                Ok(None) => {
                     let accept = header(header::ACCEPT);
-                    let content_type = header(header::CONTENT_TYPE);
                     serve_resource(
                         &shared,
                         &request,
@@ -93,11 +109,43 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
                 }
             }
         }
-        Ok(Route::Discovery(Discovery::Health)) => {
+        (Ok(Route::Review(review)), admitted) => {
+            record.verb = Verb::Create.as_str().to_owned();
+            record.group = review.group.to_owned();
+            record.resource = review.plural.to_owned();
+            let key = RequestKey {
+                verb: Verb::Create,
+                group: review.group.to_owned(),
+                resource: review.plural.to_owned(),
+                subresource: String::new(),
+            };
+            shared.accounting.lock().count(key.clone());
+            let failure = shared.faults.lock().take(&key);
+            let served = match (admitted, failure) {
+                (Err(e), _) => Err(e),
+                (Ok(()), Some(f)) => Err(f.to_api_error()),
+                (Ok(()), None) => {
+                    serve_review(
+                        &shared,
+                        review,
+                        user.as_ref(),
+                        content_type.as_deref(),
+                        body,
+                    )
+                    .await
+                }
+            };
+            served.unwrap_or_else(|e| render::error_response(&e))
+        }
+        (_, Err(e)) => {
+            shared.accounting.lock().count_non_resource(&path);
+            render::error_response(&e)
+        }
+        (Ok(Route::Discovery(Discovery::Health)), Ok(())) => {
             shared.accounting.lock().count_non_resource(&path);
             render::text_response(200, "ok")
         }
-        Ok(Route::Discovery(path_kind)) => {
+        (Ok(Route::Discovery(path_kind)), Ok(())) => {
             shared.accounting.lock().count_non_resource(&path);
             match discovery::body(&path_kind, &shared.address) {
                 Ok(doc) => render::json_response(
@@ -108,7 +156,7 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
                 Err(e) => render::error_response(&e),
             }
         }
-        Err(e) => {
+        (Err(e), Ok(())) => {
             shared.accounting.lock().count_non_resource(&path);
             render::error_response(&e)
         }
@@ -116,6 +164,27 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
     record.status = response.status().as_u16();
     shared.accounting.lock().log(record);
     response
+}
+
+/// A POST of a review, answered as JSON.
+async fn serve_review(
+    shared: &Shared,
+    review: &'static ReviewType,
+    user: Option<&UserInfo>,
+    content_type: Option<&str>,
+    body: Incoming,
+) -> Result<Response<Body>, ApiError> {
+    let body = write::json_body(content_type, &read_body(body).await?)?;
+    let (code, answer) = auth::reviews::serve(shared, review, user, body)?;
+    Ok(json_value_response(code, &answer))
+}
+
+fn json_value_response(code: u16, value: &serde_json::Value) -> Response<Body> {
+    render::json_response(
+        code,
+        Bytes::from(serde_json::to_vec(value).unwrap_or_default()),
+        &[],
+    )
 }
 
 async fn read_body(body: Incoming) -> Result<Bytes, ApiError> {
@@ -140,6 +209,16 @@ async fn serve_resource(
     content_type: Option<&str>,
     body: Incoming,
 ) -> Result<Response<Body>, ApiError> {
+    if req.subresource == Subresource::Token {
+        let body = write::json_body(content_type, &read_body(body).await?)?;
+        let (code, answer) = auth::reviews::token_request(
+            shared,
+            req.namespace.as_deref().unwrap_or(""),
+            req.name.as_deref().unwrap_or(""),
+            body,
+        )?;
+        return Ok(json_value_response(code, &answer));
+    }
     let list = matches!(req.verb, Verb::List | Verb::DeleteCollection);
     let repr = render::negotiate(accept, list)?;
     let name = req.name.as_deref().unwrap_or("");

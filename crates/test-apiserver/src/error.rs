@@ -42,6 +42,38 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    /// The token file (`--token-auth-file`) could not be read.
+    #[error("cannot read the token file {path}")]
+    TokenFileRead {
+        /// The file.
+        path: PathBuf,
+        /// Why reading failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A record of the token file is malformed. The message names the
+    /// line, never the token.
+    #[error("token file {path}, line {line}: {reason}")]
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The client CA file (`--client-ca-file`) could not be read.
+    #[error("cannot read the client CA file {path}")]
+    ClientCaFile {
+        /// The file.
+        path: PathBuf,
+        /// Why reading failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The system's random source, which tokens are drawn from, failed.
+    #[error("cannot read random bytes for a token")]
+    Random(#[source] std::io::Error),
     /// A seeded object was refused.
     #[error("cannot seed {object}: {message}")]
     Seed {

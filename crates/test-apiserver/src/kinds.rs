@@ -4,10 +4,11 @@
 
 pub(crate) mod event;
 mod pod;
+mod rbac;
 mod secret;
 pub(crate) mod service;
 
-use k8s_openapi::api::{coordination, core::v1 as core, discovery, events};
+use k8s_openapi::api::{coordination, core::v1 as core, discovery, events, rbac::v1 as rbac_v1};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -39,6 +40,11 @@ pub(crate) fn normalize(kind: Kind, value: &Value) -> Result<Value, serde_json::
         Kind::Lease => roundtrip::<coordination::v1::Lease>(value),
         Kind::EventV1 => roundtrip::<events::v1::Event>(value),
         Kind::EndpointSlice => roundtrip::<discovery::v1::EndpointSlice>(value),
+        Kind::ServiceAccount => roundtrip::<core::ServiceAccount>(value),
+        Kind::Role => roundtrip::<rbac_v1::Role>(value),
+        Kind::ClusterRole => roundtrip::<rbac_v1::ClusterRole>(value),
+        Kind::RoleBinding => roundtrip::<rbac_v1::RoleBinding>(value),
+        Kind::ClusterRoleBinding => roundtrip::<rbac_v1::ClusterRoleBinding>(value),
     }
 }
 
@@ -155,6 +161,9 @@ pub(crate) fn prepare_create(
         }
         Kind::PersistentVolume => meta::set_top(obj, "status", json!({"phase": "Pending"})),
         Kind::Secret => secret::prepare(obj),
+        Kind::Role | Kind::ClusterRole | Kind::RoleBinding | Kind::ClusterRoleBinding => {
+            rbac::prepare(kind, obj, None)?;
+        }
         _ => {}
     }
     Ok(())
@@ -206,6 +215,9 @@ pub(crate) fn prepare_update(
                 .map_err(|causes| invalid(new, "Service", &causes))?;
         }
         Kind::Secret => secret::prepare(new),
+        Kind::Role | Kind::ClusterRole | Kind::RoleBinding | Kind::ClusterRoleBinding => {
+            rbac::prepare(kind, new, Some(old))?;
+        }
         _ => {}
     }
     Ok(())

@@ -8,8 +8,13 @@ use crate::error::Error;
 /// The kubeconfig's cluster, context and user name.
 pub(crate) const CONTEXT: &str = "test-apiserver";
 
-/// A kubeconfig for an unauthenticated cluster at `url`, namespace `default`.
-pub(crate) fn render(url: &str) -> String {
+/// A kubeconfig for the cluster at `url`, namespace `default`, whose user
+/// sends `token` (none: an unauthenticated server).
+pub(crate) fn render(url: &str, token: Option<&str>) -> String {
+    let user = match token {
+        Some(token) => format!("\n    token: {token}"),
+        None => " {}".to_owned(),
+    };
     format!(
         "apiVersion: v1\n\
          kind: Config\n\
@@ -19,7 +24,7 @@ pub(crate) fn render(url: &str) -> String {
          - name: {CONTEXT}\n  context:\n    cluster: {CONTEXT}\n    user: {CONTEXT}\n    namespace: default\n\
          current-context: {CONTEXT}\n\
          users:\n\
-         - name: {CONTEXT}\n  user: {{}}\n\
+         - name: {CONTEXT}\n  user:{user}\n\
          preferences: {{}}\n"
     )
 }
@@ -33,8 +38,12 @@ pub(crate) enum KubeconfigFile {
 
 impl KubeconfigFile {
     /// Writes the kubeconfig for `url` to `path`, or to a new temporary file.
-    pub(crate) fn write(url: &str, path: Option<&Path>) -> Result<Self, Error> {
-        let text = render(url);
+    pub(crate) fn write(
+        url: &str,
+        token: Option<&str>,
+        path: Option<&Path>,
+    ) -> Result<Self, Error> {
+        let text = render(url, token);
         match path {
             Some(path) => {
                 std::fs::write(path, text).map_err(|source| Error::Kubeconfig {
@@ -74,16 +83,20 @@ mod tests {
 
     #[test]
     fn kube_parses_the_kubeconfig() {
-        let parsed = kube::config::Kubeconfig::from_yaml(&render("http://127.0.0.1:1234"))
+        let parsed = kube::config::Kubeconfig::from_yaml(&render("http://127.0.0.1:1234", None))
             .expect("valid yaml");
         assert_eq!(parsed.current_context.as_deref(), Some(CONTEXT));
         let cluster = parsed.clusters[0].cluster.as_ref().expect("cluster");
         assert_eq!(cluster.server.as_deref(), Some("http://127.0.0.1:1234"));
+        let with_token = kube::config::Kubeconfig::from_yaml(&render("http://x", Some("abc")))
+            .expect("valid yaml");
+        let user = with_token.auth_infos[0].auth_info.as_ref().expect("user");
+        assert!(user.token.is_some());
     }
 
     #[test]
     fn temporary_kubeconfigs_are_removed_on_drop() {
-        let file = KubeconfigFile::write("http://127.0.0.1:1", None).expect("writes");
+        let file = KubeconfigFile::write("http://127.0.0.1:1", None, None).expect("writes");
         let path = file.path().to_owned();
         assert!(path.exists());
         drop(file);

@@ -31,15 +31,19 @@
 //! [`TestApiServer::builder`]: [`Builder::bind`], [`Builder::kubeconfig_path`],
 //! [`Builder::bookmark_interval`], [`Builder::history_limit`],
 //! [`Builder::request_log_limit`], [`Builder::seed_nodes`],
-//! [`Builder::seed_services`], then [`Builder::start`]. A running server
+//! [`Builder::seed_services`], [`Builder::token_auth_file`],
+//! [`Builder::anonymous_auth`], [`Builder::authorization_mode`],
+//! [`Builder::client_ca_file`], then [`Builder::start`]. A running server
 //! gives its [`url`](TestApiServer::url), a ready
 //! [`client`](TestApiServer::client) and a
 //! [`kubeconfig_path`](TestApiServer::kubeconfig_path) (a temporary file
 //! removed when the server is dropped, unless the builder chose the path).
 //! The `test-apiserver` binary does the same from the command line:
 //! `test-apiserver [--bind 127.0.0.1:PORT] [--kubeconfig PATH] [--nodes N]
-//! [--services M]` prints the URL on its first line of output and runs until
-//! interrupted; bad flags exit 64 with one line.
+//! [--services M] [--token-auth-file FILE] [--anonymous-auth=BOOL]
+//! [--authorization-mode=AlwaysAllow|RBAC] [--client-ca-file FILE]` prints
+//! the URL on its first line of output and runs until interrupted; bad
+//! flags (and a malformed token file) exit 64 with one line.
 //!
 //! Seeded nodes `node-1..node-N` look like fresh kubelet registrations under
 //! `--cloud-provider=external`: the [`UNINITIALIZED_TAINT`]`=true:NoSchedule`
@@ -54,7 +58,8 @@
 //! subresource and the watches open now (total and per resource);
 //! [`TestApiServer::requests`] is the request log (verb, method, path,
 //! query, group, resource, subresource, namespace, name, user agent,
-//! response status), bounded by [`Builder::request_log_limit`]. Another
+//! response status, and the authenticated user when authentication is on),
+//! bounded by [`Builder::request_log_limit`]. Another
 //! process reads them as JSON: `GET /testapi/stats` ([`Stats`]),
 //! `GET /testapi/requests` (`{"records": [RequestRecord...], "dropped": n}`),
 //! and `DELETE /testapi/stats` resets both. `/testapi/` requests are not
@@ -68,6 +73,49 @@
 //! [`TestApiServer::compact_history`] forgets the watch history like an etcd
 //! compaction. Note that the kube client retries 429, 503 and 504 itself.
 //!
+//! # Authentication and authorization
+//!
+//! By default nothing is authenticated and every request is an
+//! administrator. With [`Builder::token_auth_file`] (`--token-auth-file`,
+//! kube-apiserver's CSV `token,user,uid[,"group1,group2"]`) requests are
+//! authenticated as kube-apiserver does: a bearer token from the file, or
+//! one TokenRequest issued, is its user plus `system:authenticated`; any
+//! other bearer token is 401 `Unauthorized`; a request without one is
+//! `system:anonymous` in `system:unauthenticated` (kube-apiserver's
+//! `--anonymous-auth=true` default; [`Builder::anonymous_auth`]`(false)`
+//! makes it 401). The kubeconfig and [`TestApiServer::client`] then send the
+//! file's first `system:masters` token (or, when it has none, a random one
+//! minted at start for `system:apiserver` in `system:masters`);
+//! [`TestApiServer::client_with_token`] makes a client for any other token.
+//!
+//! [`Builder::authorization_mode`]`(`[`AuthorizationMode::Rbac`]`)` decides
+//! requests with kube-apiserver's RBAC authorizer over the stored Roles,
+//! ClusterRoles and bindings (verbs and `*`, API groups, resources with
+//! subresources and `*/sub`, resource names, non-resource URLs with a
+//! trailing `*`; User, Group and ServiceAccount subjects; no aggregation);
+//! `system:masters` may do anything. Requests are authorized before they
+//! are routed, from the attributes kube-apiserver derives from the URL, and
+//! refused with its 403 `Status`. kube-apiserver's bootstrap policy objects
+//! that charts and clients rely on exist from the start: `cluster-admin`
+//! (bound to `system:masters`), `system:discovery`, `system:basic-user`,
+//! `system:public-info-viewer`, `system:auth-delegator`, and in
+//! `kube-system` the Role `extension-apiserver-authentication-reader`.
+//!
+//! `POST .../serviceaccounts/<name>/token` (TokenRequest:
+//! `expirationSeconds` 3600 by default, at least 600, audiences defaulting
+//! to `https://kubernetes.default.svc.cluster.local`) issues random opaque
+//! tokens that authenticate as `system:serviceaccount:<ns>:<name>` (groups
+//! `system:serviceaccounts`, `system:serviceaccounts:<ns>`) until they
+//! expire or the account is deleted; since no test can wait 10 minutes,
+//! [`TestApiServer::expire_service_account_tokens`] (and `POST
+//! /testapi/serviceaccounts/<ns>/<name>/expire-tokens`) expires them now.
+//! TokenReview answers from the same tokens whether or not requests are
+//! authenticated; SubjectAccessReview and SelfSubjectAccessReview from the
+//! same authorizer (allowed under AlwaysAllow). [`Builder::client_ca_file`]
+//! publishes a CA bundle in `kube-system/extension-apiserver-authentication`
+//! (key `client-ca-file`); the server speaks plain HTTP and verifies no
+//! client certificates.
+//!
 //! # Resources
 //!
 //! Discovery-complete (`/version`, `/api`, `/api/v1`, `/apis`,
@@ -76,7 +124,12 @@
 //!
 //! - core/v1: Namespace (+status, +finalize), Node (+status), Service
 //!   (+status), Endpoints, ConfigMap, Secret, Event, Pod (+status),
-//!   PersistentVolume (+status);
+//!   PersistentVolume (+status), ServiceAccount (+token);
+//! - rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding,
+//!   ClusterRoleBinding, defaulted and validated as kube-apiserver does (a
+//!   binding's `roleRef` cannot change);
+//! - authentication.k8s.io/v1 TokenReview and authorization.k8s.io/v1
+//!   SubjectAccessReview and SelfSubjectAccessReview (create only);
 //! - coordination.k8s.io/v1 Lease; events.k8s.io/v1 Event (a second view of
 //!   the core/v1 Events storage, converted field by field as Kubernetes
 //!   does, so kube-runtime's `Recorder` and `kubectl get events` agree);
@@ -199,11 +252,15 @@
 //!
 //! # Not implemented
 //!
-//! Authentication and authorization (every request is allowed; the request
-//! log is there to compare with RBAC rules), admission, validation beyond
+//! Client-certificate, OIDC and webhook authentication, impersonation, the
+//! Node authorizer, ClusterRole aggregation and RBAC's escalation checks,
+//! bound (`boundObjectRef`) and JWT service-account tokens,
+//! LocalSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview,
+//! admission, validation beyond
 //! names and the rules above, `managedFields` and server-side apply, YAML,
 //! protobuf and CBOR bodies, `as=Table`, aggregated discovery, OpenAPI,
-//! subresources other than `status` and `namespaces/finalize`, and the
+//! subresources other than `status`, `namespaces/finalize` and
+//! `serviceaccounts/token`, and the
 //! controllers (garbage collector, namespace controller, kubelet, node
 //! lifecycle) whose work some semantics wait for.
 //!
@@ -216,6 +273,7 @@
 //! loads 10,000 nodes, 2,000 services and 50 open watches.
 
 mod api;
+mod auth;
 mod error;
 mod faults;
 mod kinds;
@@ -232,6 +290,7 @@ mod status;
 mod store;
 mod validation;
 
+pub use auth::AuthorizationMode;
 pub use error::Error;
 pub use faults::{Failure, RequestMatch};
 pub use seed::{UNINITIALIZED_TAINT, node as seed_node, pod_cidr};

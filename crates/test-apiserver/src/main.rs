@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use clap::error::ErrorKind;
-use test_apiserver::TestApiServer;
+use test_apiserver::{AuthorizationMode, Error, TestApiServer};
 
 /// The exit code of a usage error (`EX_USAGE` from sysexits.h).
 const USAGE_ERROR: u8 = 64;
@@ -37,6 +37,32 @@ struct Args {
     /// Seed LoadBalancer Services lb-1..lb-M in namespace default.
     #[arg(long, value_name = "M", default_value_t = 0)]
     services: usize,
+    /// Authenticate bearer tokens with kube-apiserver's static token file:
+    /// CSV records token,user,uid[,"group1,group2"]. Unknown tokens get 401.
+    /// The kubeconfig then uses the file's first system:masters token (or a
+    /// token minted for system:apiserver when there is none). Without it,
+    /// every request is an administrator.
+    #[arg(long, value_name = "FILE", verbatim_doc_comment)]
+    token_auth_file: Option<PathBuf>,
+    /// Whether a request without a bearer token is system:anonymous (true,
+    /// as kube-apiserver) or 401 (false). Only with --token-auth-file.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set, verbatim_doc_comment)]
+    anonymous_auth: bool,
+    /// AlwaysAllow, or RBAC: kube-apiserver's RBAC authorizer over the
+    /// stored Roles, ClusterRoles and bindings (system:masters may do
+    /// anything; bootstrap roles such as cluster-admin and
+    /// system:auth-delegator exist from the start).
+    #[arg(long, value_name = "MODE", default_value_t = AuthorizationMode::AlwaysAllow, value_parser = authorization_mode, verbatim_doc_comment)]
+    authorization_mode: AuthorizationMode,
+    /// Publish this PEM bundle in ConfigMap
+    /// kube-system/extension-apiserver-authentication (key client-ca-file).
+    #[arg(long, value_name = "FILE", verbatim_doc_comment)]
+    client_ca_file: Option<PathBuf>,
+}
+
+/// `--authorization-mode`'s value.
+fn authorization_mode(text: &str) -> Result<AuthorizationMode, String> {
+    text.parse()
 }
 
 /// What the command line asks for.
@@ -98,7 +124,15 @@ async fn main() -> ExitCode {
     };
     let mut builder = TestApiServer::builder()
         .seed_nodes(args.nodes)
-        .seed_services(args.services);
+        .seed_services(args.services)
+        .anonymous_auth(args.anonymous_auth)
+        .authorization_mode(args.authorization_mode);
+    if let Some(path) = args.token_auth_file {
+        builder = builder.token_auth_file(path);
+    }
+    if let Some(path) = args.client_ca_file {
+        builder = builder.client_ca_file(path);
+    }
     if let Some(bind) = args.bind {
         builder = builder.bind(bind);
     }
@@ -115,7 +149,15 @@ async fn main() -> ExitCode {
                 source = cause.source();
             }
             eprintln!("test-apiserver: {message}");
-            return ExitCode::FAILURE;
+            let bad_input = matches!(
+                err,
+                Error::TokenFile { .. } | Error::TokenFileRead { .. } | Error::ClientCaFile { .. }
+            );
+            return if bad_input {
+                ExitCode::from(USAGE_ERROR)
+            } else {
+                ExitCode::FAILURE
+            };
         }
     };
     println!("{}", server.url());
@@ -166,6 +208,19 @@ mod tests {
         assert_eq!(parsed.bind, Some("127.0.0.1:8080".parse().expect("addr")));
         assert_eq!((parsed.nodes, parsed.services), (3, 2));
         assert_eq!(parsed.kubeconfig, Some(PathBuf::from("/tmp/k")));
+        let Ok(Command::Run(auth)) = args(&[
+            "--token-auth-file=/tmp/tokens.csv",
+            "--authorization-mode=RBAC",
+            "--anonymous-auth=false",
+            "--client-ca-file",
+            "/tmp/ca.crt",
+        ]) else {
+            panic!("auth flags refused");
+        };
+        assert_eq!(auth.token_auth_file, Some(PathBuf::from("/tmp/tokens.csv")));
+        assert_eq!(auth.authorization_mode, AuthorizationMode::Rbac);
+        assert!(!auth.anonymous_auth);
+        assert_eq!(auth.client_ca_file, Some(PathBuf::from("/tmp/ca.crt")));
     }
 
     #[test]
@@ -175,6 +230,10 @@ mod tests {
             kubeconfig: None,
             nodes: 0,
             services: 0,
+            token_auth_file: None,
+            anonymous_auth: true,
+            authorization_mode: AuthorizationMode::AlwaysAllow,
+            client_ca_file: None,
         };
         assert_eq!(args(&[]), Ok(Command::Run(defaults)));
     }
@@ -188,6 +247,8 @@ mod tests {
             (&["--bind=localhost"], "--bind"),
             (&["--frobnicate"], "--frobnicate"),
             (&["--nodes"], "--nodes"),
+            (&["--authorization-mode=Node,RBAC"], "--authorization-mode"),
+            (&["--anonymous-auth=maybe"], "--anonymous-auth"),
         ] {
             let message = args(bad).expect_err("bad");
             assert!(!message.contains('\n'), "{message}");
@@ -206,5 +267,7 @@ mod tests {
             panic!("--help is not help");
         };
         assert!(text.contains("--nodes <N>"), "{text}");
+        assert!(text.contains("--token-auth-file <FILE>"), "{text}");
+        assert!(text.contains("--authorization-mode <MODE>"), "{text}");
     }
 }

@@ -15,6 +15,11 @@ pub(crate) enum Kind {
     Lease,
     EventV1,
     EndpointSlice,
+    ServiceAccount,
+    Role,
+    ClusterRole,
+    RoleBinding,
+    ClusterRoleBinding,
 }
 
 /// One REST resource: where it lives in the URL space and how it is stored.
@@ -82,7 +87,7 @@ pub(crate) const VERBS: &[&str] = &[
 ];
 
 /// How many collections the store keeps.
-pub(crate) const STORAGE_COUNT: usize = 11;
+pub(crate) const STORAGE_COUNT: usize = 16;
 
 #[allow(
     clippy::too_many_arguments,
@@ -116,7 +121,7 @@ const fn resource(
 
 /// Every resource served, in discovery order.
 #[rustfmt::skip]
-pub(crate) static RESOURCES: [ResourceType; 12] = [
+pub(crate) static RESOURCES: [ResourceType; 17] = [
     resource(Kind::Namespace, "", "v1", "Namespace", "namespaces", "namespace", &["ns"], false, &["status", "finalize"], 0),
     resource(Kind::Node, "", "v1", "Node", "nodes", "node", &["no"], false, &["status"], 1),
     resource(Kind::Service, "", "v1", "Service", "services", "service", &["svc"], true, &["status"], 2),
@@ -129,10 +134,64 @@ pub(crate) static RESOURCES: [ResourceType; 12] = [
     resource(Kind::Lease, "coordination.k8s.io", "v1", "Lease", "leases", "lease", &[], true, &[], 9),
     resource(Kind::EventV1, "events.k8s.io", "v1", "Event", "events", "event", &["ev"], true, &[], 6),
     resource(Kind::EndpointSlice, "discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", "endpointslice", &[], true, &[], 10),
+    resource(Kind::ServiceAccount, "", "v1", "ServiceAccount", "serviceaccounts", "serviceaccount", &["sa"], true, &["token"], 11),
+    resource(Kind::ClusterRoleBinding, RBAC_GROUP, "v1", "ClusterRoleBinding", "clusterrolebindings", "clusterrolebinding", &[], false, &[], 12),
+    resource(Kind::ClusterRole, RBAC_GROUP, "v1", "ClusterRole", "clusterroles", "clusterrole", &[], false, &[], 13),
+    resource(Kind::RoleBinding, RBAC_GROUP, "v1", "RoleBinding", "rolebindings", "rolebinding", &[], true, &[], 14),
+    resource(Kind::Role, RBAC_GROUP, "v1", "Role", "roles", "role", &[], true, &[], 15),
 ];
 
+/// The RBAC API group.
+pub(crate) const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// A resource that only answers `create` and stores nothing: the reviews
+/// of the authentication and authorization groups.
+#[derive(Debug)]
+pub(crate) struct ReviewType {
+    pub(crate) group: &'static str,
+    pub(crate) kind: &'static str,
+    pub(crate) plural: &'static str,
+    pub(crate) singular: &'static str,
+}
+
+/// The reviews served (cluster-scoped, version v1), in discovery order.
+pub(crate) static REVIEWS: [ReviewType; 3] = [
+    ReviewType {
+        group: "authentication.k8s.io",
+        kind: "TokenReview",
+        plural: "tokenreviews",
+        singular: "tokenreview",
+    },
+    ReviewType {
+        group: "authorization.k8s.io",
+        kind: "SelfSubjectAccessReview",
+        plural: "selfsubjectaccessreviews",
+        singular: "selfsubjectaccessreview",
+    },
+    ReviewType {
+        group: "authorization.k8s.io",
+        kind: "SubjectAccessReview",
+        plural: "subjectaccessreviews",
+        singular: "subjectaccessreview",
+    },
+];
+
+/// The review served at `/apis/<group>/<version>/<plural>`.
+pub(crate) fn review(group: &str, version: &str, plural: &str) -> Option<&'static ReviewType> {
+    REVIEWS
+        .iter()
+        .find(|r| version == "v1" && r.group == group && r.plural == plural)
+}
+
 /// The API groups besides the core group, each with its one version.
-pub(crate) const GROUPS: &[&str] = &["coordination.k8s.io", "events.k8s.io", "discovery.k8s.io"];
+pub(crate) const GROUPS: &[&str] = &[
+    "coordination.k8s.io",
+    "events.k8s.io",
+    "discovery.k8s.io",
+    RBAC_GROUP,
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+];
 
 /// The resource served at `/api{s}/<group>/<version>/.../<plural>`.
 pub(crate) fn lookup(group: &str, version: &str, plural: &str) -> Option<&'static ResourceType> {

@@ -17,7 +17,8 @@ pub(crate) const NAMESPACES: &[&str] =
 /// controller initializes the node.
 pub const UNINITIALIZED_TAINT: &str = "node.cloudprovider.kubernetes.io/uninitialized";
 
-fn create(
+/// Creates `body` as a `kind` through the registry, as a client would.
+pub(crate) fn create(
     store: &mut Store,
     kind: Kind,
     namespace: Option<&str>,

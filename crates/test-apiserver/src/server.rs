@@ -15,6 +15,7 @@ use tokio::sync::watch;
 use tokio::task::{AbortHandle, JoinSet};
 
 use crate::api;
+use crate::auth::{self, Auth, AuthorizationMode, tokens};
 use crate::error::Error;
 use crate::faults::{Failure, Faults, RequestMatch};
 use crate::kubeconfig::KubeconfigFile;
@@ -33,6 +34,7 @@ pub(crate) struct Shared {
     pub(crate) close_watches: watch::Sender<u64>,
     /// `host:port`, as discovery reports the server's address.
     pub(crate) address: String,
+    pub(crate) auth: Auth,
 }
 
 /// Configures a [`TestApiServer`] before it starts.
@@ -45,6 +47,10 @@ pub struct Builder {
     request_log_limit: usize,
     nodes: usize,
     services: usize,
+    token_auth_file: Option<PathBuf>,
+    anonymous_auth: bool,
+    authorization_mode: AuthorizationMode,
+    client_ca_file: Option<PathBuf>,
 }
 
 impl Default for Builder {
@@ -57,6 +63,10 @@ impl Default for Builder {
             request_log_limit: 100_000,
             nodes: 0,
             services: 0,
+            token_auth_file: None,
+            anonymous_auth: true,
+            authorization_mode: AuthorizationMode::AlwaysAllow,
+            client_ca_file: None,
         }
     }
 }
@@ -120,14 +130,83 @@ impl Builder {
         self
     }
 
+    /// Authenticates requests with kube-apiserver's static token file
+    /// (`--token-auth-file`): CSV records `token,user,uid[,"group1,group2"]`.
+    /// A bearer token that is neither in the file nor issued by TokenRequest
+    /// is 401; a request without one is `system:anonymous` in
+    /// `system:unauthenticated` (see [`Builder::anonymous_auth`]).
+    ///
+    /// The kubeconfig and [`TestApiServer::client`] then send the file's
+    /// first token of a `system:masters` user; when there is none, a random
+    /// token minted at start for `system:apiserver` in `system:masters`.
+    ///
+    /// Without a token file nothing is authenticated and every request is
+    /// an administrator.
+    #[must_use]
+    pub fn token_auth_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.token_auth_file = Some(path.into());
+        self
+    }
+
+    /// Whether a request without a bearer token is `system:anonymous`
+    /// (true, kube-apiserver's `--anonymous-auth` default) or 401.
+    /// Matters only with a [token file](Builder::token_auth_file).
+    #[must_use]
+    pub fn anonymous_auth(mut self, allowed: bool) -> Self {
+        self.anonymous_auth = allowed;
+        self
+    }
+
+    /// Which authorizer decides authenticated requests (default
+    /// [`AuthorizationMode::AlwaysAllow`]). Under
+    /// [`AuthorizationMode::Rbac`] without a token file every request is
+    /// still an administrator; SubjectAccessReviews are decided by RBAC.
+    #[must_use]
+    pub fn authorization_mode(mut self, mode: AuthorizationMode) -> Self {
+        self.authorization_mode = mode;
+        self
+    }
+
+    /// Publishes the PEM bundle at `path` in ConfigMap
+    /// `kube-system/extension-apiserver-authentication` under
+    /// `client-ca-file`, as kube-apiserver does with `--client-ca-file`.
+    /// (The server speaks plain HTTP: it verifies no client certificates.)
+    #[must_use]
+    pub fn client_ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.client_ca_file = Some(path.into());
+        self
+    }
+
     /// Binds, seeds, writes the kubeconfig and starts serving.
     ///
     /// # Errors
     ///
     /// [`Error::Bind`] when the address is taken, [`Error::Kubeconfig`] when
     /// the kubeconfig cannot be written, [`Error::Client`] when no kube
-    /// client can be built for the server.
+    /// client can be built for the server; [`Error::TokenFileRead`],
+    /// [`Error::TokenFile`] (naming the line) and [`Error::ClientCaFile`]
+    /// for the files given.
     pub async fn start(self) -> Result<TestApiServer, Error> {
+        let mut static_tokens = self
+            .token_auth_file
+            .as_deref()
+            .map(tokens::StaticTokens::read)
+            .transpose()?;
+        let admin_token = static_tokens
+            .as_mut()
+            .map(|t| t.admin_token(|| Ok((tokens::random_token()?, tokens::random_uuid()?))))
+            .transpose()
+            .map_err(Error::Random)?;
+        let client_ca = self
+            .client_ca_file
+            .as_deref()
+            .map(|path| {
+                std::fs::read_to_string(path).map_err(|source| Error::ClientCaFile {
+                    path: path.to_owned(),
+                    source,
+                })
+            })
+            .transpose()?;
         let listener = TcpListener::bind(self.bind)
             .await
             .map_err(|source| Error::Bind {
@@ -140,6 +219,10 @@ impl Builder {
         })?;
         let mut store = Store::new(self.history_limit);
         seed::cluster_basics(&mut store)?;
+        auth::seed_policy(&mut store)?;
+        if let Some(ca) = &client_ca {
+            auth::seed_client_ca(&mut store, ca)?;
+        }
         seed::nodes(&mut store, self.nodes)?;
         seed::services(&mut store, self.services)?;
         // Like a compacted etcd: watches start at or after the seeded state.
@@ -151,19 +234,18 @@ impl Builder {
             bookmark_interval: self.bookmark_interval,
             close_watches: watch::Sender::new(0),
             address: addr.to_string(),
+            auth: Auth {
+                static_tokens,
+                issued: Mutex::default(),
+                mode: self.authorization_mode,
+                anonymous: self.anonymous_auth,
+            },
         });
         let url = format!("http://{addr}");
-        let kubeconfig = KubeconfigFile::write(&url, self.kubeconfig.as_deref())?;
+        let kubeconfig =
+            KubeconfigFile::write(&url, admin_token.as_deref(), self.kubeconfig.as_deref())?;
         let serving = tokio::spawn(serve(listener, shared.clone())).abort_handle();
-        let uri = url.parse().map_err(|source| Error::Url {
-            url: url.clone(),
-            source,
-        })?;
-        let client =
-            kube::Client::try_from(kube::Config::new(uri)).map_err(|source| Error::Client {
-                url: url.clone(),
-                source,
-            })?;
+        let client = client_for(&url, admin_token.as_deref())?;
         Ok(TestApiServer {
             shared,
             url,
@@ -173,6 +255,24 @@ impl Builder {
             serving,
         })
     }
+}
+
+/// A kube client for `url` sending `token`, if any.
+fn client_for(url: &str, token: Option<&str>) -> Result<kube::Client, Error> {
+    let uri = url.parse().map_err(|source| Error::Url {
+        url: url.to_owned(),
+        source,
+    })?;
+    let mut config = kube::Config::new(uri);
+    if let Some(token) = token {
+        // AuthInfo keeps its token in a secret type built only by decoding.
+        config.auth_info =
+            serde_json::from_value(serde_json::json!({ "token": token })).unwrap_or_default();
+    }
+    kube::Client::try_from(config).map_err(|source| Error::Client {
+        url: url.to_owned(),
+        source,
+    })
 }
 
 /// An in-memory Kubernetes API server on loopback. See the [crate
@@ -225,6 +325,25 @@ impl TestApiServer {
     /// A kube client for the server (cheap to clone).
     pub fn client(&self) -> kube::Client {
         self.client.clone()
+    }
+
+    /// A kube client for the server that sends `token` as its bearer token
+    /// (a token of the token file, or one TokenRequest issued).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Client`] when the client cannot be built.
+    pub fn client_with_token(&self, token: &str) -> Result<kube::Client, Error> {
+        client_for(&self.url, Some(token))
+    }
+
+    /// Makes every token TokenRequest issued for ServiceAccount
+    /// `namespace/name` expire now, as if its lifetime (at least 10 minutes)
+    /// had passed: requests with them get 401 and TokenReview says they do
+    /// not authenticate. Answers how many tokens expired. Also
+    /// `POST /testapi/serviceaccounts/<namespace>/<name>/expire-tokens`.
+    pub fn expire_service_account_tokens(&self, namespace: &str, name: &str) -> usize {
+        self.shared.auth.issued.lock().expire(namespace, name)
     }
 
     /// A kubeconfig file whose current context points at the server.

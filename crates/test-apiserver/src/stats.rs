@@ -160,6 +160,11 @@ pub struct RequestRecord {
     pub user_agent: String,
     /// The response status code (200 for a watch that started).
     pub status: u16,
+    /// The authenticated user's name (`system:anonymous` for an anonymous
+    /// request); absent when authentication is off (no token file) or the
+    /// request did not authenticate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
 }
 
 /// The mutable counters behind [`Stats`].
@@ -291,6 +296,7 @@ mod tests {
                 name: String::new(),
                 user_agent: String::new(),
                 status: 200,
+                user: None,
             });
         }
         let (records, dropped) = acc.records();

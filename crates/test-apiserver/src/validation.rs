@@ -37,7 +37,13 @@ pub(crate) fn validate_name(kind: Kind, name: &str) -> Result<(), String> {
             "Invalid value: {name:?}: a DNS-1035 label must consist of lower case alphanumeric \
              characters or '-', start with an alphabetic character, and end with an alphanumeric character"
         )),
-        Kind::Event | Kind::EventV1 => validate_path_segment(name),
+        // RBAC names only need to be path segments (`system:discovery`).
+        Kind::Event
+        | Kind::EventV1
+        | Kind::Role
+        | Kind::ClusterRole
+        | Kind::RoleBinding
+        | Kind::ClusterRoleBinding => validate_path_segment(name),
         Kind::Namespace | Kind::Service => Ok(()),
         _ if !is_dns_subdomain(name) => Err(format!(
             "Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case \
@@ -73,5 +79,7 @@ mod tests {
         assert!(validate_name(Kind::Namespace, "a.b").is_err());
         assert!(validate_name(Kind::Event, "node-1.17a2b3c4d5e6f").is_ok());
         assert!(validate_name(Kind::Event, "a/b").is_err());
+        assert!(validate_name(Kind::ClusterRole, "system:auth-delegator").is_ok());
+        assert!(validate_name(Kind::ServiceAccount, "system:x").is_err());
     }
 }

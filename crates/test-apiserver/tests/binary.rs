@@ -132,3 +132,48 @@ async fn binds_the_address_it_is_given() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn a_malformed_token_file_exits_64_without_echoing_tokens() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("tokens.csv");
+    std::fs::write(&path, "secret-token,\"unterminated\n")?;
+    let file = path.to_string_lossy();
+    let (code, stderr) = exit_of(&["--token-auth-file", &file]).await?;
+    assert_eq!(code, Some(64), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("line 1"), "{stderr}");
+    assert!(!stderr.contains("secret-token"), "{stderr}");
+    let (code, stderr) = exit_of(&["--token-auth-file", "/nonexistent/tokens.csv"]).await?;
+    assert_eq!(code, Some(64), "{stderr}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn with_a_token_file_the_kubeconfig_is_the_administrators() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("tokens.csv");
+    std::fs::write(&path, "root-token,root,1,system:masters\n")?;
+    let file = path.to_string_lossy();
+    let server = Binary::start(&[
+        "--nodes=1",
+        "--token-auth-file",
+        &file,
+        "--authorization-mode=RBAC",
+    ])
+    .await?;
+    let nodes = Api::<Node>::all(server.client().await?)
+        .list(&ListParams::default())
+        .await?;
+    assert_eq!(nodes.items.len(), 1);
+    let anonymous = kube::Client::try_from(kube::Config::new(server.url.parse()?))?;
+    let refused = Api::<Node>::all(anonymous)
+        .list(&ListParams::default())
+        .await
+        .expect_err("anonymous requests may not list nodes");
+    assert!(
+        matches!(&refused, kube::Error::Api(s) if s.code == 403),
+        "{refused}"
+    );
+    Ok(())
+}

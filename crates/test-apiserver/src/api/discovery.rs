@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::route::Discovery;
-use crate::resources::{self, GROUPS, VERBS};
+use crate::resources::{self, GROUPS, REVIEWS, VERBS};
 use crate::status::ApiError;
 
 /// The Kubernetes release this server stands in for.
@@ -74,19 +74,37 @@ fn resource_list(group: &str, version: &str) -> Value {
         }
         list.push(entry);
         for sub in r.subresources {
-            let verbs: &[&str] = if *sub == "finalize" {
-                &["update"]
-            } else {
-                &["get", "patch", "update"]
+            let verbs: &[&str] = match *sub {
+                "finalize" => &["update"],
+                "token" => &["create"],
+                _ => &["get", "patch", "update"],
             };
-            list.push(json!({
+            let mut entry = json!({
                 "name": format!("{}/{sub}", r.plural),
                 "singularName": "",
                 "namespaced": r.namespaced,
                 "kind": r.kind,
                 "verbs": verbs,
-            }));
+            });
+            if *sub == "token" {
+                entry["group"] = json!("authentication.k8s.io");
+                entry["version"] = json!("v1");
+                entry["kind"] = json!("TokenRequest");
+            }
+            list.push(entry);
         }
+    }
+    for r in REVIEWS
+        .iter()
+        .filter(|r| r.group == group && version == "v1")
+    {
+        list.push(json!({
+            "name": r.plural,
+            "singularName": r.singular,
+            "namespaced": false,
+            "kind": r.kind,
+            "verbs": ["create"],
+        }));
     }
     let group_version = if group.is_empty() {
         version.to_owned()
@@ -120,6 +138,24 @@ mod tests {
             serde_json::from_value(body(&Discovery::Resources("", "v1"), "x").expect("served"))
                 .expect("APIResourceList");
         assert!(core.resources.iter().any(|r| r.name == "nodes/status"));
+        let token = core
+            .resources
+            .iter()
+            .find(|r| r.name == "serviceaccounts/token")
+            .map(|r| (r.kind.as_str(), r.group.as_deref(), r.verbs.clone()));
+        assert_eq!(
+            token,
+            Some((
+                "TokenRequest",
+                Some("authentication.k8s.io"),
+                vec!["create".to_owned()]
+            ))
+        );
+        let authn: APIResourceList = serde_json::from_value(
+            body(&Discovery::Resources("authentication.k8s.io", "v1"), "x").expect("served"),
+        )
+        .expect("APIResourceList");
+        assert_eq!(authn.resources[0].name, "tokenreviews");
         let groups: APIGroupList =
             serde_json::from_value(body(&Discovery::Groups, "x").expect("served"))
                 .expect("APIGroupList");

@@ -5,7 +5,7 @@ use http::Method;
 
 use super::params::Params;
 use crate::registry::Subresource;
-use crate::resources::{self, GROUPS, ResourceType};
+use crate::resources::{self, GROUPS, ResourceType, ReviewType};
 use crate::stats::{RequestKey, Verb};
 use crate::status::ApiError;
 
@@ -47,6 +47,8 @@ impl ResourceRequest {
 pub(crate) enum Route {
     Discovery(Discovery),
     Resource(ResourceRequest),
+    /// A POST of a review (TokenReview, SubjectAccessReview...).
+    Review(&'static ReviewType),
 }
 
 /// Parses `method` and `path`.
@@ -109,6 +111,15 @@ fn resource(
         [plural, name, sub] => (*plural, Some(*name), Some(*sub)),
         _ => return Err(ApiError::no_such_path()),
     };
+    if let (Some(review), None, false) =
+        (resources::review(group, version, plural), name, watch_path)
+    {
+        return if method == Method::POST && namespace.is_none() {
+            Ok(Route::Review(review))
+        } else {
+            Err(ApiError::method_not_allowed(method.as_str(), plural))
+        };
+    }
     let rt = resources::lookup(group, version, plural).ok_or_else(ApiError::no_such_path)?;
     if !rt.namespaced {
         if plural != "namespaces" && namespace.is_some() {
@@ -120,13 +131,14 @@ fn resource(
         None => Subresource::Main,
         Some(s) if rt.subresources.contains(&s) => match s {
             "status" => Subresource::Status,
+            "token" => Subresource::Token,
             _ => Subresource::Finalize,
         },
         Some(_) => return Err(ApiError::no_such_path()),
     };
     let verb = verb(
         method,
-        name.is_some(),
+        name.is_some() && subresource != Subresource::Token,
         watch_path || params.flag("watch")?.unwrap_or(false),
     )
     .ok_or_else(|| ApiError::method_not_allowed(method.as_str(), &rt.qualified_plural()))?;
@@ -134,6 +146,7 @@ fn resource(
         Subresource::Main => true,
         Subresource::Status => matches!(verb, Verb::Get | Verb::Update | Verb::Patch),
         Subresource::Finalize => verb == Verb::Update,
+        Subresource::Token => verb == Verb::Create,
     };
     let needs_namespace =
         rt.namespaced && !matches!(verb, Verb::List | Verb::Watch) && namespace.is_none();
@@ -218,6 +231,34 @@ mod tests {
         assert_eq!((r.rt.plural, r.verb), ("pods", Verb::Watch));
         let r = request(&Method::DELETE, "/api/v1/namespaces/default/configmaps");
         assert_eq!(r.verb, Verb::DeleteCollection);
+        let r = request(
+            &Method::POST,
+            "/api/v1/namespaces/kube-system/serviceaccounts/ccm/token",
+        );
+        assert_eq!(
+            (r.rt.plural, r.subresource, r.verb, r.name.as_deref()),
+            (
+                "serviceaccounts",
+                Subresource::Token,
+                Verb::Create,
+                Some("ccm")
+            )
+        );
+    }
+
+    #[test]
+    fn reviews_take_only_post() {
+        assert!(matches!(
+            route(&Method::POST, "/apis/authentication.k8s.io/v1/tokenreviews"),
+            Ok(Route::Review(r)) if r.kind == "TokenReview"
+        ));
+        assert!(matches!(
+            route(
+                &Method::GET,
+                "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+            ),
+            Err(ApiError { code: 405, .. })
+        ));
     }
 
     #[test]

@@ -29,7 +29,7 @@ fn write_options(params: &Params) -> Result<WriteOptions, ApiError> {
 }
 
 /// Bodies of POST and PUT must be JSON; this server reads no YAML or protobuf.
-fn json_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
+pub(crate) fn json_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
     let essence = content_type
         .and_then(|c| c.split(';').next())
         .map(|c| c.trim().to_ascii_lowercase())

@@ -36,6 +36,8 @@ const SERVICE: &[(&str, ListStrategy)] = &[
 
 const NAMESPACE: &[(&str, ListStrategy)] = &[("status.conditions", MergeByKey("type"))];
 
+const SERVICE_ACCOUNT: &[(&str, ListStrategy)] = &[("secrets", MergeByKey("name"))];
+
 const POD: &[(&str, ListStrategy)] = &[
     ("spec.volumes", MergeByKey("name")),
     ("spec.initContainers", MergeByKey("name")),
@@ -84,6 +86,7 @@ pub(crate) fn list_strategy(kind: Kind, path: &str) -> Option<ListStrategy> {
         Kind::Service => SERVICE,
         Kind::Namespace => NAMESPACE,
         Kind::Pod => POD,
+        Kind::ServiceAccount => SERVICE_ACCOUNT,
         _ => &[],
     };
     if let Some(found) = METADATA.iter().chain(own).find(|(p, _)| *p == path) {
@@ -108,6 +111,11 @@ mod tests {
 
     #[test]
     fn ccm_fields_follow_the_kubernetes_tags() {
+        assert_eq!(
+            list_strategy(Kind::ServiceAccount, "secrets"),
+            Some(MergeByKey("name"))
+        );
+        assert_eq!(list_strategy(Kind::ClusterRole, "rules"), None);
         assert_eq!(
             list_strategy(Kind::Node, "status.conditions"),
             Some(MergeByKey("type"))

@@ -28,6 +28,9 @@ pub(crate) enum Subresource {
     Status,
     /// `namespaces/<name>/finalize`: `.status` is kept; `spec.finalizers` may change.
     Finalize,
+    /// `serviceaccounts/<name>/token`: create only, answered by the
+    /// authentication module; never an update.
+    Token,
 }
 
 impl Subresource {
@@ -36,6 +39,7 @@ impl Subresource {
             Self::Main => "",
             Self::Status => "status",
             Self::Finalize => "finalize",
+            Self::Token => "token",
         }
     }
 }
@@ -223,6 +227,9 @@ fn shape(
         }
         Subresource::Status => kinds::prepare_status_update(stored_type.kind_id, next, old),
         Subresource::Finalize => meta::set_top(next, "status", meta::top(old, "status").clone()),
+        Subresource::Token => {
+            return Err(ApiError::method_not_allowed("PUT", "serviceaccounts/token"));
+        }
     }
     check_no_new_finalizers_while_deleting(rt, old, next)?;
     if kinds::bumps_generation(stored_type.kind_id, old, next) {

@@ -86,7 +86,12 @@ fn selectable(kind: Kind) -> Option<&'static [Selectable]> {
         | Kind::ConfigMap
         | Kind::PersistentVolume
         | Kind::Lease
-        | Kind::EndpointSlice => None,
+        | Kind::EndpointSlice
+        | Kind::ServiceAccount
+        | Kind::Role
+        | Kind::ClusterRole
+        | Kind::RoleBinding
+        | Kind::ClusterRoleBinding => None,
     }
 }
 

@@ -10,8 +10,10 @@ use std::future::Future;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use http_body_util::BodyExt;
 use kube::Client;
-use test_apiserver::TestApiServer;
+use serde_json::{Value, json};
+use test_apiserver::{AuthorizationMode, TestApiServer};
 
 /// How often the in-memory server sends bookmarks in contract tests.
 pub(crate) const BOOKMARK_INTERVAL: Duration = Duration::from_millis(300);
@@ -19,8 +21,17 @@ pub(crate) const BOOKMARK_INTERVAL: Duration = Duration::from_millis(300);
 /// A Kubernetes API to test against.
 pub(crate) enum Target {
     Memory(TestApiServer),
-    Cluster(Client),
+    /// The administrator's client and the configuration it was made from.
+    Cluster(Client, Box<kube::Config>),
 }
+
+/// The administrator's token in the in-memory server's token file, for
+/// the authentication contract tests (the real cluster has its own).
+pub(crate) const ADMIN_TOKEN: &str = "contract-admin-token";
+
+/// A stand-in for the client CA the in-memory server publishes.
+pub(crate) const CLIENT_CA: &str =
+    "-----BEGIN CERTIFICATE-----\nMIIBdGVzdA==\n-----END CERTIFICATE-----\n";
 
 impl Target {
     pub(crate) async fn in_memory() -> anyhow::Result<Self> {
@@ -31,26 +42,64 @@ impl Target {
         Ok(Self::Memory(server))
     }
 
+    /// An in-memory server that authenticates and authorizes as the real
+    /// control plane does: a static token file whose administrator is in
+    /// `system:masters`, `--authorization-mode=RBAC`, and a client CA.
+    pub(crate) async fn in_memory_with_auth() -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let tokens = dir.path().join("tokens.csv");
+        std::fs::write(
+            &tokens,
+            format!("{ADMIN_TOKEN},contract-admin,contract-admin,\"system:masters\"\n"),
+        )?;
+        let ca = dir.path().join("ca.crt");
+        std::fs::write(&ca, CLIENT_CA)?;
+        let server = TestApiServer::builder()
+            .bookmark_interval(BOOKMARK_INTERVAL)
+            .token_auth_file(&tokens)
+            .authorization_mode(AuthorizationMode::Rbac)
+            .client_ca_file(&ca)
+            .start()
+            .await?;
+        Ok(Self::Memory(server))
+    }
+
     pub(crate) async fn real_cluster() -> anyhow::Result<Self> {
         if std::env::var_os("KUBECONFIG").is_none() {
             bail!("set KUBECONFIG to the cluster the contract tests should run against");
         }
         let config = kube::Config::infer().await.context("reading KUBECONFIG")?;
-        Ok(Self::Cluster(Client::try_from(config)?))
+        Ok(Self::Cluster(
+            Client::try_from(config.clone())?,
+            Box::new(config),
+        ))
     }
 
     pub(crate) fn client(&self) -> Client {
         match self {
             Self::Memory(server) => server.client(),
-            Self::Cluster(client) => client.clone(),
+            Self::Cluster(client, _) => client.clone(),
         }
+    }
+
+    /// A client that sends `token` (`None`: no credentials, anonymous).
+    pub(crate) fn client_as(&self, token: Option<&str>) -> anyhow::Result<Client> {
+        let mut config = match self {
+            Self::Memory(server) => kube::Config::new(server.url().parse()?),
+            Self::Cluster(_, config) => (**config).clone(),
+        };
+        config.auth_info = match token {
+            Some(token) => serde_json::from_value(json!({ "token": token }))?,
+            None => Default::default(),
+        };
+        Ok(Client::try_from(config)?)
     }
 
     /// The in-memory server, for assertions only it can answer.
     pub(crate) fn server(&self) -> Option<&TestApiServer> {
         match self {
             Self::Memory(server) => Some(server),
-            Self::Cluster(_) => None,
+            Self::Cluster(..) => None,
         }
     }
 
@@ -59,9 +108,32 @@ impl Target {
     pub(crate) fn bookmark_wait(&self) -> Duration {
         match self {
             Self::Memory(_) => Duration::from_secs(10),
-            Self::Cluster(_) => Duration::from_secs(90),
+            Self::Cluster(..) => Duration::from_secs(90),
         }
     }
+}
+
+/// Sends `method path` with a JSON `body` (if any) through `client` and
+/// answers the status code and the body as JSON (`Null` when it is not).
+pub(crate) async fn raw(
+    client: &Client,
+    method: http::Method,
+    path: &str,
+    body: Option<&Value>,
+) -> anyhow::Result<(u16, Value)> {
+    let bytes = body
+        .map(serde_json::to_vec)
+        .transpose()?
+        .unwrap_or_default();
+    let request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(kube::client::Body::from(bytes))?;
+    let response = client.send(request).await?;
+    let code = response.status().as_u16();
+    let bytes = response.into_body().collect().await?.to_bytes();
+    Ok((code, serde_json::from_slice(&bytes).unwrap_or(Value::Null)))
 }
 
 /// Fails when `fut` takes longer than `secs` seconds: no test may hang.
@@ -90,6 +162,32 @@ macro_rules! contract_test {
             #[tokio::test]
             async fn in_memory() -> anyhow::Result<()> {
                 run(&support::Target::in_memory().await?).await
+            }
+
+            #[tokio::test]
+            #[ignore = "needs a real cluster: set KUBECONFIG"]
+            async fn real_cluster() -> anyhow::Result<()> {
+                run(&support::Target::real_cluster().await?).await
+            }
+        }
+    };
+}
+
+/// As [`contract_test!`], with the in-memory server authenticating and
+/// authorizing as the real control plane does
+/// ([`Target::in_memory_with_auth`]).
+#[macro_export]
+macro_rules! auth_contract_test {
+    ($name:ident, |$target:ident| $body:block) => {
+        mod $name {
+            #[allow(unused_imports, reason = "bodies use different parts of the parent")]
+            use super::*;
+
+            async fn run($target: &support::Target) -> anyhow::Result<()> $body
+
+            #[tokio::test]
+            async fn in_memory() -> anyhow::Result<()> {
+                run(&support::Target::in_memory_with_auth().await?).await
             }
 
             #[tokio::test]
