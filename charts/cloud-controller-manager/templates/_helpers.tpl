@@ -89,11 +89,6 @@ cloud-controller-manager/provider: {{ .Values.provider }}
 {{- end }}
 {{- $args = append $args (printf "--v=%d" (int .Values.verbosity)) }}
 {{- $args = append $args (printf "--logging-format=%s" .Values.logFormat) }}
-{{- /* Without DO_CLUSTER_ID the DigitalOcean provider cannot tag its load
-       balancers for this cluster; upstream's DigitalOcean CCM runs untagged. */}}
-{{- if and (eq .Values.provider "digitalocean") (not .Values.digitalocean.clusterID) }}
-{{- $args = append $args "--allow-untagged-cloud=true" }}
-{{- end }}
 {{- range $name, $value := .Values.extraArgs }}
 {{- $args = append $args (printf "--%s=%v" $name $value) }}
 {{- end }}

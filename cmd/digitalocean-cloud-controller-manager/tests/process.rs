@@ -45,26 +45,6 @@ async fn a_bad_flag_exits_64_with_one_line_naming_it() {
     assert!(lines[0].contains("--node-monitor-period"), "{lines:?}");
 }
 
-#[tokio::test]
-async fn without_a_cluster_id_it_refuses_to_run_unless_allowed_untagged() {
-    // Refused before any network call: the token and URL are never used.
-    let env = [
-        ("DO_ACCESS_TOKEN", "dop_v1_unused".to_owned()),
-        ("DO_OVERRIDE_URL", "http://127.0.0.1:9".to_owned()),
-        ("REGION", "nyc3".to_owned()),
-    ];
-    let output = run_to_exit(&env, &[]).await.unwrap();
-
-    assert_eq!(output.status.code(), Some(64), "{output:?}");
-    let lines = stderr_lines(&output);
-    assert_eq!(lines.len(), 1, "{lines:?}");
-    assert!(lines[0].contains("--allow-untagged-cloud"), "{lines:?}");
-    assert!(
-        !lines[0].contains("dop_v1_unused"),
-        "the token is never shown"
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_route_controller_is_off_because_digitalocean_has_no_routes() {
     let account = account();
@@ -114,14 +94,12 @@ async fn lease_holder(server: &ApiServer) -> Option<String> {
 async fn sigterm_stops_it_with_exit_0_after_releasing_its_lease() {
     let account = account();
     let server = ApiServer::start().await.unwrap();
-    // Without DO_CLUSTER_ID, which --allow-untagged-cloud permits.
+    // Without DO_CLUSTER_ID, as upstream's DigitalOcean CCM runs.
     let env: Vec<_> = do_env(&account)
         .into_iter()
         .filter(|(k, _)| *k != "DO_CLUSTER_ID")
         .collect();
-    let mut args = ccm_args();
-    args.push("--allow-untagged-cloud".to_owned());
-    let mut ccm = ccm::start(&server, &env, &args).await.unwrap();
+    let mut ccm = ccm::start(&server, &env, &ccm_args()).await.unwrap();
     assert!(lease_holder(&server).await.is_some(), "a ready CCM leads");
 
     ccm.terminate().await.unwrap();

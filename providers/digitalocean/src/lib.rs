@@ -108,10 +108,14 @@ impl CloudProvider for DigitalOceanProvider {
         PROVIDER_NAME
     }
 
-    /// Load balancers carry the `k8s:<DO_CLUSTER_ID>` tag only when
-    /// `DO_CLUSTER_ID` is set.
+    /// Always: as upstream's DigitalOcean CCM, which runs without a cluster
+    /// ID. A Service's load balancer is found by the ID recorded on the
+    /// Service or by a name derived from the Service's UID, which no other
+    /// cluster's Service has; with `DO_CLUSTER_ID` set, load balancers also
+    /// carry the `k8s:<DO_CLUSTER_ID>` tag and another cluster's tagged ones
+    /// are never touched.
     fn has_cluster_id(&self) -> bool {
-        self.settings.cluster_id.is_some()
+        true
     }
 
     /// Determines the region: `REGION`, checked against the API's region

@@ -81,13 +81,9 @@ async fn capabilities_are_instances_and_load_balancers_without_routes() {
         "DigitalOcean VPCs route pod traffic natively"
     );
     assert!(
-        !plain.has_cluster_id(),
-        "no DO_CLUSTER_ID, no ownership tag"
+        plain.has_cluster_id(),
+        "no DO_CLUSTER_ID needed, as upstream: load balancers are the Service's by ID or UID-derived name"
     );
-    let tagged = account
-        .provider_with(&account.env().with("DO_CLUSTER_ID", "c-1"))
-        .await;
-    assert!(tagged.has_cluster_id());
 }
 
 #[tokio::test]
