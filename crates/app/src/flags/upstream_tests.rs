@@ -99,3 +99,25 @@ fn section_heading(name: &str) -> String {
     let first = chars.next().map(|c| c.to_ascii_uppercase()).unwrap_or(' ');
     format!("{first}{} flags", chars.as_str())
 }
+
+#[test]
+fn every_deprecated_upstream_flag_logs_upstreams_notice() {
+    for release in &upstream().releases {
+        for flag in release.sections.iter().flat_map(|s| &s.flags) {
+            let Some(text) = flag.deprecated.as_deref() else {
+                continue;
+            };
+            let arg = format!("--{}={}", flag.name, sample(flag));
+            let argv = ["fake-cloud-controller-manager".to_owned(), arg.clone()];
+            let Ok(Command::Run(settings)) = parse("fake", argv) else {
+                panic!("{arg} is refused");
+            };
+            let notice = format!("Flag --{} has been deprecated, {text}", flag.name);
+            assert!(
+                settings.notes.contains(&notice),
+                "{arg}: no `{notice}` in {:?}",
+                settings.notes
+            );
+        }
+    }
+}
