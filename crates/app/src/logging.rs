@@ -10,6 +10,7 @@ mod json;
 mod vmodule;
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use tracing::Level;
 use tracing_subscriber::filter::{FilterFn, Targets};
@@ -64,6 +65,24 @@ fn targets(v: u8) -> Targets {
     targets
 }
 
+/// The current `--v`, which `PUT /debug/flags/v` changes at run time.
+static VERBOSITY: AtomicU8 = AtomicU8::new(0);
+
+/// The current verbosity.
+pub(crate) fn verbosity() -> u8 {
+    VERBOSITY.load(Ordering::Relaxed)
+}
+
+/// Changes the verbosity of a running process, as upstream's
+/// `/debug/flags/v` does (`--vmodule` entries keep theirs). Answers the
+/// previous level.
+pub(crate) fn set_verbosity(v: u8) -> u8 {
+    let previous = VERBOSITY.swap(v, Ordering::Relaxed);
+    // Callsites cached whether they are enabled; ask them again.
+    tracing::callsite::rebuild_interest_cache();
+    previous
+}
+
 /// Installs the global subscriber.
 pub(crate) fn init(settings: &Logging) {
     let writer = writer(settings);
@@ -87,11 +106,14 @@ pub(crate) fn init(settings: &Logging) {
     let _ = match EnvFilter::try_from_default_env() {
         Ok(from_env) => registry.with(layer.with_filter(from_env)).try_init(),
         Err(_) => {
-            let targets = targets(settings.verbosity);
+            VERBOSITY.store(settings.verbosity, Ordering::Relaxed);
             let modules = vmodule::Modules::new(&settings.vmodule);
+            // Beyond 6 nothing changes.
+            let by_verbosity: Vec<Targets> = (0..=6).map(targets).collect();
             let filter = FilterFn::new(move |meta| match modules.level_for(meta.file()) {
                 Some(v) => *meta.level() <= level(v),
-                None => targets.would_enable(meta.target(), meta.level()),
+                None => by_verbosity[usize::from(verbosity().min(6))]
+                    .would_enable(meta.target(), meta.level()),
             });
             registry.with(layer.with_filter(filter)).try_init()
         }

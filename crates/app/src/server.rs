@@ -53,8 +53,27 @@ pub(crate) async fn serve(
         .route("/livez", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
+        .route("/debug/flags/v", axum::routing::put(set_verbosity))
         .with_state(state);
     crate::serving::serve(listener, serving, router, shutdown).await
+}
+
+/// Upstream's `PUT /debug/flags/v`: the body is the new `--v`.
+async fn set_verbosity(body: String) -> (StatusCode, String) {
+    match body.trim().parse::<u8>() {
+        Ok(v) => {
+            let previous = crate::logging::set_verbosity(v);
+            tracing::info!(from = previous, to = v, "log verbosity changed");
+            (
+                StatusCode::OK,
+                format!("successfully set klog.logging.verbosity to {v}"),
+            )
+        }
+        Err(_) => (
+            StatusCode::BAD_REQUEST,
+            format!("`{}` is not a verbosity from 0 to 255\n", body.trim()),
+        ),
+    }
 }
 
 /// Healthy unless this process leads but has not renewed its lease in time:
@@ -106,6 +125,23 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[tokio::test]
+    async fn put_debug_flags_v_changes_the_verbosity_of_a_running_process() {
+        let before = crate::logging::verbosity();
+        let (status, body) = set_verbosity("4\n".to_owned()).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, "successfully set klog.logging.verbosity to 4");
+        assert_eq!(crate::logging::verbosity(), 4);
+        let (status, _) = set_verbosity("loud".to_owned()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            crate::logging::verbosity(),
+            4,
+            "a bad value changes nothing"
+        );
+        crate::logging::set_verbosity(before);
+    }
 
     #[test]
     fn healthz_fails_when_leading_with_an_unrenewed_lease() {
