@@ -31,7 +31,12 @@ const BOOTSTRAP_ROLES: [(&str, &str, &[(&str, &str, &str, &[&str])]); 2] = [
         "system:auth-delegator",
         &[
             ("authentication.k8s.io", "tokenreviews", "", &["create"]),
-            ("authorization.k8s.io", "subjectaccessreviews", "", &["create"]),
+            (
+                "authorization.k8s.io",
+                "subjectaccessreviews",
+                "",
+                &["create"],
+            ),
         ],
     ),
     (
