@@ -273,9 +273,11 @@ async fn a_scrape_every_second_costs_one_review_of_each_kind_per_ttl() {
         "{SCRAPES} scrapes in {elapsed:?} with {TTL}s TTLs: {token_reviews} TokenReviews, {access_reviews} SubjectAccessReviews"
     );
     // A miss at the first scrape, then one at the first scrape after each
-    // expiry: at most one per window begun, at least one per window the
-    // scrapes outlast.
-    let most = usize::try_from(SCRAPES.div_ceil(TTL) + 1).unwrap();
+    // expiry: at most one per window begun (plus one for a scrape that meets
+    // an expiry at a window's edge), at least one per window the scrapes
+    // outlast. A slow machine stretches the run, and the bound with it.
+    let seconds = elapsed.as_secs().max(SCRAPES);
+    let most = usize::try_from(seconds.div_ceil(TTL) + 1).unwrap();
     let least = usize::try_from(elapsed.as_secs() / (TTL + 1) + 1).unwrap();
     for (kind, count) in [
         ("TokenReviews", token_reviews),
