@@ -1,6 +1,6 @@
 //! A minimal HTTP/1.1 client for loopback endpoints the tasks poll: the test
 //! API server (plain HTTP) and the CCM's `/metrics` (HTTPS, see `tls`), one
-//! request per connection.
+//! request per connection, with a bearer token when the task has one.
 
 mod tls;
 
@@ -35,11 +35,23 @@ pub(crate) fn request(
     path: &str,
     body: Option<(&str, &str)>,
 ) -> anyhow::Result<Response> {
+    request_as(addr, method, path, body, None)
+}
+
+/// [`request`] with `Authorization: Bearer <token>` when given one.
+pub(crate) fn request_as(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<(&str, &str)>,
+    token: Option<&str>,
+) -> anyhow::Result<Response> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
         .with_context(|| format!("connecting to {addr}"))?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
     let mut head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAccept: application/json\r\nUser-Agent: xtask\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAccept: application/json\r\nUser-Agent: xtask\r\n{}",
+        authorization(token)
     );
     if let Some((content_type, body)) = body {
         head.push_str(&format!(
@@ -64,6 +76,15 @@ pub(crate) fn get(addr: SocketAddr, path: &str) -> anyhow::Result<Response> {
 
 /// `GET path` over HTTPS, as the CCM serves its endpoints.
 pub(crate) fn get_https(addr: SocketAddr, path: &str) -> anyhow::Result<Response> {
+    get_https_as(addr, path, None)
+}
+
+/// [`get_https`] with `Authorization: Bearer <token>` when given one.
+pub(crate) fn get_https_as(
+    addr: SocketAddr,
+    path: &str,
+    token: Option<&str>,
+) -> anyhow::Result<Response> {
     let tcp = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
         .with_context(|| format!("connecting to {addr}"))?;
     tcp.set_read_timeout(Some(Duration::from_secs(30)))?;
@@ -71,7 +92,8 @@ pub(crate) fn get_https(addr: SocketAddr, path: &str) -> anyhow::Result<Response
     let connection = rustls::ClientConnection::new(tls::config()?, name)?;
     let mut stream = rustls::StreamOwned::new(connection, tcp);
     let head = format!(
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nUser-Agent: xtask\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nUser-Agent: xtask\r\n{}\r\n",
+        authorization(token)
     );
     stream.write_all(head.as_bytes())?;
     let mut raw = Vec::new();
@@ -82,6 +104,13 @@ pub(crate) fn get_https(addr: SocketAddr, path: &str) -> anyhow::Result<Response
         Err(err) => return Err(err).with_context(|| format!("reading from {addr}")),
     }
     parse(&raw)
+}
+
+/// The `Authorization` header line for `token`, or nothing.
+fn authorization(token: Option<&str>) -> String {
+    token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default()
 }
 
 fn parse(raw: &[u8]) -> anyhow::Result<Response> {
@@ -130,6 +159,12 @@ mod tests {
         assert_eq!((plain.status, plain.body.as_str()), (200, "ok"));
         let chunked = parse(b"HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n").unwrap();
         assert_eq!((chunked.status, chunked.body.as_str()), (503, "abcde"));
+    }
+
+    #[test]
+    fn a_token_becomes_a_bearer_header_and_none_adds_nothing() {
+        assert_eq!(authorization(Some("abc")), "Authorization: Bearer abc\r\n");
+        assert_eq!(authorization(None), "");
     }
 
     #[test]

@@ -35,6 +35,19 @@ impl Processes {
         nodes: usize,
         services: usize,
     ) -> anyhow::Result<SocketAddr> {
+        self.start_api_server_with(binary, kubeconfig, nodes, services, &[])
+    }
+
+    /// [`Processes::start_api_server`] with `args` added (authentication,
+    /// authorization).
+    pub(crate) fn start_api_server_with(
+        &mut self,
+        binary: &Path,
+        kubeconfig: &Path,
+        nodes: usize,
+        services: usize,
+        args: &[String],
+    ) -> anyhow::Result<SocketAddr> {
         let mut child = Command::new(binary)
             .arg("--kubeconfig")
             .arg(kubeconfig)
@@ -44,6 +57,7 @@ impl Processes {
                 "--services",
                 &services.to_string(),
             ])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(File::create(self.dir.join("apiserver.log"))?)
             .spawn()

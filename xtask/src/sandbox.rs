@@ -2,9 +2,11 @@
 //! fake cloud — the project's main job, for a newcomer with nothing but this
 //! repository.
 
+mod access;
 mod kubectl;
 pub(crate) mod status;
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -12,6 +14,7 @@ use anyhow::{Context, bail};
 
 use crate::cmd::{cargo, run, target_dir};
 use crate::processes::Processes;
+use access::Access;
 use status::Status;
 
 /// The CCM against an embedded API server and the fake cloud; kubectl-ready.
@@ -65,13 +68,17 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     let cloud_config = dir.join("cloud.toml");
     std::fs::write(&cloud_config, CLOUD_CONFIG)?;
 
+    let access = Access::write(&dir)?;
+
     let mut processes = Processes::new(&dir);
-    let api = processes.start_api_server(
+    let api = processes.start_api_server_with(
         &target.join("debug/test-apiserver"),
         &kubeconfig,
         options.nodes,
         options.services,
+        &access.api_server_args(),
     )?;
+    access.grant(api)?;
     let metrics = processes.start_ccm(
         &target.join("debug/fake-cloud-controller-manager"),
         &kubeconfig,
@@ -83,6 +90,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         dir.join("ccm.log").display()
     );
     println!("kubectl     export KUBECONFIG={}", kubeconfig.display());
+    println!("metrics     {}", access.curl_line(metrics));
     println!();
     if options.check {
         crate::tools::kubectl::ensure()?;
@@ -93,7 +101,12 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     let mut announced = false;
     loop {
         processes.check_alive()?;
-        match Status::read(api, metrics) {
+        match Status::read_as(
+            api,
+            metrics,
+            Some(access.admin_token()),
+            Some(access.metrics_reader_token()),
+        ) {
             Ok(status) => {
                 let line = status.line();
                 if line != last_line {
@@ -106,12 +119,13 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
                         "\nall nodes initialized, all load balancers provisioned, all routes created"
                     );
                     if options.check {
+                        refuses_metrics_without_a_token(metrics)?;
                         let left = timeout.saturating_sub(start.elapsed());
                         let ingress = kubectl::service_gets_ingress(&kubeconfig, left)?;
                         println!("a Service created with kubectl got its ingress: {ingress}");
                         return Ok(());
                     }
-                    explain(&kubeconfig);
+                    explain(&kubeconfig, &access.curl_line(metrics));
                 }
             }
             Err(err) => println!("[{:>5.1}s] waiting: {err:#}", start.elapsed().as_secs_f64()),
@@ -123,9 +137,23 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     }
 }
 
-fn explain(kubeconfig: &Path) {
+/// The CCM's `/metrics` answers 401 to a request without a token: the
+/// reader's grant is what lets the printed curl line through.
+fn refuses_metrics_without_a_token(metrics: SocketAddr) -> anyhow::Result<()> {
+    let response = crate::http::get_https(metrics, "/metrics").context("the CCM's /metrics")?;
+    if response.status != 401 {
+        bail!(
+            "the CCM's /metrics answered {} without a token, not 401",
+            response.status
+        );
+    }
+    println!("/metrics without a token: 401; with the metrics-reader's token: 200");
+    Ok(())
+}
+
+fn explain(kubeconfig: &Path, curl: &str) {
     println!(
-        "\nKeep going with kubectl (Ctrl-C stops the sandbox):\n\n    export KUBECONFIG={}\n    kubectl get nodes -o wide\n    kubectl apply --validate=false -f - <<'EOF'\n    apiVersion: v1\n    kind: Service\n    metadata: {{name: web, namespace: default}}\n    spec: {{type: LoadBalancer, ports: [{{port: 80, targetPort: 8080}}]}}\n    EOF\n    kubectl get service web -w\n",
+        "\nKeep going with kubectl (Ctrl-C stops the sandbox):\n\n    export KUBECONFIG={}\n    kubectl get nodes -o wide\n    kubectl apply --validate=false -f - <<'EOF'\n    apiVersion: v1\n    kind: Service\n    metadata: {{name: web, namespace: default}}\n    spec: {{type: LoadBalancer, ports: [{{port: 80, targetPort: 8080}}]}}\n    EOF\n    kubectl get service web -w\n\nRead the CCM's metrics as user metrics-reader:\n\n    {curl}\n",
         kubeconfig.display()
     );
 }

@@ -29,6 +29,7 @@ pub struct Launch {
     env: Vec<(String, String)>,
     args: Vec<String>,
     rbac_limited: bool,
+    metrics_always_allowed: bool,
 }
 
 impl Launch {
@@ -42,6 +43,7 @@ impl Launch {
             env: vec![("NO_COLOR".to_owned(), "1".to_owned())],
             args: Vec::new(),
             rbac_limited: false,
+            metrics_always_allowed: true,
         }
     }
 
@@ -60,6 +62,16 @@ impl Launch {
         S: Into<String>,
     {
         self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Leaves `/metrics` behind authorization: [`Launch::spawn`] adds
+    /// nothing to `--authorization-always-allow-paths`. [`Ccm::metrics`]
+    /// and [`Launch::start`] then need the test to grant anonymous access,
+    /// so a test of `/metrics`'s authorization spawns and waits itself.
+    #[must_use]
+    pub fn metrics_behind_authorization(mut self) -> Self {
+        self.metrics_always_allowed = false;
         self
     }
 
@@ -134,7 +146,8 @@ impl Launch {
     }
 
     /// Starts the process with `--bind-address=127.0.0.1
-    /// --secure-port=<free port>` added, and `/metrics` added to
+    /// --secure-port=<free port>` added, and (unless
+    /// [`Launch::metrics_behind_authorization`]) `/metrics` added to
     /// `--authorization-always-allow-paths` so the harness reads it without
     /// a token; without waiting for anything.
     ///
@@ -144,8 +157,11 @@ impl Launch {
         let port = free_port()?;
         self.args.push("--bind-address=127.0.0.1".to_owned());
         self.args.push(format!("--secure-port={port}"));
-        self.args
-            .push("--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics".to_owned());
+        if self.metrics_always_allowed {
+            self.args.push(
+                "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics".to_owned(),
+            );
+        }
         let child = self.command()?.spawn().context("starting the CCM")?;
         Ok(Ccm {
             child,
@@ -198,6 +214,11 @@ impl Ccm {
         self.metrics()
             .await
             .is_ok_and(|m| m.contains("ccm_controller_running{"))
+    }
+
+    /// The port it serves HTTPS on (on 127.0.0.1).
+    pub fn port(&self) -> u16 {
+        self.port
     }
 
     /// `GET path` on the CCM's port: status code and body.

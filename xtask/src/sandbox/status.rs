@@ -21,8 +21,8 @@ pub(crate) struct Status {
     controllers: BTreeMap<String, bool>,
 }
 
-fn items(api: SocketAddr, path: &str) -> anyhow::Result<Vec<Value>> {
-    let response = http::get(api, path)?;
+fn items(api: SocketAddr, path: &str, token: Option<&str>) -> anyhow::Result<Vec<Value>> {
+    let response = http::request_as(api, "GET", path, None, token)?;
     if response.status != 200 {
         bail!("GET {path}: HTTP {}", response.status);
     }
@@ -44,12 +44,31 @@ fn controllers(metrics: &str) -> BTreeMap<String, bool> {
 }
 
 impl Status {
+    /// Reads the API and `/metrics` without credentials.
     pub(crate) fn read(api: SocketAddr, metrics: SocketAddr) -> anyhow::Result<Self> {
-        let nodes = items(api, "/api/v1/nodes")?;
-        let services = items(api, "/api/v1/services")?;
-        let metrics = http::get_https(metrics, "/metrics")
-            .context("the CCM's /metrics")?
-            .body;
+        Self::read_as(api, metrics, None, None)
+    }
+
+    /// Reads the API with `api_token` and `/metrics` with `metrics_token`
+    /// (each a bearer token, when given).
+    pub(crate) fn read_as(
+        api: SocketAddr,
+        metrics: SocketAddr,
+        api_token: Option<&str>,
+        metrics_token: Option<&str>,
+    ) -> anyhow::Result<Self> {
+        let nodes = items(api, "/api/v1/nodes", api_token)?;
+        let services = items(api, "/api/v1/services", api_token)?;
+        let response =
+            http::get_https_as(metrics, "/metrics", metrics_token).context("the CCM's /metrics")?;
+        if response.status != 200 {
+            bail!(
+                "the CCM's /metrics: HTTP {}: {}",
+                response.status,
+                response.body
+            );
+        }
+        let metrics = response.body;
         let initialized = nodes
             .iter()
             .filter(|n| {
