@@ -450,7 +450,6 @@ async fn bad_tls_and_authentication_flags_exit_64_with_one_line() {
 }
 
 #[tokio::test]
-#[ignore = "the binary logs `serving a self-signed certificate made in memory` on stderr before it reads --client-ca-file, so the refusal is two lines"]
 async fn an_unreadable_client_ca_file_exits_64_with_one_line() {
     let port = format!("--secure-port={}", ccm_test_support::free_port().unwrap());
     assert_usage_error(

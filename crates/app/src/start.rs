@@ -122,7 +122,11 @@ pub(crate) async fn run<F: ProviderFactory>(
                     Failure::Runtime(e.to_string())
                 }
             })?;
-        tracing::info!(%addr, "serving /healthz, /readyz, /livez and /metrics over HTTPS");
+        let certificate = match serving.tls.cert {
+            serving::CertSource::Generated => "a self-signed certificate made in memory",
+            _ => "the configured certificate",
+        };
+        tracing::info!(%addr, "serving /healthz, /readyz, /livez and /metrics over HTTPS with {certificate}");
         let served = server::serve(
             listener,
             secured,

@@ -23,9 +23,20 @@ pub(crate) struct Rule {
     pub(crate) bootstrap: bool,
 }
 
-/// The roles kube-apiserver bootstraps that the chart binds, with their
-/// rules: `(kind, name, [(group, resource, resource name, verbs)])`.
-const BOOTSTRAP_ROLES: [(&str, &str, &[(&str, &str, &str, &[&str])]); 2] = [
+/// One rule of a bootstrap role: group, resource, object name (empty for
+/// any) and verbs.
+type BootstrapRule = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+);
+
+/// A role kube-apiserver bootstraps that the chart binds: kind, name, rules.
+type BootstrapRole = (&'static str, &'static str, &'static [BootstrapRule]);
+
+/// The roles kube-apiserver bootstraps that the chart binds.
+const BOOTSTRAP_ROLES: [BootstrapRole; 2] = [
     (
         "ClusterRole",
         "system:auth-delegator",

@@ -83,7 +83,7 @@ impl Resolver {
                 let (cert, key) = self_signed(bind)?;
                 let generated = Source::new("--cert-dir", "(in memory)");
                 let key = certified_key(&generated, &generated, cert.as_bytes(), key.as_bytes())?;
-                tracing::info!("serving a self-signed certificate made in memory");
+                tracing::debug!("a self-signed certificate made in memory");
                 Served::Fixed(key)
             }
         };
