@@ -35,12 +35,27 @@ pub(crate) fn request(
     path: &str,
     body: Option<(&str, &str)>,
 ) -> anyhow::Result<Response> {
+    request_as(addr, None, method, path, body)
+}
+
+/// Sends `method path` with an optional JSON body and, when given, `token`
+/// as the bearer token.
+pub(crate) fn request_as(
+    addr: SocketAddr,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+    body: Option<(&str, &str)>,
+) -> anyhow::Result<Response> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
         .with_context(|| format!("connecting to {addr}"))?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
     let mut head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nAccept: application/json\r\nUser-Agent: xtask\r\n"
     );
+    if let Some(token) = token {
+        head.push_str(&format!("Authorization: Bearer {token}\r\n"));
+    }
     if let Some((content_type, body)) = body {
         head.push_str(&format!(
             "Content-Type: {content_type}\r\nContent-Length: {}\r\n",

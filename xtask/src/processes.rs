@@ -35,6 +35,19 @@ impl Processes {
         nodes: usize,
         services: usize,
     ) -> anyhow::Result<SocketAddr> {
+        self.start_api_server_with(binary, kubeconfig, nodes, services, &[])
+    }
+
+    /// As [`Processes::start_api_server`], with `extra` arguments
+    /// (`--token-auth-file`, `--authorization-mode`).
+    pub(crate) fn start_api_server_with(
+        &mut self,
+        binary: &Path,
+        kubeconfig: &Path,
+        nodes: usize,
+        services: usize,
+        extra: &[String],
+    ) -> anyhow::Result<SocketAddr> {
         let mut child = Command::new(binary)
             .arg("--kubeconfig")
             .arg(kubeconfig)
@@ -44,6 +57,7 @@ impl Processes {
                 "--services",
                 &services.to_string(),
             ])
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(File::create(self.dir.join("apiserver.log"))?)
             .spawn()
