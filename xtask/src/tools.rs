@@ -23,11 +23,13 @@ use std::process::Command;
 
 use anyhow::Context;
 
-/// Installs what the end-to-end suites use, when missing: kubectl, moto
-/// (AWS) and Prism (DigitalOcean).
+/// Installs what the end-to-end suites use, when missing: kubectl, helm
+/// (they render the chart's RBAC to run the CCM under), moto (AWS) and
+/// Prism (DigitalOcean).
 pub(crate) fn ensure_e2e() -> anyhow::Result<()> {
     moto::ensure()?;
     prism::ensure()?;
+    helm::ensure()?;
     kubectl::ensure()
 }
 

@@ -2,38 +2,179 @@
 //! API server (the default), or a real kube-apiserver and etcd started for
 //! the test when [`APISERVER_ENV`] is `real`.
 //!
-//! Against the real one, the CCM under test can run with the Helm chart's
-//! ServiceAccount and RBAC rather than as administrator: `cargo xtask ci`
-//! renders each provider's RBAC into [`RBAC_DIR_ENV`], and
-//! [`ApiServer::ccm_kubeconfig`] applies it and hands out that
-//! ServiceAccount's token.
+//! Both authenticate and authorize as a cluster does: the test's own client
+//! is an administrator (`system:masters`), and the CCM under test runs with
+//! the Helm chart's ServiceAccount and RBAC ([`ApiServer::ccm_credentials`]),
+//! so every suite proves the chart's RBAC on both servers.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{Api, PostParams};
-use test_apiserver::TestApiServer;
+use test_apiserver::{AuthorizationMode, TestApiServer};
 
-use crate::control_plane::ControlPlane;
+use crate::control_plane::{ADMIN_TOKEN, ControlPlane, kubeconfig_yaml};
+use crate::rbac::ChartRbac;
 
 /// `real` runs the suites against a real kube-apiserver; anything else (or
 /// nothing) against the in-memory test API server.
 pub const APISERVER_ENV: &str = "CCM_TEST_APISERVER";
-/// A directory holding `<provider>.yaml`: the chart's ServiceAccount and
-/// RBAC for that provider, as `helm template` renders them.
-pub const RBAC_DIR_ENV: &str = "CCM_TEST_RBAC_DIR";
-/// The namespace the chart's ServiceAccount lives in.
-const RELEASE_NAMESPACE: &str = "kube-system";
 
 /// A Kubernetes API server for one test.
 #[derive(Debug)]
 pub enum ApiServer {
-    /// `crates/test-apiserver`, in this process.
-    Memory(TestApiServer),
+    /// `crates/test-apiserver`, in this process, in RBAC mode.
+    Memory(Box<MemoryServer>),
     /// kube-apiserver and etcd, as child processes.
     Real(Box<ControlPlane>),
+}
+
+/// The in-memory test API server as [`ApiServer`] starts it: a static
+/// administrator token (`--token-auth-file`), `--authorization-mode=RBAC`
+/// and a client CA published in `extension-apiserver-authentication`, as a
+/// kube-apiserver has.
+///
+/// # Guarantees
+/// Dropped while the test is not already failing, it fails the test if the
+/// server answered 403 to any request of a ServiceAccount that
+/// [`ApiServer::ccm_credentials`] handed out: the chart's RBAC lacks a rule,
+/// whether or not the CCM logged the refusal.
+#[derive(Debug)]
+pub struct MemoryServer {
+    server: TestApiServer,
+    /// The token file, the client CA and the CCMs' kubeconfigs.
+    dir: tempfile::TempDir,
+    /// The users of the tokens handed to CCMs.
+    ccm_users: Mutex<Vec<String>>,
+}
+
+impl MemoryServer {
+    async fn start(nodes: usize) -> anyhow::Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("ccm-test-apiserver-")
+            .tempdir()?;
+        let tokens = dir.path().join("tokens.csv");
+        std::fs::write(
+            &tokens,
+            format!("{ADMIN_TOKEN},ccm-test-admin,ccm-test-admin,\"system:masters\"\n"),
+        )?;
+        let pki = crate::pki::write(dir.path())?;
+        let server = TestApiServer::builder()
+            .token_auth_file(&tokens)
+            .authorization_mode(AuthorizationMode::Rbac)
+            .client_ca_file(&pki.ca_cert)
+            .seed_nodes(nodes)
+            .start()
+            .await?;
+        anonymous_is_admin(&server.client()).await?;
+        Ok(Self {
+            server,
+            dir,
+            ccm_users: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The server itself: its request log, stats and faults.
+    pub fn test_apiserver(&self) -> &TestApiServer {
+        &self.server
+    }
+
+    /// The CCM's requests that arrived without a token (its user agent,
+    /// user `system:anonymous`): a CCM that sent none would pass as the
+    /// administrator (see [`anonymous_is_admin`]) and prove nothing.
+    fn anonymous_ccm_requests(&self) -> Vec<String> {
+        self.server
+            .requests()
+            .into_iter()
+            .filter(|r| {
+                r.user_agent.contains("-cloud-controller-manager/")
+                    && r.user.as_deref() == Some(ANONYMOUS)
+            })
+            .map(|r| format!("{} {} ({})", r.method, r.path, r.user_agent))
+            .collect()
+    }
+
+    /// The requests the server refused with 403 to a user that
+    /// [`ApiServer::ccm_credentials`] handed out, one line each.
+    pub fn ccm_refusals(&self) -> Vec<String> {
+        let users = self
+            .ccm_users
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        self.server
+            .requests()
+            .into_iter()
+            .filter(|r| r.status == 403 && r.user.as_ref().is_some_and(|u| users.contains(u)))
+            .map(|r| {
+                format!(
+                    "{} {}{} ({} {}{})",
+                    r.method,
+                    r.path,
+                    if r.query.is_empty() {
+                        String::new()
+                    } else {
+                        format!("?{}", r.query)
+                    },
+                    r.verb,
+                    r.resource,
+                    if r.subresource.is_empty() {
+                        String::new()
+                    } else {
+                        format!("/{}", r.subresource)
+                    },
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for MemoryServer {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let refused = self.ccm_refusals();
+        assert!(
+            refused.is_empty(),
+            "the CCM, running with the chart's RBAC, was refused by the test API server \
+             (add the rule to charts/cloud-controller-manager/templates/rbac*.yaml):\n{}",
+            refused.join("\n")
+        );
+        let anonymous = self.anonymous_ccm_requests();
+        assert!(
+            anonymous.is_empty(),
+            "the CCM sent requests without a token, which this server answers as an \
+             administrator:\n{}",
+            anonymous.join("\n")
+        );
+    }
+}
+
+/// The anonymous user: what a request without a bearer token is.
+const ANONYMOUS: &str = "system:anonymous";
+
+/// Binds `cluster-admin` to `system:anonymous`. kubectl (client-go) sends
+/// no bearer token to a plain-HTTP server, so the tests' kubectl reaches
+/// the in-memory server anonymously and needs an administrator's rights.
+/// The CCM is not weakened by this: it sends its ServiceAccount token, and
+/// a token that does not authenticate is 401, never anonymous (and an
+/// anonymous CCM request fails the test, see [`MemoryServer`]).
+async fn anonymous_is_admin(admin: &kube::Client) -> anyhow::Result<()> {
+    let binding: ClusterRoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "ccm-test:kubectl-over-http-is-anonymous" },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin" },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": ANONYMOUS }],
+    }))?;
+    Api::<ClusterRoleBinding>::all(admin.clone())
+        .create(&PostParams::default(), &binding)
+        .await
+        .context("binding cluster-admin to system:anonymous for kubectl")?;
+    Ok(())
 }
 
 /// The kubeconfig a CCM process should use, and whether it grants less
@@ -77,15 +218,14 @@ impl ApiServer {
             }
             Ok(Self::Real(Box::new(plane)))
         } else {
-            let server = TestApiServer::builder().seed_nodes(nodes).start().await?;
-            Ok(Self::Memory(server))
+            Ok(Self::Memory(Box::new(MemoryServer::start(nodes).await?)))
         }
     }
 
     /// A client with every right.
     pub fn client(&self) -> kube::Client {
         match self {
-            Self::Memory(server) => server.client(),
+            Self::Memory(memory) => memory.server.client(),
             Self::Real(plane) => plane.client(),
         }
     }
@@ -93,55 +233,47 @@ impl ApiServer {
     /// A kubeconfig with every right.
     pub fn kubeconfig_path(&self) -> &Path {
         match self {
-            Self::Memory(server) => server.kubeconfig_path(),
+            Self::Memory(memory) => memory.server.kubeconfig_path(),
             Self::Real(plane) => plane.kubeconfig_path(),
         }
     }
 
-    /// What `provider`'s CCM should run with. On a real kube-apiserver with
-    /// [`RBAC_DIR_ENV`] set: the chart's ServiceAccount, RBAC applied with
-    /// kubectl, and a fresh token for it. Otherwise the administrator's
-    /// kubeconfig.
+    /// What `provider`'s CCM should run with: the chart's ServiceAccount
+    /// for `provider` with the chart's RBAC applied, and a fresh token of
+    /// it from TokenRequest. The objects come from [`RBAC_DIR_ENV`] when it
+    /// is set, else from `helm template` with the chart's
+    /// `ci/<provider>-values.yaml` and the helm xtask installs.
     ///
     /// # Errors
-    /// When the RBAC file is missing or kubectl fails.
+    /// When the chart's RBAC is unavailable (the error says how to get it)
+    /// or the API server refuses it.
+    ///
+    /// [`RBAC_DIR_ENV`]: crate::RBAC_DIR_ENV
     pub async fn ccm_credentials(&self, provider: &str) -> anyhow::Result<Credentials> {
-        let admin = Credentials {
-            kubeconfig: self.kubeconfig_path().to_owned(),
-            rbac_limited: false,
+        let rbac = ChartRbac::of(provider).await?;
+        let admin = self.client();
+        rbac.apply(&admin).await?;
+        let token = rbac.token(&admin).await?;
+        let kubeconfig = match self {
+            Self::Memory(memory) => {
+                memory
+                    .ccm_users
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push(rbac.user());
+                let path = memory
+                    .dir
+                    .path()
+                    .join(format!("kubeconfig-{}", rbac.account));
+                std::fs::write(
+                    &path,
+                    kubeconfig_yaml(memory.server.url(), None, &rbac.account, &token),
+                )
+                .with_context(|| format!("writing {}", path.display()))?;
+                path
+            }
+            Self::Real(plane) => plane.kubeconfig_with_token(&rbac.account, &token)?,
         };
-        let (Self::Real(plane), Some(dir)) = (self, std::env::var_os(RBAC_DIR_ENV)) else {
-            return Ok(admin);
-        };
-        let rbac = PathBuf::from(dir).join(format!("{provider}.yaml"));
-        anyhow::ensure!(
-            rbac.is_file(),
-            "{RBAC_DIR_ENV} has no {provider}.yaml ({})",
-            rbac.display()
-        );
-        let applied = kubectl(
-            plane.kubeconfig_path(),
-            &["apply", "-o", "name", "-f", &rbac.to_string_lossy()],
-        )
-        .await?;
-        let account = applied
-            .lines()
-            .find_map(|l| l.strip_prefix("serviceaccount/"))
-            .with_context(|| format!("{} holds no ServiceAccount", rbac.display()))?
-            .to_owned();
-        let token = kubectl(
-            plane.kubeconfig_path(),
-            &[
-                "create",
-                "token",
-                &account,
-                "-n",
-                RELEASE_NAMESPACE,
-                "--duration=2h",
-            ],
-        )
-        .await?;
-        let kubeconfig = plane.kubeconfig_with_token(&account, token.trim())?;
         Ok(Credentials {
             kubeconfig,
             rbac_limited: true,

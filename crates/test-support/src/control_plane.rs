@@ -20,7 +20,7 @@ pub const KUBE_APISERVER_ENV: &str = "CCM_KUBE_APISERVER";
 /// The variable naming the etcd binary.
 pub const ETCD_ENV: &str = "CCM_ETCD";
 /// The administrator's static bearer token (loopback only, throw-away).
-const ADMIN_TOKEN: &str = "ccm-test-admin-token";
+pub(crate) const ADMIN_TOKEN: &str = "ccm-test-admin-token";
 /// How long etcd and kube-apiserver may take to serve on a busy 2-core
 /// machine (about 3 s when idle).
 const READY_WITHIN: Duration = Duration::from_secs(90);
@@ -164,7 +164,7 @@ impl ControlPlane {
         let kubeconfig = dir.path().join("kubeconfig");
         std::fs::write(
             &kubeconfig,
-            kubeconfig_yaml(&url, &pki.ca_cert, "admin", ADMIN_TOKEN),
+            kubeconfig_yaml(&url, Some(&pki.ca_cert), "admin", ADMIN_TOKEN),
         )?;
         let client = client(&kubeconfig).await?;
         let mut plane = Self {
@@ -253,7 +253,7 @@ impl ControlPlane {
     pub fn kubeconfig_with_token(&self, name: &str, token: &str) -> anyhow::Result<PathBuf> {
         let ca = self.dir.path().join("ca.crt");
         let path = self.dir.path().join(format!("kubeconfig-{name}"));
-        std::fs::write(&path, kubeconfig_yaml(&self.url, &ca, name, token))?;
+        std::fs::write(&path, kubeconfig_yaml(&self.url, Some(&ca), name, token))?;
         Ok(path)
     }
 }
@@ -270,14 +270,17 @@ fn spawn(command: &mut Command, log: &Path) -> anyhow::Result<Child> {
         .with_context(|| format!("starting {:?}", command.as_std().get_program()))
 }
 
-/// A one-cluster, one-user kubeconfig trusting the CA at `ca`.
-fn kubeconfig_yaml(url: &str, ca: &Path, user: &str, token: &str) -> String {
+/// A one-cluster, one-user kubeconfig sending `token`, trusting the CA at
+/// `ca` (none for plain HTTP).
+pub(crate) fn kubeconfig_yaml(url: &str, ca: Option<&Path>, user: &str, token: &str) -> String {
+    let ca = ca.map_or_else(String::new, |ca| {
+        format!("\n    certificate-authority: {}", ca.display())
+    });
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: real\n  cluster:\n    server: {url}\n    \
-         certificate-authority: {}\nusers:\n- name: {user}\n  user:\n    token: {token}\n\
-         contexts:\n- name: real\n  context:\n    cluster: real\n    user: {user}\n\
-         current-context: real\n",
-        ca.display()
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: ccm-test\n  cluster:\n    server: {url}{ca}\n\
+         users:\n- name: {user}\n  user:\n    token: {token}\n\
+         contexts:\n- name: ccm-test\n  context:\n    cluster: ccm-test\n    user: {user}\n\
+         current-context: ccm-test\n"
     )
 }
 

@@ -13,10 +13,11 @@ mod ccm;
 mod control_plane;
 mod objects;
 mod pki;
+mod rbac;
 mod wait;
 
 pub use api::{
-    APISERVER_ENV, ApiServer, Credentials, RBAC_DIR_ENV, kubectl, kubectl_command, kubectl_path,
+    APISERVER_ENV, ApiServer, Credentials, MemoryServer, kubectl, kubectl_command, kubectl_path,
 };
 pub use ccm::{Ccm, Launch, forbidden_lines, tail};
 pub use control_plane::{ControlPlane, ETCD_ENV, KUBE_APISERVER_ENV, free_port};
@@ -24,4 +25,5 @@ pub use objects::{
     UNINITIALIZED, annotation, has_taint, ingress_hostnames, ingress_ips, load_balancer_service,
     ready_condition, uninitialized_node, unique,
 };
+pub use rbac::RBAC_DIR_ENV;
 pub use wait::{Outcome, eventually};

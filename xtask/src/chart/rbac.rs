@@ -1,5 +1,6 @@
-//! RBAC as the API server decides it: which rendered rules grant a request,
-//! and which granted permissions no request used.
+//! The chart's rules as the API server reads them: which rendered rules
+//! grant a request, and which granted permissions no request used (the API
+//! server itself decides what is refused).
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -106,15 +107,6 @@ impl Request {
             self.resource.clone()
         } else {
             format!("{}/{}", self.resource, self.subresource)
-        }
-    }
-
-    /// The same request with the object name dropped, to report each kind of
-    /// request once.
-    pub(crate) fn kind(&self) -> Self {
-        Self {
-            name: String::new(),
-            ..self.clone()
         }
     }
 }
@@ -278,22 +270,15 @@ pub(crate) fn bound_rules(
 /// What the comparison found.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Findings {
-    /// Kinds of request no rule grants: the CCM would be refused.
-    pub(crate) refused: BTreeSet<Request>,
     /// Permissions no request used: more than least privilege.
     pub(crate) unused: BTreeSet<String>,
     /// Permissions used, for the report.
     pub(crate) used: BTreeSet<String>,
 }
 
-/// Compares `rules` with `requests`.
+/// Which permissions of `rules` the granted `requests` used.
 pub(crate) fn compare(rules: &[Rule], requests: &[Request]) -> Findings {
     let mut findings = Findings::default();
-    for request in requests {
-        if !rules.iter().any(|rule| rule.grants(request)) {
-            findings.refused.insert(request.kind());
-        }
-    }
     for rule in rules.iter().filter(|r| !r.bootstrap) {
         for group in &rule.api_groups {
             for resource in &rule.resources {
@@ -315,15 +300,6 @@ pub(crate) fn compare(rules: &[Rule], requests: &[Request]) -> Findings {
         }
     }
     findings
-}
-
-/// Paths every authenticated client may read: Kubernetes' default
-/// `system:discovery` and `system:public-info-viewer` ClusterRoles.
-pub(crate) fn discovery_allowed(path: &str) -> bool {
-    ["/api", "/apis", "/openapi"]
-        .iter()
-        .any(|p| path == *p || path.starts_with(&format!("{p}/")))
-        || ["/version", "/version/", "/healthz", "/livez", "/readyz"].contains(&path)
 }
 
 #[cfg(test)]
@@ -425,13 +401,12 @@ mod tests {
     }
 
     #[test]
-    fn refused_requests_and_unused_permissions_are_both_reported() {
+    fn unused_permissions_are_reported() {
         let rules = bound_rules(&docs(), "kube-system", "ccm").unwrap();
         let requests = [
             request("list", "", "nodes", "", "", ""),
             request("watch", "", "nodes", "", "", ""),
             request("patch", "", "nodes", "status", "", "node-1"),
-            request("delete", "", "nodes", "", "", "node-2"),
             request(
                 "create",
                 "coordination.k8s.io",
@@ -450,14 +425,6 @@ mod tests {
             ),
         ];
         let findings = compare(&rules, &requests);
-        assert_eq!(
-            findings
-                .refused
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>(),
-            ["delete core/nodes cluster-wide"]
-        );
         assert_eq!(
             findings.unused.iter().cloned().collect::<Vec<_>>(),
             ["update coordination.k8s.io/leases in kube-system (ccm)"]
@@ -480,15 +447,5 @@ mod tests {
                 .contains("wildcard")
         );
         assert!(bound_rules(&docs(), "kube-system", "someone-else").is_err());
-    }
-
-    #[test]
-    fn only_discovery_paths_are_allowed_without_rules() {
-        assert!(
-            discovery_allowed("/api")
-                && discovery_allowed("/apis/coordination.k8s.io/v1")
-                && discovery_allowed("/version")
-        );
-        assert!(!discovery_allowed("/metrics") && !discovery_allowed("/logs/"));
     }
 }

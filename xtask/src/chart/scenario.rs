@@ -1,8 +1,11 @@
-//! The requests a real CCM sends: the fake-cloud-controller-manager, run
-//! with the arguments the chart renders, against the test API server,
-//! through a scenario that makes every controller act.
+//! The chart's RBAC proven by running under it: the
+//! fake-cloud-controller-manager, run with the arguments the chart renders
+//! as the chart's ServiceAccount, against the test API server in RBAC mode
+//! with the chart's rendered RBAC applied, through a scenario that makes
+//! every controller act.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail, ensure};
@@ -29,20 +32,100 @@ const GONE_NODE: &str = "node-gone";
 /// controller has seen the node Ready before it turns NotReady.
 const SEEN_READY: Duration = Duration::from_secs(8);
 const STEP_TIMEOUT: Duration = Duration::from_secs(90);
-/// The user agent of xtask's own requests, left out of the CCM's.
-const XTASK_AGENT: &str = "xtask";
+/// The static tokens of the API server's `--token-auth-file` (loopback,
+/// throw-away): xtask's own, in `system:masters`, and the CCM's.
+const ADMIN_TOKEN: &str = "xtask-chart-admin";
+const CCM_TOKEN: &str = "xtask-chart-ccm";
+/// The user a request without a token is.
+const ANONYMOUS: &str = "system:anonymous";
+/// What the CCM's user agent holds (`<provider>-cloud-controller-manager/<version>`).
+const CCM_AGENT: &str = "-cloud-controller-manager/";
+/// The RBAC kinds of a render, with the API path of their collection
+/// (`{ns}`: the object's namespace).
+const KINDS: [(&str, &str); 5] = [
+    ("ServiceAccount", "/api/v1/namespaces/{ns}/serviceaccounts"),
+    (
+        "ClusterRole",
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    ),
+    (
+        "ClusterRoleBinding",
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    ),
+    (
+        "Role",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+    ),
+    (
+        "RoleBinding",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+    ),
+];
 
-/// What the CCM sent.
+/// The chart's ServiceAccount and RBAC objects, as rendered.
 #[derive(Debug)]
-pub(crate) struct Traffic {
-    pub(crate) resources: Vec<Request>,
-    /// Paths outside the resource API (discovery, version).
-    pub(crate) non_resource: Vec<String>,
+pub(crate) struct ChartRbac {
+    /// The ServiceAccounts, roles and bindings of the render.
+    pub(crate) objects: Vec<Value>,
+    /// The ServiceAccount the workload runs as, and its namespace.
+    pub(crate) account: String,
+    pub(crate) namespace: String,
 }
 
-/// Runs the scenario with the CCM started with `ccm_args` (the chart's, less
-/// the endpoint flags) and `cloud_config`, and returns what it sent.
-pub(crate) fn run_scenario(ccm_args: &[String], cloud_config: &str) -> anyhow::Result<Traffic> {
+impl ChartRbac {
+    /// The RBAC kinds among `docs`, for the workload's `account`.
+    pub(crate) fn from_render(docs: &[Value], namespace: &str, account: &str) -> Self {
+        Self {
+            objects: docs
+                .iter()
+                .filter(|d| KINDS.iter().any(|(kind, _)| d["kind"] == *kind))
+                .cloned()
+                .collect(),
+            account: account.to_owned(),
+            namespace: namespace.to_owned(),
+        }
+    }
+
+    /// The user kube-apiserver authenticates the ServiceAccount's tokens as.
+    fn user(&self) -> String {
+        format!("system:serviceaccount:{}:{}", self.namespace, self.account)
+    }
+
+    /// `--token-auth-file`: xtask in `system:masters` (first, so the
+    /// server's kubeconfig is xtask's), the CCM as the ServiceAccount with
+    /// the groups a ServiceAccount token gives.
+    fn token_file(&self) -> String {
+        let ns = &self.namespace;
+        format!(
+            "{ADMIN_TOKEN},xtask,xtask,\"system:masters\"\n\
+             {CCM_TOKEN},{},{}-uid,\"system:serviceaccounts,system:serviceaccounts:{ns}\"\n",
+            self.user(),
+            self.account
+        )
+    }
+}
+
+/// What the CCM sent, by the API server's request log and the CCM's log.
+#[derive(Debug)]
+pub(crate) struct Traffic {
+    /// The resource requests the API server granted the ServiceAccount.
+    pub(crate) resources: Vec<Request>,
+    /// Requests the API server refused (403), and lines of the CCM's log
+    /// reporting a refusal.
+    pub(crate) refused: Vec<String>,
+    /// Requests with the CCM's user agent that carried no token: they would
+    /// pass as xtask's and prove nothing.
+    pub(crate) anonymous: Vec<String>,
+}
+
+/// Runs the scenario with the test API server in RBAC mode holding `rbac`,
+/// and the CCM started as its ServiceAccount with `ccm_args` (the chart's,
+/// less the endpoint flags) and `cloud_config`; returns what it sent.
+pub(crate) fn run_scenario(
+    ccm_args: &[String],
+    cloud_config: &str,
+    rbac: &ChartRbac,
+) -> anyhow::Result<Traffic> {
     run(cargo().args([
         "build",
         "--quiet",
@@ -55,27 +138,59 @@ pub(crate) fn run_scenario(ccm_args: &[String], cloud_config: &str) -> anyhow::R
     let dir = target.join("chart-rbac");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let kubeconfig = dir.join("kubeconfig");
+    let tokens = dir.join("tokens.csv");
+    std::fs::write(&tokens, rbac.token_file())?;
     let cloud_config_path = dir.join("cloud.conf");
     std::fs::write(&cloud_config_path, cloud_config)?;
     let mut args = ccm_args.to_vec();
     args.push(format!("--cloud-config={}", cloud_config_path.display()));
 
     let mut processes = Processes::new(&dir);
-    let api = processes.start_api_server(
+    let api = processes.start_api_server_with(
         &target.join("debug/test-apiserver"),
         &kubeconfig,
         SEED_NODES,
         SEED_SERVICES,
+        &[
+            format!("--token-auth-file={}", tokens.display()),
+            "--authorization-mode=RBAC".to_owned(),
+        ],
     )?;
+    apply(api, rbac)?;
+    let ccm_kubeconfig = dir.join("kubeconfig-ccm");
+    std::fs::write(&ccm_kubeconfig, token_kubeconfig(api, CCM_TOKEN))?;
     let metrics = processes.start_ccm_with(
         &target.join("debug/fake-cloud-controller-manager"),
-        &kubeconfig,
+        &ccm_kubeconfig,
         &args,
     )?;
-    println!("scenario: API server {api}, CCM logs in {}", dir.display());
+    println!(
+        "scenario: API server {api} in RBAC mode, the CCM as {}; logs in {}",
+        rbac.user(),
+        dir.display()
+    );
 
+    let driven = drive(&mut processes, api, metrics, &dir);
+    let traffic = traffic(api, &rbac.user(), &dir);
+    match (driven, traffic) {
+        (Ok(()), traffic) => traffic,
+        (Err(err), Ok(traffic)) if !traffic.refused.is_empty() => bail!(
+            "{err:#}\nthe API server refused the CCM under the chart's RBAC (403):\n  {}",
+            first_lines(&traffic.refused)
+        ),
+        (Err(err), _) => Err(err),
+    }
+}
+
+/// Makes every controller act, then stops the CCM.
+fn drive(
+    processes: &mut Processes,
+    api: SocketAddr,
+    metrics: SocketAddr,
+    dir: &Path,
+) -> anyhow::Result<()> {
     wait(
-        &mut processes,
+        processes,
         "every node initialized and routed, every load balancer provisioned",
         |last| {
             let status = Status::read(api, metrics)?;
@@ -83,8 +198,8 @@ pub(crate) fn run_scenario(ccm_args: &[String], cloud_config: &str) -> anyhow::R
             Ok(status.complete())
         },
     )?;
-    exercise_services(&mut processes, api)?;
-    exercise_lifecycle(&mut processes, api)?;
+    exercise_services(processes, api)?;
+    exercise_lifecycle(processes, api)?;
     // SIGTERM: the CCM releases its Lease on the way out.
     let exit = processes.stop("fake-cloud-controller-manager")?;
     ensure!(
@@ -92,7 +207,85 @@ pub(crate) fn run_scenario(ccm_args: &[String], cloud_config: &str) -> anyhow::R
         "the CCM exited with {exit} on SIGTERM; see {}",
         dir.join("ccm.log").display()
     );
-    traffic(api)
+    Ok(())
+}
+
+/// Creates the chart's objects as xtask (`system:masters`), then binds
+/// `cluster-admin` to `system:anonymous`: xtask's own requests (the
+/// scenario's, the sandbox's status, the CCM's `/metrics`, whose
+/// SubjectAccessReview the CCM then makes under the chart's
+/// `system:auth-delegator` binding) carry no token. The CCM's do, and a
+/// token that does not authenticate is 401, never anonymous.
+fn apply(api: SocketAddr, rbac: &ChartRbac) -> anyhow::Result<()> {
+    let anonymous_admin = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": { "name": "xtask:anonymous-is-xtask" },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin" },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": ANONYMOUS }],
+    });
+    for object in rbac.objects.iter().chain([&anonymous_admin]) {
+        let kind = object["kind"].as_str().unwrap_or_default();
+        let (_, collection) = KINDS
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .with_context(|| format!("no API path for kind {kind}"))?;
+        let namespace = object["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or(&rbac.namespace);
+        let path = collection.replace("{ns}", namespace);
+        let response = http::request_as(
+            api,
+            "POST",
+            &path,
+            Some(("application/json", &object.to_string())),
+            Some(ADMIN_TOKEN),
+        )?;
+        ensure!(
+            response.status == 201,
+            "creating {kind} {}: HTTP {}: {}",
+            object["metadata"]["name"],
+            response.status,
+            response.body
+        );
+    }
+    Ok(())
+}
+
+/// A kubeconfig for the API server at `api` sending `token`.
+fn token_kubeconfig(api: SocketAddr, token: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: chart\n  cluster:\n    server: http://{api}\n\
+         users:\n- name: ccm\n  user:\n    token: {token}\n\
+         contexts:\n- name: chart\n  context:\n    cluster: chart\n    user: ccm\n\
+         current-context: chart\n"
+    )
+}
+
+/// The first 20 of `lines`, one per line, and how many more there are.
+pub(crate) fn first_lines(lines: &[String]) -> String {
+    const SHOWN: usize = 20;
+    let mut text = lines
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n  ");
+    if lines.len() > SHOWN {
+        text.push_str(&format!("\n  ({} more)", lines.len() - SHOWN));
+    }
+    text
+}
+
+/// The lines of a CCM log that report an answer 403 Forbidden (as
+/// `ccm-test-support` reads them).
+fn forbidden_lines(log: &str) -> Vec<&str> {
+    log.lines()
+        .filter(|l| {
+            let lower = l.to_ascii_lowercase();
+            lower.contains("forbidden") || lower.contains("code: 403")
+        })
+        .collect()
 }
 
 fn exercise_services(processes: &mut Processes, api: SocketAddr) -> anyhow::Result<()> {
@@ -228,8 +421,9 @@ fn has_ingress(service: &Value) -> bool {
         .is_some_and(|i| !i.is_empty())
 }
 
-/// The CCM's requests from the server's log.
-fn traffic(api: SocketAddr) -> anyhow::Result<Traffic> {
+/// The requests of the CCM (`user`) from the server's request log, and
+/// the refusals in the CCM's log in `dir`.
+fn traffic(api: SocketAddr, user: &str, dir: &Path) -> anyhow::Result<Traffic> {
     let (status, log) = get(api, "/testapi/requests")?;
     ensure!(status == 200, "GET /testapi/requests: HTTP {status}");
     let dropped = log["dropped"].as_u64().unwrap_or(0);
@@ -241,14 +435,36 @@ fn traffic(api: SocketAddr) -> anyhow::Result<Traffic> {
         .as_array()
         .context("the request log has no records")?;
     let text = |r: &Value, key: &str| r[key].as_str().unwrap_or_default().to_owned();
+    let shown = |r: &Value| {
+        let query = text(r, "query");
+        let query = if query.is_empty() {
+            query
+        } else {
+            format!("?{query}")
+        };
+        format!(
+            "{} {}{query} (user {}, {})",
+            text(r, "method"),
+            text(r, "path"),
+            text(r, "user"),
+            text(r, "user_agent")
+        )
+    };
     let mut traffic = Traffic {
         resources: Vec::new(),
-        non_resource: Vec::new(),
+        refused: Vec::new(),
+        anonymous: Vec::new(),
     };
-    for record in records.iter().filter(|r| r["user_agent"] != XTASK_AGENT) {
-        if text(record, "resource").is_empty() {
-            traffic.non_resource.push(text(record, "path"));
-        } else {
+    for record in records {
+        if record["user"] == ANONYMOUS && text(record, "user_agent").contains(CCM_AGENT) {
+            traffic.anonymous.push(shown(record));
+        }
+        if record["user"] != user {
+            continue;
+        }
+        if record["status"] == 403 {
+            traffic.refused.push(shown(record));
+        } else if !text(record, "resource").is_empty() {
             traffic.resources.push(Request {
                 verb: text(record, "verb"),
                 group: text(record, "group"),
@@ -259,9 +475,15 @@ fn traffic(api: SocketAddr) -> anyhow::Result<Traffic> {
             });
         }
     }
+    let log = std::fs::read_to_string(dir.join("ccm.log")).unwrap_or_default();
+    traffic.refused.extend(
+        forbidden_lines(&log)
+            .into_iter()
+            .map(|l| format!("in the CCM's log: {l}")),
+    );
     ensure!(
         !traffic.resources.is_empty(),
-        "the request log holds no request from the CCM"
+        "the request log holds no request from the CCM as {user}"
     );
     Ok(traffic)
 }
@@ -283,6 +505,25 @@ pub(crate) fn local_args(rendered: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_token_file_makes_xtask_an_administrator_and_the_ccm_its_service_account() {
+        let docs = [
+            json!({ "kind": "ServiceAccount", "metadata": { "name": "ccm", "namespace": "kube-system" } }),
+            json!({ "kind": "Deployment", "metadata": { "name": "ccm" } }),
+            json!({ "kind": "ClusterRole", "metadata": { "name": "ccm" } }),
+        ];
+        let rbac = ChartRbac::from_render(&docs, "kube-system", "ccm");
+        assert_eq!(rbac.objects.len(), 2, "the Deployment is not applied");
+        assert_eq!(
+            rbac.token_file(),
+            format!(
+                "{ADMIN_TOKEN},xtask,xtask,\"system:masters\"\n\
+                 {CCM_TOKEN},system:serviceaccount:kube-system:ccm,ccm-uid,\
+                 \"system:serviceaccounts,system:serviceaccounts:kube-system\"\n"
+            )
+        );
+    }
 
     #[test]
     fn endpoint_and_config_flags_are_replaced_and_the_rest_kept() {
