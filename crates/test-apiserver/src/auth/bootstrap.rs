@@ -117,7 +117,55 @@ pub(crate) fn seed_policy(store: &mut Store) -> Result<(), Error> {
                 subject("User", "system:kube-scheduler")
             ]
         }),
-    )
+    )?;
+    seed_controller_roles(store)
+}
+
+/// kube-apiserver's `system:controller:<name>` roles of the controllers a
+/// CCM runs with `--use-service-account-credentials`, bound to the
+/// ServiceAccounts `kube-system/<name>` (its bootstrap controller policy).
+fn seed_controller_roles(store: &mut Store) -> Result<(), Error> {
+    let events = json!({"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "update", "patch"]});
+    let controllers = [
+        (
+            "node-controller",
+            json!([
+                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "update", "delete", "patch"]},
+                {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch", "update"]},
+                {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch", "update"]},
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch", "get", "delete"]},
+                events
+            ]),
+        ),
+        (
+            "route-controller",
+            json!([
+                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]},
+                {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch"]},
+                events
+            ]),
+        ),
+        (
+            "service-controller",
+            json!([
+                {"apiGroups": [""], "resources": ["services"], "verbs": ["get", "list", "watch"]},
+                {"apiGroups": [""], "resources": ["services/status"], "verbs": ["patch", "update"]},
+                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list", "watch"]},
+                events
+            ]),
+        ),
+    ];
+    for (controller, rules) in controllers {
+        let name = format!("system:controller:{controller}");
+        cluster_role(store, &name, rules)?;
+        let body = json!({
+            "metadata": bootstrap_metadata(&name, None),
+            "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": controller, "namespace": "kube-system"}]
+        });
+        seed::create(store, Kind::ClusterRoleBinding, None, body)?;
+    }
+    Ok(())
 }
 
 /// `kube-system/extension-apiserver-authentication` with the client CA
@@ -150,7 +198,7 @@ mod tests {
             store
                 .objects(by_kind(Kind::ClusterRole).storage, None)
                 .count(),
-            5
+            8
         );
         let someone = UserInfo {
             name: "someone".into(),
@@ -164,6 +212,25 @@ mod tests {
         };
         let decision = rbac::authorize(&store, &someone, &version);
         assert!(decision.allowed);
+        let node_controller = UserInfo {
+            name: "system:serviceaccount:kube-system:node-controller".into(),
+            groups: vec![
+                "system:serviceaccounts".into(),
+                "system:authenticated".into(),
+            ],
+            ..UserInfo::default()
+        };
+        let patch_node = Attributes {
+            verb: "patch".into(),
+            resource_request: true,
+            resource: "nodes".into(),
+            name: "n1".into(),
+            ..Attributes::default()
+        };
+        assert!(
+            rbac::authorize(&store, &node_controller, &patch_node).allowed,
+            "system:controller:node-controller is bound to its ServiceAccount"
+        );
         let nodes = Attributes {
             verb: "list".into(),
             resource_request: true,
