@@ -2,6 +2,7 @@
 //! cloud-controller-manager: same names, same defaults, same syntax
 //! (`--flag=false` for booleans, Go durations such as `5m`).
 
+pub(crate) mod debugging;
 mod duration;
 #[cfg(test)]
 mod tests;
@@ -145,6 +146,9 @@ pub(crate) struct Flags {
     /// Print version information and quit.
     #[arg(long)]
     version: bool,
+
+    #[command(flatten, next_help_heading = "Debugging flags")]
+    debugging: debugging::Debugging,
 }
 
 /// Go's `strconv.ParseBool`.
@@ -215,6 +219,7 @@ pub(crate) struct Settings {
     pub(crate) allow_untagged_cloud: bool,
     pub(crate) verbosity: u8,
     pub(crate) json_logs: bool,
+    pub(crate) debugging: debugging::Debugging,
 }
 
 /// What the command line asks for.
@@ -376,6 +381,7 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         allow_untagged_cloud: flags.allow_untagged_cloud,
         verbosity: flags.verbosity,
         json_logs: flags.log_format == "json",
+        debugging: flags.debugging,
     })
 }
 

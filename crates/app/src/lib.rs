@@ -15,6 +15,7 @@
 //!   process exits and is restarted) or a provider that cannot initialize.
 
 mod client;
+mod debug;
 mod flags;
 mod logging;
 mod server;

@@ -40,6 +40,7 @@ pub(crate) async fn serve(
     metrics: Metrics,
     cloud: Arc<dyn CloudProvider>,
     leader: LeaderHandle,
+    debug_routes: Router,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let state = AppState {
@@ -53,7 +54,8 @@ pub(crate) async fn serve(
         .route("/livez", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
-        .with_state(state);
+        .with_state(state)
+        .merge(debug_routes);
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await

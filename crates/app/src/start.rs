@@ -41,6 +41,7 @@ pub(crate) async fn run<F: ProviderFactory>(
     settings: Settings,
     env: Environment,
 ) -> Result<(), Failure> {
+    crate::debug::init(&settings.debugging).await;
     let provider = build_provider::<F>(&settings, &env)?;
     let config = client::config(settings.kubeconfig.as_deref(), settings.master.as_deref())
         .await
@@ -106,6 +107,7 @@ pub(crate) async fn run<F: ProviderFactory>(
             metrics.clone(),
             cloud.clone(),
             leader.clone(),
+            crate::debug::routes(&settings, F::NAME),
             shutdown.clone(),
         );
         tokio::spawn(async move {
