@@ -79,6 +79,15 @@ const UNAVAILABLE: [(&str, &str); 7] = [
     ),
 ];
 
+/// Said on the index of a static musl build (the images): pprof-rs unwinds
+/// from its signal handler, and the unwinder stops at musl's signal
+/// trampoline, which has no unwind info. pprof-rs's framehop unwinder,
+/// which starts from the interrupted registers, is the candidate fix.
+#[cfg(target_env = "musl")]
+const CPU_NOTE: &str = "<p>In this static musl build CPU samples are counted but their stacks are empty: the unwinder stops at musl's signal trampoline.</p>\n";
+#[cfg(not(target_env = "musl"))]
+const CPU_NOTE: &str = "";
+
 /// Why a profile could not be served.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ProfileError {
@@ -165,7 +174,9 @@ async fn index() -> impl IntoResponse {
             "<tr><td><a href='{name}'>{name}</a></td><td>{description}</td></tr>\n"
         ));
     }
-    html.push_str("</table>\n<p>\nNot available in this process (404):\n<ul>\n");
+    html.push_str("</table>\n");
+    html.push_str(CPU_NOTE);
+    html.push_str("<p>\nNot available in this process (404):\n<ul>\n");
     for (name, reason) in UNAVAILABLE {
         html.push_str(&format!("<li>{name}: {reason}</li>\n"));
     }
