@@ -167,6 +167,16 @@ async fn serves_health_readiness_and_metrics_and_releases_the_lease_on_sigterm()
         "{metrics}"
     );
     assert!(metrics.ends_with("# EOF\n"));
+    // Upstream's debugging endpoints, behind the same guard as /metrics.
+    let (status, configz) = ccm.get("/configz").await.unwrap();
+    assert_eq!(status, 200, "{configz}");
+    assert!(
+        configz.contains("\"cloudcontrollermanager.config.k8s.io\":{\"Generic\""),
+        "{configz}"
+    );
+    let (status, index) = ccm.get("/debug/pprof/").await.unwrap();
+    assert_eq!(status, 200, "{index}");
+    assert!(index.contains("profile"), "{index}");
     // The route controller's first pass listed the cloud's routes: provider
     // calls are counted by operation and outcome, whatever the provider.
     wait_for(&ccm, "/metrics", |_, body| {

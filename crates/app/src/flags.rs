@@ -2,6 +2,7 @@
 //! cloud-controller-manager: same names, same defaults, same syntax
 //! (`--flag=false` for booleans, Go durations such as `5m`).
 
+pub(crate) mod debugging;
 mod duration;
 mod feature_gates;
 mod generic;
@@ -35,6 +36,9 @@ pub(crate) use global::ModuleLevel;
     args_override_self = true
 )]
 pub(crate) struct Flags {
+    #[command(flatten, next_help_heading = "Debugging flags")]
+    debugging: debugging::Debugging,
+
     #[command(flatten, next_help_heading = "Leader-migration flags")]
     leader_migration: migration::LeaderMigrationFlags,
 
@@ -144,6 +148,8 @@ pub(crate) struct Settings {
     pub(crate) logging: Logging,
     pub(crate) feature_gates: FeatureGates,
     pub(crate) leader_migration: crate::migration::LeaderMigration,
+    /// `--profiling`, `--contention-profiling`.
+    pub(crate) debugging: debugging::Debugging,
     /// Lines logged once at startup at INFO: flags that mean nothing here
     /// (and why), upstream's deprecation notices.
     pub(crate) notes: Vec<String>,
@@ -219,6 +225,7 @@ fn one_line(err: &clap::Error) -> String {
 
 fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
     let Flags {
+        debugging,
         leader_migration,
         generic,
         cloud_node_controller,
@@ -394,6 +401,7 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         logging,
         feature_gates,
         leader_migration: leader_migration.settings(generic.leader_elect)?,
+        debugging,
         notes,
     })
 }

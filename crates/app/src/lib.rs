@@ -19,6 +19,7 @@
 //!   authentication ConfigMap.
 
 mod client;
+mod debug;
 mod flags;
 mod logging;
 mod migration;

@@ -33,6 +33,10 @@ struct AppState {
 
 /// Serves the endpoints over TLS on `listener`, behind `serving`'s
 /// authentication and authorization, until `shutdown`.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "each is an independent part of the server, built in start.rs"
+)]
 pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
     serving: crate::serving::Serving,
@@ -40,6 +44,7 @@ pub(crate) async fn serve(
     metrics: Metrics,
     cloud: Arc<dyn CloudProvider>,
     leader: LeaderHandle,
+    debug_routes: Router,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let state = AppState {
@@ -54,7 +59,8 @@ pub(crate) async fn serve(
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
         .route("/debug/flags/v", axum::routing::put(set_verbosity))
-        .with_state(state);
+        .with_state(state)
+        .merge(debug_routes);
     crate::serving::serve(listener, serving, router, shutdown).await
 }
 

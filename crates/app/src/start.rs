@@ -44,6 +44,7 @@ pub(crate) async fn run<F: ProviderFactory>(
     settings: Settings,
     env: Environment,
 ) -> Result<(), Failure> {
+    crate::debug::init(&settings.debugging).await;
     let provider = build_provider::<F>(&settings, &env)?;
     let plan = settings
         .leader_migration
@@ -134,6 +135,7 @@ pub(crate) async fn run<F: ProviderFactory>(
             metrics.clone(),
             cloud.clone(),
             leader.clone(),
+            crate::debug::routes(&settings, F::NAME),
             shutdown.clone(),
         );
         tokio::spawn(async move {
