@@ -170,26 +170,41 @@ impl Client {
         self.send(Method::DELETE, path, &[], body).await.map(drop)
     }
 
-    /// Every item of a paginated list, following the pages until the API
-    /// gives no `links.pages.next`.
+    /// Every item of a paginated list, page by page until the last one.
+    ///
+    /// The list ends at whichever comes first: a page without a `next`
+    /// link, the page `links.pages.last` names, `meta.total` items read, an
+    /// empty page, or a page identical to the one before it (a server that
+    /// answers every page with the same example, as Prism does). It never
+    /// reads more than [`MAX_PAGES`] pages.
     pub(crate) async fn list_all<T: DeserializeOwned>(
         &self,
         path: &str,
         filter: &[(&str, String)],
     ) -> Result<Vec<T>, ApiError> {
         let mut items = Vec::new();
+        let mut previous: Option<Vec<serde_json::Value>> = None;
         for page in 1..=MAX_PAGES {
             let mut query = filter.to_vec();
             query.push(("page", page.to_string()));
             query.push(("per_page", PER_PAGE.to_string()));
-            let got: Page<T> = self.get(path, &query).await?;
-            let more = got.links.pages.is_some_and(|p| p.next.is_some());
-            let empty = got.items.is_empty();
-            items.extend(got.items);
-            // An empty page that claims a next one would loop forever.
-            if !more || empty {
+            let got: Page<serde_json::Value> = self.get(path, &query).await?;
+            if previous.as_ref() == Some(&got.items) {
+                tracing::debug!(path, page, "a page repeats the one before; the list ends");
                 return Ok(items);
             }
+            let end = got.is_last(page, items.len() + got.items.len());
+            for item in &got.items {
+                items.push(T::deserialize(item).map_err(|source| ApiError::Decode {
+                    method: "GET",
+                    path: path.to_owned(),
+                    source,
+                })?);
+            }
+            if end {
+                return Ok(items);
+            }
+            previous = Some(got.items);
         }
         Err(ApiError::TooManyPages {
             path: path.to_owned(),

@@ -26,11 +26,62 @@ pub const ENV_CLUSTER_ID: &str = "DO_CLUSTER_ID";
 pub const ENV_CLUSTER_VPC_ID: &str = "DO_CLUSTER_VPC_ID";
 /// The region slug; asked of the droplet metadata service when unset.
 pub const ENV_REGION: &str = "REGION";
+/// The load-balancer type of a Service that names none: `REGIONAL` or
+/// `REGIONAL_NETWORK` (upstream's default).
+pub const ENV_DEFAULT_LB_TYPE: &str = "DEFAULT_LB_TYPE";
+/// The name of the public-access firewall kept open to the NodePorts.
+pub const ENV_PUBLIC_ACCESS_FIREWALL_NAME: &str = "PUBLIC_ACCESS_FIREWALL_NAME";
+/// Comma-separated droplet tags the public-access firewall applies to.
+pub const ENV_PUBLIC_ACCESS_FIREWALL_TAGS: &str = "PUBLIC_ACCESS_FIREWALL_TAGS";
+/// Upstream's metrics listener; ours serves metrics on the secure port.
+pub const ENV_METRICS_ADDR: &str = "METRICS_ADDR";
+/// Upstream's debug (`/healthz`) listener; ours serves it on the secure port.
+pub const ENV_DEBUG_ADDR: &str = "DEBUG_ADDR";
+/// Where the droplet metadata service answers the region (not upstream's:
+/// for tests and unusual networks).
+pub const ENV_METADATA_URL: &str = "DO_METADATA_URL";
 
 /// DigitalOcean's public API.
 pub const DEFAULT_API_URL: &str = "https://api.digitalocean.com/";
 /// Where a droplet learns its own region when `REGION` is unset.
 pub const DEFAULT_METADATA_URL: &str = "http://169.254.169.254/metadata/v1/region";
+
+/// A load balancer's `type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadBalancerType {
+    /// `REGIONAL`: an HTTP(S)-aware load balancer forwarding to node ports.
+    Regional,
+    /// `REGIONAL_NETWORK`: a network (TCP/UDP) load balancer.
+    RegionalNetwork,
+}
+
+impl LoadBalancerType {
+    /// The API's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Regional => "REGIONAL",
+            Self::RegionalNetwork => "REGIONAL_NETWORK",
+        }
+    }
+
+    /// The type the API spells `s`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "REGIONAL" => Some(Self::Regional),
+            "REGIONAL_NETWORK" => Some(Self::RegionalNetwork),
+            _ => None,
+        }
+    }
+}
+
+/// The public-access firewall: its name and the droplet tags it covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublicAccessFirewall {
+    /// `PUBLIC_ACCESS_FIREWALL_NAME`.
+    pub name: String,
+    /// `PUBLIC_ACCESS_FIREWALL_TAGS`.
+    pub tags: Vec<String>,
+}
 
 /// A DigitalOcean API token. Its `Debug` never shows the value, and nothing
 /// in this crate formats it into a message.
@@ -74,6 +125,14 @@ pub struct Settings {
     pub region: Option<String>,
     /// The droplet metadata endpoint answering the region.
     pub metadata_url: Url,
+    /// `DEFAULT_LB_TYPE`: the type of a Service's load balancer when
+    /// neither its annotation nor an existing load balancer says.
+    pub default_lb_type: LoadBalancerType,
+    /// The public-access firewall to keep, when both its variables are set.
+    pub firewall: Option<PublicAccessFirewall>,
+    /// `METRICS_ADDR` and `DEBUG_ADDR` as given: accepted and checked, but
+    /// served on the secure port (logged once at startup).
+    pub upstream_listeners: Vec<(&'static str, String)>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -112,10 +171,7 @@ impl Settings {
                 ))),
             })
             .transpose()?;
-        let cluster_vpc_id = env
-            .get(ENV_CLUSTER_VPC_ID)
-            .map(str::trim)
-            .map(str::to_owned);
+        let cluster_vpc_id = non_empty(env, ENV_CLUSTER_VPC_ID);
         if let Some(vpc) = &cluster_vpc_id
             && !is_uuid(vpc)
         {
@@ -123,14 +179,21 @@ impl Settings {
                 "environment variable {ENV_CLUSTER_VPC_ID}: `{vpc}` is not a VPC UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)"
             )));
         }
+        let metadata_url = match env.get(ENV_METADATA_URL) {
+            Some(raw) => parse_metadata_url(raw)?,
+            None => parse_metadata_url(DEFAULT_METADATA_URL)?,
+        };
         Ok(Self {
             token,
             api_url,
             rate_limit_qps,
-            cluster_id: env.get(ENV_CLUSTER_ID).map(str::trim).map(str::to_owned),
+            cluster_id: non_empty(env, ENV_CLUSTER_ID),
             cluster_vpc_id,
-            region: env.get(ENV_REGION).map(str::trim).map(str::to_owned),
-            metadata_url: parse_url("metadata URL", DEFAULT_METADATA_URL)?,
+            region: non_empty(env, ENV_REGION),
+            metadata_url,
+            default_lb_type: default_lb_type(env)?,
+            firewall: firewall(env)?,
+            upstream_listeners: upstream_listeners(env)?,
         })
     }
 
@@ -144,6 +207,95 @@ impl Settings {
     /// The tag marking this cluster's load balancers, `k8s:<DO_CLUSTER_ID>`.
     pub fn cluster_tag(&self) -> Option<String> {
         self.cluster_id.as_ref().map(|id| format!("k8s:{id}"))
+    }
+}
+
+/// A variable's trimmed value; unset when empty, as upstream's `os.Getenv`
+/// checks read it.
+fn non_empty(env: &Environment, var: &str) -> Option<String> {
+    env.get(var)
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+}
+
+fn default_lb_type(env: &Environment) -> Result<LoadBalancerType, ConfigError> {
+    match non_empty(env, ENV_DEFAULT_LB_TYPE) {
+        None => Ok(LoadBalancerType::RegionalNetwork),
+        Some(raw) => LoadBalancerType::parse(&raw).ok_or_else(|| {
+            ConfigError::new(format!(
+                "environment variable {ENV_DEFAULT_LB_TYPE}: `{raw}` is not a load-balancer type; expected REGIONAL or REGIONAL_NETWORK"
+            ))
+        }),
+    }
+}
+
+fn firewall(env: &Environment) -> Result<Option<PublicAccessFirewall>, ConfigError> {
+    let name = non_empty(env, ENV_PUBLIC_ACCESS_FIREWALL_NAME);
+    let tags = non_empty(env, ENV_PUBLIC_ACCESS_FIREWALL_TAGS);
+    let (name, tags) = match (name, tags) {
+        (None, None) => return Ok(None),
+        (Some(name), Some(tags)) => (name, tags),
+        (None, Some(_)) | (Some(_), None) => {
+            return Err(ConfigError::new(format!(
+                "environment variables {ENV_PUBLIC_ACCESS_FIREWALL_NAME} and {ENV_PUBLIC_ACCESS_FIREWALL_TAGS} are set together or not at all"
+            )));
+        }
+    };
+    let tags: Vec<String> = tags
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if let Some(bad) = tags.iter().find(|t| !is_tag(t)) {
+        return Err(ConfigError::new(format!(
+            "environment variable {ENV_PUBLIC_ACCESS_FIREWALL_TAGS}: `{bad}` is not a DigitalOcean tag (letters, digits, `_`, `-`, `:`, at most 255)"
+        )));
+    }
+    if tags.is_empty() {
+        return Err(ConfigError::new(format!(
+            "environment variable {ENV_PUBLIC_ACCESS_FIREWALL_TAGS}: no tags given"
+        )));
+    }
+    Ok(Some(PublicAccessFirewall { name, tags }))
+}
+
+/// `METRICS_ADDR` must be `<host>:<port>`, as upstream checks; `DEBUG_ADDR`
+/// any address.
+fn upstream_listeners(env: &Environment) -> Result<Vec<(&'static str, String)>, ConfigError> {
+    let mut out = Vec::new();
+    for var in [ENV_METRICS_ADDR, ENV_DEBUG_ADDR] {
+        let Some(addr) = non_empty(env, var) else {
+            continue;
+        };
+        let port_ok = addr
+            .rsplit_once(':')
+            .is_some_and(|(_, port)| port.parse::<u16>().is_ok());
+        if !port_ok {
+            return Err(ConfigError::new(format!(
+                "environment variable {var}: `{addr}` is not <host>:<port>"
+            )));
+        }
+        out.push((var, addr));
+    }
+    Ok(out)
+}
+
+/// Whether DigitalOcean accepts `s` as a tag name.
+pub(crate) fn is_tag(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 255
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | ':'))
+}
+
+fn parse_metadata_url(raw: &str) -> Result<Url, ConfigError> {
+    match Url::parse(raw.trim()) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") => Ok(url),
+        _ => Err(ConfigError::new(format!(
+            "environment variable {ENV_METADATA_URL}: `{raw}` is not an http(s) URL"
+        ))),
     }
 }
 
@@ -248,10 +400,70 @@ mod tests {
             (ENV_API_RATE_LIMIT_QPS, "fast"),
             (ENV_API_RATE_LIMIT_QPS, "0"),
             (ENV_CLUSTER_VPC_ID, "vpc-1"),
+            (ENV_DEFAULT_LB_TYPE, "GLOBAL"),
+            (ENV_METRICS_ADDR, "localhost"),
+            (ENV_DEBUG_ADDR, ":http"),
+            (ENV_METADATA_URL, "169.254.169.254/metadata"),
+            (ENV_PUBLIC_ACCESS_FIREWALL_NAME, "fw"),
+            (ENV_PUBLIC_ACCESS_FIREWALL_TAGS, "k8s:worker"),
         ] {
             let err = Settings::from_env(None, &env().with(var, value)).unwrap_err();
             assert!(err.to_string().contains(var), "{var}={value}: {err}");
         }
+    }
+
+    #[test]
+    fn upstream_variables_read_as_upstream_reads_them() {
+        let s = Settings::from_env(None, &env()).unwrap();
+        assert_eq!(s.default_lb_type, LoadBalancerType::RegionalNetwork);
+        assert_eq!(s.firewall, None);
+        assert_eq!(s.metadata_url.as_str(), DEFAULT_METADATA_URL);
+        let s = Settings::from_env(
+            None,
+            &env()
+                .with(ENV_DEFAULT_LB_TYPE, "REGIONAL")
+                .with(ENV_PUBLIC_ACCESS_FIREWALL_NAME, "k8s-public-access")
+                .with(ENV_PUBLIC_ACCESS_FIREWALL_TAGS, "k8s:abc, k8s:worker")
+                .with(ENV_METRICS_ADDR, "0.0.0.0:8080")
+                .with(ENV_DEBUG_ADDR, ":8081")
+                .with(ENV_CLUSTER_ID, "")
+                .with(ENV_METADATA_URL, "http://127.0.0.1:9/metadata/v1/region"),
+        )
+        .unwrap();
+        assert_eq!(s.default_lb_type, LoadBalancerType::Regional);
+        assert_eq!(
+            s.firewall,
+            Some(PublicAccessFirewall {
+                name: "k8s-public-access".into(),
+                tags: vec!["k8s:abc".into(), "k8s:worker".into()],
+            })
+        );
+        assert_eq!(s.upstream_listeners.len(), 2);
+        assert_eq!(s.cluster_id, None, "empty is unset, as upstream");
+        assert_eq!(s.metadata_url.port(), Some(9));
+    }
+
+    #[test]
+    fn the_firewall_needs_both_variables() {
+        for var in [
+            ENV_PUBLIC_ACCESS_FIREWALL_NAME,
+            ENV_PUBLIC_ACCESS_FIREWALL_TAGS,
+        ] {
+            let err = Settings::from_env(None, &env().with(var, "x")).unwrap_err();
+            assert!(
+                err.to_string().contains(ENV_PUBLIC_ACCESS_FIREWALL_NAME)
+                    && err.to_string().contains(ENV_PUBLIC_ACCESS_FIREWALL_TAGS),
+                "{err}"
+            );
+        }
+        let err = Settings::from_env(
+            None,
+            &env()
+                .with(ENV_PUBLIC_ACCESS_FIREWALL_NAME, "fw")
+                .with(ENV_PUBLIC_ACCESS_FIREWALL_TAGS, "bad tag!"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("`bad tag!`"), "{err}");
     }
 
     #[test]

@@ -7,9 +7,8 @@ use cloud_provider::{CloudConfig, CloudProvider, ConfigError, Environment, Provi
 
 use crate::{DigitalOceanProvider, PROVIDER_NAME, Settings};
 
-/// Builds a [`DigitalOceanProvider`] from the environment (`DO_ACCESS_TOKEN`,
-/// `DO_OVERRIDE_URL`, `DO_API_RATE_LIMIT_QPS`, `DO_CLUSTER_ID`,
-/// `DO_CLUSTER_VPC_ID`, `REGION`) and an optional TOML cloud config naming a
+/// Builds a [`DigitalOceanProvider`] from upstream's environment variables
+/// (see [`Settings::from_env`]) and an optional TOML cloud config naming a
 /// `token_file`.
 #[derive(Debug)]
 pub struct DigitalOceanProviderFactory;
@@ -22,6 +21,11 @@ impl ProviderFactory for DigitalOceanProviderFactory {
         env: &Environment,
     ) -> Result<Arc<dyn CloudProvider>, ConfigError> {
         let settings = Settings::from_env(config, env)?;
+        for (var, addr) in &settings.upstream_listeners {
+            tracing::info!(
+                "{var}={addr}: not opened; this binary serves /metrics and /healthz on its secure port (--secure-port)"
+            );
+        }
         Ok(Arc::new(DigitalOceanProvider::new(settings)?))
     }
 }

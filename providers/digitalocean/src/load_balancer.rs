@@ -1,9 +1,13 @@
 //! One DigitalOcean load balancer per Service.
 
 pub mod annotations;
+mod certificates;
 mod diff;
 mod options;
+mod ownership;
 mod request;
+mod shape;
+mod warnings;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -21,6 +25,7 @@ use crate::DigitalOceanProvider;
 use crate::api::types::{self, DropletIds, LoadBalancerEnvelope};
 use crate::instances::{DropletIndex, DropletRef};
 use options::Identity;
+use ownership::Owner;
 use request::{Placement, Plan};
 
 /// How soon to look again at a load balancer that is still being created.
@@ -72,30 +77,18 @@ impl DigitalOceanProvider {
         Ok(Placement {
             region,
             vpc_uuid: self.settings.cluster_vpc_id.as_deref(),
-            cluster_tag: self.settings.cluster_tag(),
         })
     }
 
-    /// The cluster tag of another cluster on `lb`, if it carries one and not
-    /// ours: such a load balancer is never changed or deleted.
-    fn foreign_owner<'a>(&self, lb: &'a types::LoadBalancer) -> Option<&'a str> {
-        let ours = self.settings.cluster_tag()?;
-        if lb.tags.contains(&ours) {
-            return None;
-        }
-        lb.tags
-            .iter()
-            .find(|t| t.starts_with("k8s:"))
-            .map(String::as_str)
+    fn owner_of(&self, service: &Service, lb: &types::LoadBalancer) -> Owner {
+        ownership::owner(lb, uid(service), self.settings.cluster_tag().as_deref())
     }
 
     /// The Service's load balancer: by its recorded (or just-created) ID,
-    /// else by name among all load balancers.
-    async fn find(
-        &self,
-        service: &Service,
-        identity: &Identity,
-    ) -> Result<Option<types::LoadBalancer>, CloudError> {
+    /// else the one tagged for it, else by name. A load balancer found by
+    /// ID or name that belongs to another Service or cluster is reported as
+    /// [`Lookup::Foreign`], never as the Service's.
+    async fn find(&self, service: &Service, identity: &Identity) -> Result<Lookup, CloudError> {
         let known = identity
             .id
             .clone()
@@ -106,14 +99,43 @@ impl DigitalOceanProvider {
                 .get::<LoadBalancerEnvelope>(&format!("/v2/load_balancers/{id}"), &[])
                 .await
             {
-                Ok(found) => return Ok(Some(found.load_balancer)),
+                Ok(found) => {
+                    let lb = found.load_balancer;
+                    let owner = self.owner_of(service, &lb);
+                    return Ok(if owner.is_ours() {
+                        Lookup::Found(lb)
+                    } else {
+                        Lookup::Foreign {
+                            lb,
+                            owner,
+                            by: annotations::LOAD_BALANCER_ID,
+                        }
+                    });
+                }
                 // Deleted behind our back, or a stale annotation: fall back
-                // to the name, so a retry never creates a second one.
+                // to the tag and the name, so a retry never creates a second one.
                 Err(e) if e.is_not_found() => {
                     self.created().remove(uid(service));
                 }
                 Err(e) => return Err(e.into()),
             }
+        }
+        self.find_listed(service, identity).await
+    }
+
+    /// The Service's load balancer among all: the one tagged for it, else
+    /// by name.
+    async fn find_listed(
+        &self,
+        service: &Service,
+        identity: &Identity,
+    ) -> Result<Lookup, CloudError> {
+        let all: Vec<types::LoadBalancer> = self.api.list_all("/v2/load_balancers", &[]).await?;
+        let tag = ownership::service_tag(uid(service));
+        if let Some(lb) = all.iter().find(|lb| lb.tags.contains(&tag))
+            && self.owner_of(service, lb).is_ours()
+        {
+            return Ok(Lookup::Found(lb.clone()));
         }
         let default_name = default_load_balancer_name(service);
         let names: Vec<&str> = identity
@@ -122,11 +144,22 @@ impl DigitalOceanProvider {
             .map(String::as_str)
             .chain([default_name.as_str()])
             .collect();
-        let all: Vec<types::LoadBalancer> = self.api.list_all("/v2/load_balancers", &[]).await?;
-        Ok(names
+        let Some(lb) = names
             .iter()
             .find_map(|name| all.iter().find(|lb| lb.name == *name))
-            .cloned())
+        else {
+            return Ok(Lookup::Missing);
+        };
+        let owner = self.owner_of(service, lb);
+        Ok(if owner.is_ours() {
+            Lookup::Found(lb.clone())
+        } else {
+            Lookup::Foreign {
+                lb: lb.clone(),
+                owner,
+                by: annotations::NAME,
+            }
+        })
     }
 
     /// The droplet IDs behind `nodes`: from provider IDs, else by name from
@@ -178,6 +211,40 @@ impl DigitalOceanProvider {
             ))),
         }
     }
+
+    /// The load balancer the Service may change, or `InvalidInput` naming
+    /// the annotation that points at someone else's.
+    fn ours(lookup: Lookup) -> Result<Option<types::LoadBalancer>, CloudError> {
+        match lookup {
+            Lookup::Found(lb) => Ok(Some(lb)),
+            Lookup::Missing => Ok(None),
+            Lookup::Foreign { lb, owner, by } => Err(CloudError::invalid(
+                by,
+                format!(
+                    "load balancer {} ({}) belongs to {}; it is not changed",
+                    lb.id,
+                    lb.name,
+                    owner.describe()
+                ),
+            )),
+        }
+    }
+}
+
+/// What a lookup found.
+#[derive(Debug)]
+enum Lookup {
+    /// The Service's own load balancer, or an unclaimed one to adopt.
+    Found(types::LoadBalancer),
+    /// None.
+    Missing,
+    /// One the Service's annotations point at that belongs to someone else.
+    Foreign {
+        lb: types::LoadBalancer,
+        owner: Owner,
+        /// The annotation that led to it.
+        by: &'static str,
+    },
 }
 
 #[async_trait]
@@ -191,10 +258,10 @@ impl LoadBalancer for DigitalOceanProvider {
             return Err(CloudError::ImplementedElsewhere);
         }
         let identity = options::identity(service)?;
-        Ok(self
-            .find(service, &identity)
-            .await?
-            .map(|lb| status_of(&lb, identity.hostname.as_deref())))
+        Ok(match self.find(service, &identity).await? {
+            Lookup::Found(lb) => Some(status_of(&lb, identity.hostname.as_deref())),
+            Lookup::Missing | Lookup::Foreign { .. } => None,
+        })
     }
 
     /// The custom name annotation, else upstream's default name.
@@ -214,29 +281,38 @@ impl LoadBalancer for DigitalOceanProvider {
         if options::is_disowned(service)? {
             return Err(CloudError::ImplementedElsewhere);
         }
-        // Every check before the first call: a bad Service changes nothing.
+        // Every annotation is checked before the first call.
         let options = options::parse(service)?;
         let identity = options.identity.clone();
-        let plan = Plan::new(
-            service,
-            self.load_balancer_name(cluster_name, service),
-            options,
-        )?;
+        let name = self.load_balancer_name(cluster_name, service);
         let placement = self.placement()?;
+        let existing = Self::ours(self.find(service, &identity).await?)?;
+        let shape = shape::resolve(
+            &options,
+            existing.as_ref(),
+            self.settings.default_lb_type,
+            nodes,
+        )?;
+        let wanted = certificates::wanted(&self.api, &options).await?;
+        let certificate = certificates::choose(&self.api, existing.as_ref(), wanted).await?;
+        let warnings = warnings::of(service, shape.kind);
+        let plan = Plan::new(service, name, options, shape, certificate.id.as_deref())?;
         let droplet_ids = self.droplet_ids(nodes).await?;
-        let desired = plan.request(droplet_ids, &placement);
+        let cluster_tag = self.settings.cluster_tag();
+        let tags: Vec<String> = [
+            Some(ownership::service_tag(uid(service))),
+            cluster_tag.clone(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
 
-        let lb = match self.find(service, &identity).await? {
+        let lb = match existing {
             Some(lb) => {
-                if let Some(owner) = self.foreign_owner(&lb) {
-                    return Err(CloudError::msg(format!(
-                        "load balancer {} ({}) belongs to another cluster ({owner}); not changing it",
-                        lb.id, lb.name
-                    )));
-                }
                 if lb.status == STATUS_NEW {
                     self.ensure_ready(service, &lb)?;
                 }
+                let desired = plan.request(droplet_ids, &placement, tags, false);
                 let changed = diff::differences(&lb, &desired);
                 if changed.is_empty() {
                     lb
@@ -251,6 +327,7 @@ impl LoadBalancer for DigitalOceanProvider {
             }
             None => {
                 tracing::info!(service = %service_key(service), name = %plan.name(), "creating load balancer");
+                let desired = plan.request(droplet_ids, &placement, tags, true);
                 let created = self
                     .api
                     .post::<_, LoadBalancerEnvelope>("/v2/load_balancers", &desired)
@@ -262,12 +339,19 @@ impl LoadBalancer for DigitalOceanProvider {
             }
         };
         self.ensure_ready(service, &lb)?;
-        let service_annotations =
-            BTreeMap::from([(annotations::LOAD_BALANCER_ID.to_owned(), lb.id.clone())]);
+        let mut service_annotations = BTreeMap::from([
+            (annotations::LOAD_BALANCER_ID.to_owned(), lb.id.clone()),
+            (annotations::TYPE.to_owned(), shape.kind.as_str().to_owned()),
+        ]);
+        if certificate.record
+            && let Some(id) = certificate.id
+        {
+            service_annotations.insert(annotations::CERTIFICATE_ID.to_owned(), id);
+        }
         Ok(EnsuredLoadBalancer {
             status: status_of(&lb, identity.hostname.as_deref()),
             service_annotations,
-            ..EnsuredLoadBalancer::default()
+            warnings,
         })
     }
 
@@ -284,18 +368,12 @@ impl LoadBalancer for DigitalOceanProvider {
         }
         let identity = options::identity(service)?;
         let desired: BTreeSet<u64> = self.droplet_ids(nodes).await?.into_iter().collect();
-        let Some(lb) = self.find(service, &identity).await? else {
+        let Some(lb) = Self::ours(self.find(service, &identity).await?)? else {
             return Err(CloudError::msg(format!(
                 "no load balancer for Service {} to update yet",
                 service_key(service)
             )));
         };
-        if let Some(owner) = self.foreign_owner(&lb) {
-            return Err(CloudError::msg(format!(
-                "load balancer {} belongs to another cluster ({owner}); not changing it",
-                lb.id
-            )));
-        }
         self.ensure_ready(service, &lb)?;
         let current: BTreeSet<u64> = lb.droplet_ids.iter().copied().collect();
         let path = format!("/v2/load_balancers/{}/droplets", lb.id);
@@ -319,6 +397,8 @@ impl LoadBalancer for DigitalOceanProvider {
         Ok(())
     }
 
+    /// Deletes the Service's own load balancer. One its annotations point
+    /// at that belongs to another Service or cluster is never deleted.
     async fn ensure_load_balancer_deleted(
         &self,
         _cluster_name: &str,
@@ -328,13 +408,23 @@ impl LoadBalancer for DigitalOceanProvider {
             return Err(CloudError::ImplementedElsewhere);
         }
         let identity = options::identity(service)?;
-        let Some(lb) = self.find(service, &identity).await? else {
+        let mut lookup = self.find(service, &identity).await?;
+        if let Lookup::Foreign { lb, owner, by } = &lookup {
+            tracing::warn!(
+                service = %service_key(service),
+                id = %lb.id,
+                annotation = by,
+                "the load balancer found belongs to {}; not deleting it",
+                owner.describe()
+            );
+            if *by == annotations::LOAD_BALANCER_ID {
+                // The Service's own one, if it has one, is still deleted.
+                lookup = self.find_listed(service, &identity).await?;
+            }
+        }
+        let Lookup::Found(lb) = lookup else {
             return Ok(());
         };
-        if let Some(owner) = self.foreign_owner(&lb) {
-            tracing::warn!(id = %lb.id, owner, "load balancer belongs to another cluster; not deleting it");
-            return Ok(());
-        }
         tracing::info!(service = %service_key(service), id = %lb.id, "deleting load balancer");
         match self
             .api

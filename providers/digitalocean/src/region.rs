@@ -2,8 +2,8 @@
 
 use cloud_provider::CloudError;
 
-use crate::api::Client;
 use crate::api::types::Region;
+use crate::api::{ApiError, Client};
 use crate::{ENV_REGION, Settings};
 
 /// `REGION` when set, checked against `GET /v2/regions`; otherwise the
@@ -11,7 +11,15 @@ use crate::{ENV_REGION, Settings};
 pub(crate) async fn resolve(api: &Client, settings: &Settings) -> Result<String, CloudError> {
     match &settings.region {
         Some(region) => {
-            let regions: Vec<Region> = api.list_all("/v2/regions", &[]).await?;
+            let regions: Vec<Region> = match api.list_all("/v2/regions", &[]).await {
+                Ok(regions) => regions,
+                // The check is a courtesy: odd paging must not stop startup.
+                Err(e @ (ApiError::TooManyPages { .. } | ApiError::Decode { .. })) => {
+                    tracing::warn!(error = %e, region, "could not read the region list to check {ENV_REGION}; using it unchecked");
+                    return Ok(region.clone());
+                }
+                Err(e) => return Err(e.into()),
+            };
             if regions.iter().any(|r| &r.slug == region) {
                 Ok(region.clone())
             } else {

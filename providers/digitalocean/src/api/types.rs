@@ -96,6 +96,10 @@ pub(crate) struct HealthCheck {
     pub(crate) response_timeout_seconds: u32,
     pub(crate) unhealthy_threshold: u32,
     pub(crate) healthy_threshold: u32,
+    /// Upstream's `proxy_protocol: false` when checking kube-proxy or the
+    /// node's health port, which speak no PROXY protocol.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) proxy_protocol: Option<bool>,
 }
 
 /// Sticky-session settings, as sent and as returned.
@@ -126,6 +130,17 @@ pub(crate) struct LoadBalancerRequest {
     pub(crate) region: String,
     #[serde(rename = "type")]
     pub(crate) kind: String,
+    /// `EXTERNAL` or `INTERNAL`; fixed at creation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) network: Option<String>,
+    /// `IPV4` or `DUALSTACK`; fixed at creation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) network_stack: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) subnet_uuid: Option<String>,
+    /// A reserved IP; sent on create only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) ip: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) size_unit: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -181,6 +196,15 @@ pub(crate) struct LoadBalancer {
     #[serde(default)]
     pub(crate) tags: Vec<String>,
     pub(crate) vpc_uuid: Option<String>,
+    /// `REGIONAL`, `REGIONAL_NETWORK` or `GLOBAL`; absent means `REGIONAL`.
+    #[serde(rename = "type", default)]
+    pub(crate) kind: Option<String>,
+    /// Absent means `EXTERNAL`.
+    #[serde(default)]
+    pub(crate) network: Option<String>,
+    /// Absent means `IPV4`.
+    #[serde(default)]
+    pub(crate) network_stack: Option<String>,
 }
 
 /// `{"droplet_ids": [...]}`, for adding and removing backends.
@@ -199,14 +223,50 @@ pub(crate) struct LoadBalancerEnvelope {
     pub(crate) load_balancer: LoadBalancer,
 }
 
-/// One page of a list: the items under their collection's key, and the
-/// links to further pages.
+/// One page of a list: the items under their collection's key, the links
+/// to further pages and the total count.
 #[derive(Debug, Deserialize)]
 pub(crate) struct Page<T> {
-    #[serde(alias = "droplets", alias = "load_balancers", alias = "regions")]
+    #[serde(
+        alias = "droplets",
+        alias = "load_balancers",
+        alias = "regions",
+        alias = "certificates",
+        alias = "firewalls"
+    )]
     pub(crate) items: Vec<T>,
     #[serde(default)]
     pub(crate) links: Links,
+    #[serde(default)]
+    pub(crate) meta: Option<Meta>,
+}
+
+impl<T> Page<T> {
+    /// Whether page number `page` is the last, `read` items having been
+    /// read so far including this page's.
+    pub(crate) fn is_last(&self, page: u32, read: usize) -> bool {
+        let pages = self.links.pages.as_ref();
+        let no_next = pages.is_none_or(|p| p.next.is_none());
+        let last_named = pages
+            .and_then(|p| p.last.as_deref())
+            .and_then(page_number)
+            .is_some_and(|last| page >= last);
+        let total_read = self
+            .meta
+            .as_ref()
+            .and_then(|m| m.total)
+            .is_some_and(|total| read >= total);
+        no_next || last_named || total_read || self.items.is_empty()
+    }
+}
+
+/// The `page` query parameter of a page link.
+fn page_number(link: &str) -> Option<u32> {
+    let query = link.split_once('?')?.1;
+    query
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("page="))
+        .and_then(|n| n.parse().ok())
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -218,6 +278,13 @@ pub(crate) struct Links {
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct PageLinks {
     pub(crate) next: Option<String>,
+    pub(crate) last: Option<String>,
+}
+
+/// A list's `meta`.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct Meta {
+    pub(crate) total: Option<usize>,
 }
 
 /// The API's error body, `{"id": "not_found", "message": "..."}`.

@@ -24,8 +24,24 @@ annotations! {
     /// A custom load-balancer name (at most 255 characters: alphanumerics,
     /// `.` and `-`, starting alphanumeric). Defaults to `a` + the Service UID.
     NAME = "name";
-    /// `REGIONAL` (the only type this provider creates).
+    /// `REGIONAL` or `REGIONAL_NETWORK`; when absent, the existing load
+    /// balancer's type, else `DEFAULT_LB_TYPE`. Recorded on the Service.
     TYPE = "type";
+    /// `EXTERNAL` (default) or `INTERNAL` (no public IP). Fixed at creation.
+    NETWORK = "network";
+    /// `IPV4` or `DUALSTACK`; upstream's default is `DUALSTACK` for
+    /// `REGIONAL`, `IPV4` for `INTERNAL`, and for `REGIONAL_NETWORK`
+    /// `DUALSTACK` only when every node has an IPv6 address. Fixed at creation.
+    NETWORK_STACK = "network-stack";
+    /// A reserved IP (BYOIP) the load balancer is created with. Create-only.
+    IP = "ip";
+    /// The VPC subnet the load balancer is created in.
+    SUBNET_UUID = "subnet-uuid";
+    /// The name of the certificate terminating TLS, looked up by name when
+    /// `certificate-id` is not set.
+    CERTIFICATE_NAME = "certificate-name";
+    /// A service port also served as HTTP/3 (needs a certificate).
+    HTTP3_PORT = "http3-port";
     /// Default protocol of the forwarding rules: `tcp` (default), `http`,
     /// `https` or `http2`.
     PROTOCOL = "protocol";
@@ -89,6 +105,53 @@ annotations! {
     /// Comma-separated firewall deny rules, in the same form.
     DENY_RULES = "deny-rules";
 }
+
+/// The prefix of upstream's load-balancer annotations.
+pub const PREFIX: &str = "service.beta.kubernetes.io/do-loadbalancer-";
+/// The prefix of the keys upstream records on a Service.
+pub const RECORD_PREFIX: &str = "kubernetes.digitalocean.com/";
+
+/// Every key upstream's DigitalOcean CCM reads, under [`PREFIX`] and
+/// [`RECORD_PREFIX`] (the disown key has its own prefix).
+pub const KNOWN: &[&str] = &[
+    LOAD_BALANCER_ID,
+    NAME,
+    TYPE,
+    NETWORK,
+    NETWORK_STACK,
+    IP,
+    SUBNET_UUID,
+    PROTOCOL,
+    HTTP_PORTS,
+    TLS_PORTS,
+    HTTP2_PORTS,
+    HTTP3_PORT,
+    CERTIFICATE_ID,
+    CERTIFICATE_NAME,
+    TLS_PASSTHROUGH,
+    REDIRECT_HTTP_TO_HTTPS,
+    ENABLE_PROXY_PROTOCOL,
+    ENABLE_BACKEND_KEEPALIVE,
+    DISABLE_LETS_ENCRYPT_DNS_RECORDS,
+    HTTP_IDLE_TIMEOUT_SECONDS,
+    HOSTNAME,
+    ALGORITHM,
+    SIZE_SLUG,
+    SIZE_UNIT,
+    STICKY_SESSIONS_TYPE,
+    STICKY_SESSIONS_COOKIE_NAME,
+    STICKY_SESSIONS_COOKIE_TTL,
+    OVERRIDE_HEALTH_CHECK,
+    HEALTHCHECK_PROTOCOL,
+    HEALTHCHECK_PORT,
+    HEALTHCHECK_PATH,
+    HEALTHCHECK_CHECK_INTERVAL_SECONDS,
+    HEALTHCHECK_RESPONSE_TIMEOUT_SECONDS,
+    HEALTHCHECK_UNHEALTHY_THRESHOLD,
+    HEALTHCHECK_HEALTHY_THRESHOLD,
+    ALLOW_RULES,
+    DENY_RULES,
+];
 
 /// Reads a Service's annotations, answering `InvalidInput` for bad values.
 #[derive(Debug, Clone, Copy)]

@@ -28,8 +28,14 @@ pub(crate) fn differences(
     );
     check(
         "health_check",
-        current.health_check.clone().map(without_empty_path)
-            == Some(without_empty_path(desired.health_check.clone())),
+        current
+            .health_check
+            .clone()
+            .map(|h| normalized(h, &desired.health_check))
+            == Some(normalized(
+                desired.health_check.clone(),
+                &desired.health_check,
+            )),
     );
     check(
         "sticky_sessions",
@@ -101,8 +107,13 @@ fn rules(rules: &[ForwardingRule]) -> BTreeSet<(String, i32, String, i32, String
         .collect()
 }
 
-fn without_empty_path(mut h: HealthCheck) -> HealthCheck {
+/// `h` with an empty path read as none, and a PROXY-protocol setting the
+/// API leaves out read as the one `desired` asks for.
+fn normalized(mut h: HealthCheck, desired: &HealthCheck) -> HealthCheck {
     h.path = h.path.filter(|p| !p.is_empty());
+    if h.proxy_protocol.is_none() {
+        h.proxy_protocol = desired.proxy_protocol;
+    }
     h
 }
 
@@ -128,6 +139,10 @@ mod tests {
             name: "a1".into(),
             region: "nyc3".into(),
             kind: "REGIONAL".into(),
+            network: Some("EXTERNAL".into()),
+            network_stack: Some("IPV4".into()),
+            subnet_uuid: None,
+            ip: None,
             size_unit: None,
             size: None,
             algorithm: "round_robin".into(),
@@ -147,6 +162,7 @@ mod tests {
                 response_timeout_seconds: 5,
                 unhealthy_threshold: 3,
                 healthy_threshold: 5,
+                proxy_protocol: Some(false),
             },
             sticky_sessions: StickySessions {
                 kind: "none".into(),

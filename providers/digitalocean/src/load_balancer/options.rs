@@ -8,7 +8,7 @@ use cloud_provider::k8s_openapi::api::core::v1::Service;
 
 use super::annotations::{self as ann, Reader, invalid};
 use crate::api::types::StickySessions;
-use crate::config::is_uuid;
+use crate::config::{LoadBalancerType, is_uuid};
 
 /// The forwarding protocols a Service's ports can use.
 const PROTOCOLS: &[&str] = &["tcp", "http", "https", "http2"];
@@ -17,6 +17,17 @@ const PROTOCOLS: &[&str] = &["tcp", "http", "https", "http2"];
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Options {
     pub(crate) identity: Identity,
+    /// The type annotation, when set.
+    pub(crate) kind: Option<LoadBalancerType>,
+    /// `INTERNAL` when asked; `EXTERNAL` otherwise.
+    pub(crate) internal: bool,
+    /// The network-stack annotation (`IPV4` or `DUALSTACK`), when set.
+    pub(crate) network_stack: Option<&'static str>,
+    /// The reserved IP to create the load balancer with.
+    pub(crate) ip: Option<IpAddr>,
+    pub(crate) subnet_uuid: Option<String>,
+    pub(crate) certificate_name: Option<String>,
+    pub(crate) http3_port: Option<i32>,
     pub(crate) protocol: &'static str,
     pub(crate) http_ports: Vec<i32>,
     pub(crate) tls_ports: Vec<i32>,
@@ -104,16 +115,45 @@ pub(crate) fn identity(service: &Service) -> Result<Identity, CloudError> {
 /// [`CloudError::InvalidInput`] naming the first malformed annotation.
 pub(crate) fn parse(service: &Service) -> Result<Options, CloudError> {
     let a = Reader::new(service.metadata.annotations.as_ref());
-    match a.get(ann::TYPE) {
-        None | Some("REGIONAL") => {}
-        Some("REGIONAL_NETWORK") => {
-            return Err(CloudError::invalid(
-                ann::TYPE,
-                "REGIONAL_NETWORK load balancers are not supported by this provider yet; use REGIONAL",
-            ));
-        }
-        Some(other) => return Err(invalid(ann::TYPE, other, "REGIONAL")),
+    let kind = match a.get(ann::TYPE) {
+        None => None,
+        Some(v) => Some(
+            LoadBalancerType::parse(v)
+                .ok_or_else(|| invalid(ann::TYPE, v, "REGIONAL or REGIONAL_NETWORK"))?,
+        ),
+    };
+    let internal = a.one_of(ann::NETWORK, &["EXTERNAL", "INTERNAL"], "EXTERNAL")? == "INTERNAL";
+    let network_stack = a
+        .get(ann::NETWORK_STACK)
+        .map(|_| a.one_of(ann::NETWORK_STACK, &["IPV4", "DUALSTACK"], "IPV4"))
+        .transpose()?;
+    if internal && network_stack == Some("DUALSTACK") {
+        return Err(CloudError::invalid(
+            ann::NETWORK_STACK,
+            "DUALSTACK is not available for INTERNAL load balancers",
+        ));
     }
+    let ip = a
+        .get(ann::IP)
+        .map(|v| {
+            v.parse::<IpAddr>()
+                .map_err(|_| invalid(ann::IP, v, "an IP address"))
+        })
+        .transpose()?;
+    let subnet_uuid = a.get(ann::SUBNET_UUID).map(str::to_owned);
+    if let Some(subnet) = &subnet_uuid
+        && !is_uuid(subnet)
+    {
+        return Err(invalid(ann::SUBNET_UUID, subnet, "a subnet UUID"));
+    }
+    let http3_port = match a.ports(ann::HTTP3_PORT)?.as_slice() {
+        [] => None,
+        [one] => Some(*one),
+        _ => {
+            let v = a.get(ann::HTTP3_PORT).unwrap_or_default();
+            return Err(invalid(ann::HTTP3_PORT, v, "a single service port"));
+        }
+    };
     let size_slug = a
         .get(ann::SIZE_SLUG)
         .map(|_| {
@@ -138,6 +178,13 @@ pub(crate) fn parse(service: &Service) -> Result<Options, CloudError> {
     }
     let options = Options {
         identity: identity(service)?,
+        kind,
+        internal,
+        network_stack,
+        ip,
+        subnet_uuid,
+        certificate_name: a.get(ann::CERTIFICATE_NAME).map(str::to_owned),
+        http3_port,
         protocol: a.one_of(ann::PROTOCOL, PROTOCOLS, "tcp")?,
         http_ports: a.ports(ann::HTTP_PORTS)?,
         tls_ports: a.ports(ann::TLS_PORTS)?,
@@ -162,7 +209,31 @@ pub(crate) fn parse(service: &Service) -> Result<Options, CloudError> {
         deny_rules: firewall_rules(a, ann::DENY_RULES)?,
     };
     check_port_sets(&options)?;
-    if options.certificate_id.is_some() && options.tls_passthrough {
+    if options.http3_port.is_some() && options.tls_passthrough {
+        return Err(CloudError::invalid(
+            ann::HTTP3_PORT,
+            format!(
+                "HTTP/3 needs a certificate; it cannot be used with {}",
+                ann::TLS_PASSTHROUGH
+            ),
+        ));
+    }
+    if options.http3_port.is_some()
+        && options.certificate_id.is_none()
+        && options.certificate_name.is_none()
+    {
+        return Err(CloudError::invalid(
+            ann::HTTP3_PORT,
+            format!(
+                "HTTP/3 needs a certificate: set {} or {}",
+                ann::CERTIFICATE_ID,
+                ann::CERTIFICATE_NAME
+            ),
+        ));
+    }
+    if (options.certificate_id.is_some() || options.certificate_name.is_some())
+        && options.tls_passthrough
+    {
         return Err(CloudError::invalid(
             ann::CERTIFICATE_ID,
             format!(

@@ -9,6 +9,7 @@ use cloud_provider::k8s_openapi::api::core::v1::{Service, ServicePort};
 use super::annotations as ann;
 use super::options::Options;
 use crate::api::types::{Firewall, ForwardingRule, HealthCheck, LoadBalancerRequest};
+use crate::config::LoadBalancerType;
 
 /// kube-proxy's health endpoint, checked for `externalTrafficPolicy: Cluster`.
 pub(crate) const KUBE_PROXY_HEALTH_PORT: i32 = 10256;
@@ -16,21 +17,29 @@ const KUBE_PROXY_HEALTH_PATH: &str = "/healthz";
 /// The port TLS goes to when a certificate or passthrough is set and no
 /// tls-ports are named.
 const DEFAULT_SECURE_PORT: i32 = 443;
-/// The only load-balancer type this provider creates.
-pub(crate) const LOAD_BALANCER_TYPE: &str = "REGIONAL";
 
 /// Where the load balancer goes: known to the provider, not the Service.
 #[derive(Debug, Clone)]
 pub(crate) struct Placement<'a> {
     pub(crate) region: &'a str,
     pub(crate) vpc_uuid: Option<&'a str>,
-    pub(crate) cluster_tag: Option<String>,
+}
+
+/// What cannot change after creation, resolved against the existing load
+/// balancer (see `shape`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Shape {
+    pub(crate) kind: LoadBalancerType,
+    pub(crate) internal: bool,
+    /// `IPV4` or `DUALSTACK`.
+    pub(crate) network_stack: &'static str,
 }
 
 /// Everything about the load balancer except its backends, checked.
 #[derive(Debug, Clone)]
 pub(crate) struct Plan {
     name: String,
+    shape: Shape,
     forwarding_rules: Vec<ForwardingRule>,
     health_check: HealthCheck,
     firewall: Firewall,
@@ -47,6 +56,8 @@ impl Plan {
         service: &Service,
         name: String,
         options: Options,
+        shape: Shape,
+        certificate_id: Option<&str>,
     ) -> Result<Self, CloudError> {
         let ports = service
             .spec
@@ -59,9 +70,14 @@ impl Plan {
                 "a LoadBalancer Service needs at least one port",
             ));
         }
+        let forwarding_rules = match shape.kind {
+            LoadBalancerType::Regional => forwarding_rules(ports, &options, certificate_id)?,
+            LoadBalancerType::RegionalNetwork => network_forwarding_rules(ports)?,
+        };
         Ok(Self {
             name,
-            forwarding_rules: forwarding_rules(ports, &options)?,
+            shape,
+            forwarding_rules,
             health_check: health_check(service, ports, &options)?,
             firewall: firewall(service, &options)?,
             options,
@@ -72,17 +88,31 @@ impl Plan {
         &self.name
     }
 
-    /// The full create/update body, sending traffic to `droplet_ids`.
+    /// The full create/update body, sending traffic to `droplet_ids` and
+    /// carrying `tags`. The reserved IP goes only into a create (`create`).
     pub(crate) fn request(
         &self,
         droplet_ids: Vec<u64>,
         placement: &Placement<'_>,
+        tags: Vec<String>,
+        create: bool,
     ) -> LoadBalancerRequest {
         let o = &self.options;
         LoadBalancerRequest {
             name: self.name.clone(),
             region: placement.region.to_owned(),
-            kind: LOAD_BALANCER_TYPE.to_owned(),
+            kind: self.shape.kind.as_str().to_owned(),
+            network: Some(
+                if self.shape.internal {
+                    "INTERNAL"
+                } else {
+                    "EXTERNAL"
+                }
+                .to_owned(),
+            ),
+            network_stack: Some(self.shape.network_stack.to_owned()),
+            subnet_uuid: o.subnet_uuid.clone(),
+            ip: o.ip.filter(|_| create).map(|ip| ip.to_string()),
             size_unit: o.size_unit,
             size: o.size_slug.clone(),
             algorithm: o.algorithm.to_owned(),
@@ -96,7 +126,7 @@ impl Plan {
             http_idle_timeout_seconds: o.http_idle_timeout_seconds,
             disable_lets_encrypt_dns_records: o.disable_lets_encrypt_dns_records,
             firewall: self.firewall.clone(),
-            tags: placement.cluster_tag.iter().cloned().collect(),
+            tags,
             vpc_uuid: placement.vpc_uuid.map(str::to_owned),
         }
     }
@@ -106,8 +136,41 @@ fn port_field(i: usize, field: &str) -> String {
     format!("spec.ports[{i}].{field}")
 }
 
-fn forwarding_rules(ports: &[ServicePort], o: &Options) -> Result<Vec<ForwardingRule>, CloudError> {
-    let secure = o.certificate_id.is_some() || o.tls_passthrough;
+/// A network load balancer forwards each service port as it is, TCP or
+/// UDP, as upstream's `buildRegionalNetworkForwardingRule`.
+fn network_forwarding_rules(ports: &[ServicePort]) -> Result<Vec<ForwardingRule>, CloudError> {
+    ports
+        .iter()
+        .enumerate()
+        .map(|(i, port)| {
+            let protocol = match port.protocol.as_deref().unwrap_or("TCP") {
+                "TCP" => "tcp",
+                "UDP" => "udp",
+                other => {
+                    return Err(CloudError::invalid(
+                        port_field(i, "protocol"),
+                        format!("`{other}` is not supported; DigitalOcean load balancers forward TCP and UDP"),
+                    ));
+                }
+            };
+            Ok(ForwardingRule {
+                entry_protocol: protocol.to_owned(),
+                entry_port: port.port,
+                target_protocol: protocol.to_owned(),
+                target_port: port.port,
+                certificate_id: None,
+                tls_passthrough: false,
+            })
+        })
+        .collect()
+}
+
+fn forwarding_rules(
+    ports: &[ServicePort],
+    o: &Options,
+    certificate_id: Option<&str>,
+) -> Result<Vec<ForwardingRule>, CloudError> {
+    let secure = certificate_id.is_some() || o.tls_passthrough;
     let mut tls_ports = o.tls_ports.clone();
     if secure && tls_ports.is_empty() && !o.http2_ports.contains(&DEFAULT_SECURE_PORT) {
         tls_ports.push(DEFAULT_SECURE_PORT);
@@ -151,9 +214,9 @@ fn forwarding_rules(ports: &[ServicePort], o: &Options) -> Result<Vec<Forwarding
             tls_passthrough: false,
         };
         if matches!(protocol, "https" | "http2") {
-            match (&o.certificate_id, o.tls_passthrough) {
+            match (certificate_id, o.tls_passthrough) {
                 (Some(cert), _) => {
-                    rule.certificate_id = Some(cert.clone());
+                    rule.certificate_id = Some(cert.to_owned());
                     rule.target_protocol = "http".to_owned();
                 }
                 (None, true) => rule.tls_passthrough = true,
@@ -172,7 +235,47 @@ fn forwarding_rules(ports: &[ServicePort], o: &Options) -> Result<Vec<Forwarding
         }
         rules.push(rule);
     }
+    if let Some(wanted) = o.http3_port {
+        rules.push(http3_rule(ports, wanted, certificate_id)?);
+    }
     Ok(rules)
+}
+
+/// The extra HTTP/3 rule on `wanted`, as upstream's
+/// `buildHTTP3ForwardingRule`, except that a port the Service lacks is
+/// refused rather than skipped.
+fn http3_rule(
+    ports: &[ServicePort],
+    wanted: i32,
+    certificate_id: Option<&str>,
+) -> Result<ForwardingRule, CloudError> {
+    let port = ports
+        .iter()
+        .find(|p| p.port == wanted && p.protocol.as_deref().unwrap_or("TCP") == "TCP")
+        .ok_or_else(|| {
+            CloudError::invalid(
+                ann::HTTP3_PORT,
+                format!("port {wanted} is not a TCP port of this Service"),
+            )
+        })?;
+    let cert = certificate_id.ok_or_else(|| {
+        CloudError::invalid(
+            ann::HTTP3_PORT,
+            format!(
+                "HTTP/3 needs {} or {}",
+                ann::CERTIFICATE_ID,
+                ann::CERTIFICATE_NAME
+            ),
+        )
+    })?;
+    Ok(ForwardingRule {
+        entry_protocol: "http3".to_owned(),
+        entry_port: wanted,
+        target_protocol: "http".to_owned(),
+        target_port: port.node_port.unwrap_or_default(),
+        certificate_id: Some(cert.to_owned()),
+        tls_passthrough: false,
+    })
 }
 
 fn health_check(
@@ -225,6 +328,9 @@ fn health_check(
         ("http", port, Some(KUBE_PROXY_HEALTH_PATH.to_owned()))
     };
     Ok(HealthCheck {
+        // kube-proxy's and the node's health endpoints speak no PROXY
+        // protocol; with the override, the load balancer's setting applies.
+        proxy_protocol: (!h.overridden).then_some(false),
         protocol: protocol.to_owned(),
         port,
         // tcp checks have no path.

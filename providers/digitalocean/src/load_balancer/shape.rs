@@ -1,0 +1,127 @@
+//! What a load balancer is fixed as at creation — its type, network and
+//! network stack — resolved from the Service's annotations, the existing
+//! load balancer and upstream's defaults.
+//!
+//! An annotation that asks an existing load balancer to become something
+//! DigitalOcean cannot change in place is refused ([`CloudError::InvalidInput`]):
+//! the Service keeps the load balancer it has, and a Warning says why.
+//! Without the annotation, an existing load balancer keeps what it is, so
+//! one built by the Go CCM or an older release is never reshaped.
+
+use std::sync::Arc;
+
+use cloud_provider::CloudError;
+use cloud_provider::k8s_openapi::api::core::v1::Node;
+
+use super::annotations as ann;
+use super::options::Options;
+use super::request::Shape;
+use crate::api::types::LoadBalancer;
+use crate::config::LoadBalancerType;
+
+const IPV4: &str = "IPV4";
+const DUALSTACK: &str = "DUALSTACK";
+
+/// The shape of the Service's load balancer.
+///
+/// # Errors
+/// [`CloudError::InvalidInput`] when the annotations ask for what the
+/// existing load balancer cannot become, or for dual-stack on a network
+/// load balancer whose nodes lack IPv6.
+pub(crate) fn resolve(
+    options: &Options,
+    existing: Option<&LoadBalancer>,
+    default_type: LoadBalancerType,
+    nodes: &[Arc<Node>],
+) -> Result<Shape, CloudError> {
+    let current = existing.map(|lb| {
+        (
+            lb.kind
+                .as_deref()
+                .and_then(LoadBalancerType::parse)
+                .unwrap_or(LoadBalancerType::Regional),
+            lb.network.as_deref() == Some("INTERNAL"),
+            match lb.network_stack.as_deref() {
+                Some(DUALSTACK) => DUALSTACK,
+                _ => IPV4,
+            },
+            lb.id.as_str(),
+        )
+    });
+    let kind = match (options.kind, current) {
+        (Some(wanted), Some((kind, _, _, id))) if wanted != kind => {
+            return Err(fixed(ann::TYPE, id, kind.as_str(), wanted.as_str()));
+        }
+        (Some(wanted), _) => wanted,
+        (None, Some((kind, ..))) => kind,
+        (None, None) => default_type,
+    };
+    let internal = options.internal;
+    if let Some((_, was_internal, _, id)) = current
+        && was_internal != internal
+    {
+        let name = |i: bool| if i { "INTERNAL" } else { "EXTERNAL" };
+        return Err(fixed(ann::NETWORK, id, name(was_internal), name(internal)));
+    }
+    let network_stack = match (options.network_stack, current) {
+        (Some(wanted), Some((_, _, stack, id))) if wanted != stack => {
+            return Err(fixed(ann::NETWORK_STACK, id, stack, wanted));
+        }
+        (Some(wanted), _) => wanted,
+        (None, Some((_, _, stack, _))) => stack,
+        (None, None) if internal => IPV4,
+        (None, None) => match kind {
+            LoadBalancerType::Regional => DUALSTACK,
+            LoadBalancerType::RegionalNetwork if all_dual_stack(nodes) => DUALSTACK,
+            LoadBalancerType::RegionalNetwork => IPV4,
+        },
+    };
+    if existing.is_none()
+        && options.network_stack == Some(DUALSTACK)
+        && kind == LoadBalancerType::RegionalNetwork
+        && !all_dual_stack(nodes)
+    {
+        return Err(CloudError::invalid(
+            ann::NETWORK_STACK,
+            "DUALSTACK network load balancers need every node to have an IPv6 address, and some have none",
+        ));
+    }
+    Ok(Shape {
+        kind,
+        internal,
+        network_stack,
+    })
+}
+
+fn fixed(key: &str, id: &str, is: &str, asked: &str) -> CloudError {
+    CloudError::invalid(
+        key,
+        format!(
+            "load balancer {id} is {is}, which cannot change after creation; `{asked}` would need a new load balancer (delete and recreate the Service, or remove the annotation)"
+        ),
+    )
+}
+
+/// Whether every node has an external IPv4 and an external IPv6 address
+/// (upstream's `isAllDualStack`); false without nodes.
+fn all_dual_stack(nodes: &[Arc<Node>]) -> bool {
+    !nodes.is_empty()
+        && nodes.iter().all(|node| {
+            let external = node
+                .status
+                .as_ref()
+                .and_then(|s| s.addresses.as_deref())
+                .unwrap_or_default()
+                .iter()
+                .filter(|a| a.type_ == "ExternalIP");
+            let (mut v4, mut v6) = (false, false);
+            for a in external {
+                match a.address.parse::<std::net::IpAddr>() {
+                    Ok(std::net::IpAddr::V4(_)) => v4 = true,
+                    Ok(std::net::IpAddr::V6(_)) => v6 = true,
+                    Err(_) => {}
+                }
+            }
+            v4 && v6
+        })
+}
