@@ -10,6 +10,9 @@ use cloud_provider::CloudError;
 /// The load balancer's ID, recorded on the Service by the provider (through
 /// `EnsuredLoadBalancer::service_annotations`) so later calls find it by ID.
 pub const LOAD_BALANCER_ID: &str = "kubernetes.digitalocean.com/load-balancer-id";
+/// `"false"` leaves the Service's NodePorts out of the public-access
+/// firewall (any other value, or none, keeps them in).
+pub const FIREWALL_MANAGED: &str = "kubernetes.digitalocean.com/firewall-managed";
 /// `"true"` hands the load balancer over: the provider no longer creates,
 /// updates or deletes it.
 pub const DISOWN: &str = "service.kubernetes.io/do-loadbalancer-disown";
@@ -115,6 +118,7 @@ pub const RECORD_PREFIX: &str = "kubernetes.digitalocean.com/";
 /// [`RECORD_PREFIX`] (the disown key has its own prefix).
 pub const KNOWN: &[&str] = &[
     LOAD_BALANCER_ID,
+    FIREWALL_MANAGED,
     NAME,
     TYPE,
     NETWORK,
