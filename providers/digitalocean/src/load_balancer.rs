@@ -286,6 +286,18 @@ impl LoadBalancer for DigitalOceanProvider {
         let identity = options.identity.clone();
         let name = self.load_balancer_name(cluster_name, service);
         let placement = self.placement()?;
+        // The ports and TLS settings too, for the type asked or defaulted
+        // (checked again below against what exists).
+        let provisional = request::Shape {
+            kind: options.kind.unwrap_or(self.settings.default_lb_type),
+            internal: options.internal,
+            network_stack: "IPV4",
+        };
+        let some_certificate = options
+            .certificate_id
+            .as_deref()
+            .or(options.certificate_name.as_deref());
+        Plan::new(service, name.clone(), options.clone(), provisional, some_certificate)?;
         let existing = Self::ours(self.find(service, &identity).await?)?;
         let shape = shape::resolve(
             &options,

@@ -118,12 +118,83 @@ impl Account {
     }
 
     /// The provider's environment: this account's token, Prism as the API,
-    /// region nyc3.
+    /// region nyc3, and `DEFAULT_LB_TYPE=REGIONAL` (the suites were written
+    /// for HTTP-aware load balancers; [`Account::upstream_env`] keeps
+    /// upstream's `REGIONAL_NETWORK` default).
     pub fn env(&self) -> Environment {
+        self.upstream_env().with("DEFAULT_LB_TYPE", "REGIONAL")
+    }
+
+    /// This account's token, Prism as the API, region nyc3, and nothing
+    /// else: upstream's defaults.
+    pub fn upstream_env(&self) -> Environment {
         Environment::default()
             .with("DO_ACCESS_TOKEN", &self.token)
             .with("DO_OVERRIDE_URL", &self.harness.prism_url)
             .with("REGION", "nyc3")
+    }
+
+    /// Stores an `active` load balancer made from `body` (a create body, as
+    /// upstream's CCM would have sent it) and returns its ID.
+    ///
+    /// # Panics
+    /// When `body` is not a valid create body.
+    pub fn seed_load_balancer(&self, body: &Value) -> String {
+        let body = fake_api::check_load_balancer_body(body).expect("a valid create body");
+        self.with(|a| {
+            let n = a.load_balancers.len() + 0xa00;
+            let lb = FakeLoadBalancer {
+                id: format!("5e0b5c1a-0000-4000-8000-{n:012x}"),
+                ip: body
+                    .ip
+                    .clone()
+                    .unwrap_or_else(|| format!("203.0.113.{}", n % 250 + 1)),
+                body,
+                status: "active".into(),
+                reads_until_active: 0,
+            };
+            let id = lb.id.clone();
+            a.load_balancers.insert(id.clone(), lb);
+            id
+        })
+    }
+
+    /// Adds a certificate (`kind` is `custom` or `lets_encrypt`).
+    pub fn add_certificate(&self, id: &str, name: &str, kind: &str) {
+        self.with(|a| {
+            a.certificates.insert(
+                id.to_owned(),
+                fake_api::FakeCertificate {
+                    name: name.to_owned(),
+                    kind: kind.to_owned(),
+                },
+            )
+        });
+    }
+
+    /// Removes certificate `id`.
+    pub fn remove_certificate(&self, id: &str) {
+        self.with(|a| a.certificates.remove(id));
+    }
+
+    /// Replaces the forwarding rules' certificate of the `index`th load
+    /// balancer, as a Let's Encrypt renewal does.
+    pub fn renew_certificate(&self, index: usize, new_id: &str) {
+        self.with(|a| {
+            let lb = a
+                .load_balancers
+                .values_mut()
+                .nth(index)
+                .expect("load balancer");
+            for rule in &mut lb.body.forwarding_rules {
+                if rule
+                    .get("certificate_id")
+                    .is_some_and(|c| c.as_str() != Some(""))
+                {
+                    rule["certificate_id"] = Value::from(new_id);
+                }
+            }
+        });
     }
 
     /// An initialized provider for `env`.

@@ -273,7 +273,11 @@ async fn cluster_id_tags_load_balancers_and_another_clusters_are_left_alone() {
         .await;
     let svc = service("web", UID, &[]);
     ours.ensure_load_balancer("c1", &svc, &[]).await.unwrap();
-    assert_eq!(account.load_balancers()[0]["tags"], json!(["k8s:c-ours"]));
+    assert_eq!(
+        account.load_balancers()[0]["tags"],
+        json!([format!("k8s-service:{UID}"), "k8s:c-ours"]),
+        "tagged for its Service and its cluster"
+    );
 
     let theirs = account
         .provider_with(&account.env().with("DO_CLUSTER_ID", "c-theirs"))

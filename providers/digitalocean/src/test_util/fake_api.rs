@@ -23,8 +23,9 @@ use parking_lot::{Mutex, MutexGuard};
 use serde_json::{Value, json};
 
 pub use droplets::{FakeDroplet, region_json};
-use load_balancers::check_body;
+pub(crate) use load_balancers::check_body as check_load_balancer_body;
 pub use load_balancers::{FakeLoadBalancer, LoadBalancerBody};
+use load_balancers::{check_body, check_update};
 
 /// The region the fake metadata service answers.
 pub const METADATA_REGION: &str = "sfo3";
@@ -56,6 +57,8 @@ pub struct AccountState {
     pub droplets: BTreeMap<u64, FakeDroplet>,
     /// Load balancers by ID.
     pub load_balancers: BTreeMap<String, FakeLoadBalancer>,
+    /// Certificates by ID.
+    pub certificates: BTreeMap<String, FakeCertificate>,
     /// Every request the fake answered for this account, oldest first.
     pub requests: Vec<Recorded>,
     /// Reads of a new load balancer before it turns active; 0 creates it active.
@@ -76,6 +79,7 @@ impl Default for AccountState {
         Self {
             droplets: BTreeMap::new(),
             load_balancers: BTreeMap::new(),
+            certificates: BTreeMap::new(),
             requests: Vec::new(),
             activate_after_reads: 1,
             throttle_next: 0,
@@ -85,6 +89,21 @@ impl Default for AccountState {
             next_lb: 0,
         }
     }
+}
+
+/// A certificate: what the provider reads of one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FakeCertificate {
+    /// Its name.
+    pub name: String,
+    /// `custom` or `lets_encrypt`.
+    pub kind: String,
+}
+
+fn certificate_json(id: &str, c: &FakeCertificate) -> Value {
+    json!({"id": id, "name": c.name, "type": c.kind, "state": "verified",
+        "created_at": "2024-01-15T10:00:00Z", "sha1_fingerprint": "dfcc9f57d86bf58e321c2c6c31c7a971be244ac7",
+        "not_after": "2027-01-15T10:00:00Z"})
 }
 
 /// The fake API: all accounts, by token. Clones share the accounts.
@@ -252,14 +271,34 @@ fn route(
             match parse_body(body).and_then(|raw| check_body(&raw)) {
                 Err(problems) => unprocessable(&problems),
                 Ok(new) => match account.load_balancers.get_mut(*id) {
-                    Some(lb) => {
-                        lb.body = new;
-                        (StatusCode::OK, json!({"load_balancer": lb.to_json()}))
-                    }
+                    Some(lb) => match check_update(&lb.body, &new) {
+                        Err(problems) => unprocessable(&problems),
+                        Ok(()) => {
+                            lb.body = new;
+                            (StatusCode::OK, json!({"load_balancer": lb.to_json()}))
+                        }
+                    },
                     None => not_found(),
                 },
             }
         }
+        ("GET", ["v2", "certificates"]) => {
+            let name = query.get("name");
+            let all = account
+                .certificates
+                .iter()
+                .filter(|(_, c)| name.is_none_or(|n| &c.name == n))
+                .map(|(id, c)| certificate_json(id, c))
+                .collect();
+            paginate(all, "certificates", path, query)
+        }
+        ("GET", ["v2", "certificates", id]) => match account.certificates.get(*id) {
+            Some(c) => (
+                StatusCode::OK,
+                json!({"certificate": certificate_json(id, c)}),
+            ),
+            None => not_found(),
+        },
         ("DELETE", ["v2", "load_balancers", id]) => match account.load_balancers.remove(*id) {
             Some(_) => (StatusCode::NO_CONTENT, Value::Null),
             None => not_found(),
@@ -298,14 +337,17 @@ fn create_load_balancer(account: &mut AccountState, body: &[u8]) -> (StatusCode,
     let n = account.next_lb;
     let mut lb = FakeLoadBalancer {
         id: format!("4de7ac8b-495b-4884-9a69-{n:012x}"),
+        // A reserved IP is the address from the start.
+        ip: new.ip.clone().unwrap_or_default(),
         body: new,
         status: "new".into(),
-        ip: String::new(),
         reads_until_active: account.activate_after_reads,
     };
     if lb.reads_until_active == 0 {
         lb.status = "active".into();
-        lb.ip = format!("192.0.2.{}", n % 250 + 1);
+        if lb.ip.is_empty() {
+            lb.ip = format!("192.0.2.{}", n % 250 + 1);
+        }
     }
     let rendered = lb.to_json();
     account.load_balancers.insert(lb.id.clone(), lb);

@@ -61,6 +61,11 @@ pub struct LoadBalancerBody {
     pub network: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network_stack: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnet_uuid: Option<String>,
+    /// A reserved IP, on create.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip: Option<String>,
 }
 
 /// A stored load balancer.
@@ -95,6 +100,10 @@ impl FakeLoadBalancer {
     /// The API's representation, with its defaults filled in.
     pub fn to_json(&self) -> Value {
         let mut v = serde_json::to_value(&self.body).unwrap_or_else(|_| json!({}));
+        if let Some(obj) = v.as_object_mut() {
+            // A create-only input, not part of the representation.
+            obj.remove("ip");
+        }
         let region = self.body.region.clone().unwrap_or_else(|| "nyc3".into());
         let defaults = json!({
             "algorithm": "round_robin",
@@ -128,6 +137,39 @@ impl FakeLoadBalancer {
         obj.insert("created_at".into(), json!("2024-01-15T10:00:00Z"));
         obj.insert("region".into(), region_json(&region));
         v
+    }
+}
+
+/// What an update may not change: the spec says `network` and
+/// `network_stack` cannot be updated after creation (nor, in practice, the
+/// type). An update leaving them out keeps them.
+pub(crate) fn check_update(
+    old: &LoadBalancerBody,
+    new: &LoadBalancerBody,
+) -> Result<(), Vec<String>> {
+    let fixed = [
+        ("type", &old.kind, &new.kind, "REGIONAL"),
+        ("network", &old.network, &new.network, "EXTERNAL"),
+        (
+            "network_stack",
+            &old.network_stack,
+            &new.network_stack,
+            "IPV4",
+        ),
+    ];
+    let problems: Vec<String> = fixed
+        .iter()
+        .filter(|(_, was, now, default)| {
+            now.is_some() && now.as_deref() != Some(was.as_deref().unwrap_or(default))
+        })
+        .map(|(field, ..)| {
+            format!("body.{field}: cannot be updated after creating the load balancer")
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
     }
 }
 
