@@ -112,3 +112,47 @@ async fn sigterm_stops_it_with_exit_0_after_releasing_its_lease() {
         "the Lease is released on the way out"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstreams_metrics_and_debug_addresses_are_accepted_and_served_on_the_secure_port() {
+    let account = account();
+    let server = ApiServer::start().await.unwrap();
+    let mut env = do_env(&account);
+    env.extend([
+        ("METRICS_ADDR", "0.0.0.0:8080".to_owned()),
+        ("DEBUG_ADDR", ":8081".to_owned()),
+    ]);
+    let ccm = ccm::start(&server, &env, &ccm_args()).await.unwrap();
+
+    assert!(
+        ccm.metrics()
+            .await
+            .unwrap()
+            .contains("ccm_controller_running")
+    );
+    for var in ["METRICS_ADDR=0.0.0.0:8080", "DEBUG_ADDR=:8081"] {
+        let said = ccm.log().matches(var).count();
+        assert_eq!(said, 1, "{var} is logged once:\n{}", ccm.log());
+    }
+}
+
+#[tokio::test]
+async fn a_bad_upstream_variable_exits_64_naming_it() {
+    for (var, value) in [
+        ("DEFAULT_LB_TYPE", "GLOBAL"),
+        ("METRICS_ADDR", "localhost"),
+        ("PUBLIC_ACCESS_FIREWALL_NAME", "fw"),
+    ] {
+        let mut env = vec![
+            ("DO_ACCESS_TOKEN", "dop_v1_secret_value".to_owned()),
+            ("REGION", "nyc3".to_owned()),
+        ];
+        env.push((var, value.to_owned()));
+        let output = run_to_exit(&env, &[]).await.unwrap();
+        assert_eq!(output.status.code(), Some(64), "{var}: {output:?}");
+        let lines = stderr_lines(&output);
+        assert_eq!(lines.len(), 1, "{var}: {lines:?}");
+        assert!(lines[0].contains(var), "{lines:?}");
+        assert!(!lines[0].contains("dop_v1_secret_value"), "{lines:?}");
+    }
+}

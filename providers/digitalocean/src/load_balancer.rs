@@ -297,7 +297,13 @@ impl LoadBalancer for DigitalOceanProvider {
             .certificate_id
             .as_deref()
             .or(options.certificate_name.as_deref());
-        Plan::new(service, name.clone(), options.clone(), provisional, some_certificate)?;
+        Plan::new(
+            service,
+            name.clone(),
+            options.clone(),
+            provisional,
+            some_certificate,
+        )?;
         let existing = Self::ours(self.find(service, &identity).await?)?;
         let shape = shape::resolve(
             &options,

@@ -81,6 +81,40 @@ pub fn spec() -> PathBuf {
 /// When Prism or the spec is missing (naming `cargo xtask ci`), or Prism
 /// does not start.
 pub async fn start(upstream: &str) -> Result<Prism, Error> {
+    launch(&["proxy", "--errors"], Some(upstream)).await
+}
+
+/// Starts `prism mock`: DigitalOcean's API as its spec's examples answer
+/// it, every request checked (violations are logged, and answered 422).
+///
+/// # Errors
+/// As [`start`].
+pub async fn start_mock() -> Result<Prism, Error> {
+    launch(&["mock"], None).await
+}
+
+/// The request violations Prism logged (`Violation: request...`).
+pub fn request_violations(prism: &Prism) -> Vec<String> {
+    std::fs::read_to_string(&prism.log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("Violation: request"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// How many `method path` requests Prism received (`method` lowercase, as
+/// Prism logs it).
+pub fn received(prism: &Prism, method: &str, path: &str) -> usize {
+    let line = format!("[HTTP SERVER] {method} {path} ");
+    std::fs::read_to_string(&prism.log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains(&line))
+        .count()
+}
+
+async fn launch(mode: &[&str], upstream: Option<&str>) -> Result<Prism, Error> {
     let bin = binary();
     if !bin.exists() {
         return Err(Error::NotInstalled(bin));
@@ -94,15 +128,21 @@ pub async fn start(upstream: &str) -> Result<Prism, Error> {
     // The wrapper kills Prism (by its PID) and removes its log once our end
     // of its stdin closes, which happens when this test process exits,
     // however it exits.
-    let script = r#""$0" proxy --errors -h 127.0.0.1 -p "$1" "$2" "$3" >"$4" 2>&1 & prism=$!; read -r _; kill "$prism"; rm -f "$4""#;
-    let mut child = Command::new("sh")
+    let script = r#"bin=$0; log=$1; shift; "$bin" "$@" >"$log" 2>&1 & prism=$!; read -r _; kill "$prism"; rm -f "$log""#;
+    let mut command = Command::new("sh");
+    command
         .arg("-c")
         .arg(script)
         .arg(&bin)
-        .arg(port.to_string())
-        .arg(&spec)
-        .arg(upstream)
         .arg(&log)
+        .args(mode)
+        .args(["-h", "127.0.0.1", "-p"])
+        .arg(port.to_string())
+        .arg(&spec);
+    if let Some(upstream) = upstream {
+        command.arg(upstream);
+    }
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .spawn()
