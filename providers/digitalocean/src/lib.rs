@@ -11,6 +11,9 @@
 //! - **Load balancers**: one DigitalOcean load balancer per Service,
 //!   configured by upstream's `service.beta.kubernetes.io/do-loadbalancer-*`
 //!   annotations and remembered in `kubernetes.digitalocean.com/load-balancer-id`.
+//! - **Service observer**: upstream's public-access firewall, open to the
+//!   ports the Services need (`PUBLIC_ACCESS_FIREWALL_NAME`/`_TAGS`), and
+//!   its periodic re-tagging of load balancers with the cluster tag.
 //! - **Routes**: none. DigitalOcean VPCs route pod traffic natively, so the
 //!   route controller stays off.
 //!
@@ -26,10 +29,13 @@
 mod api;
 mod config;
 mod factory;
+mod firewall;
 mod instances;
 mod load_balancer;
+mod observer;
 mod provider_id;
 mod region;
+mod retag;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
 
@@ -41,6 +47,7 @@ use parking_lot::Mutex;
 use async_trait::async_trait;
 use cloud_provider::{
     CloudError, CloudProvider, ConfigError, InitContext, Instances, LoadBalancer, RateLimiter,
+    ServiceObserver,
 };
 
 pub use config::{
@@ -70,6 +77,8 @@ pub struct DigitalOceanProvider {
     /// their ID could be recorded on the Service (while still `new`), so
     /// polling them is one GET rather than a search by name.
     created: Mutex<HashMap<String, String>>,
+    /// What the service observer remembers between syncs.
+    observed: observer::Observed,
 }
 
 impl DigitalOceanProvider {
@@ -95,6 +104,7 @@ impl DigitalOceanProvider {
             settings,
             region: OnceLock::new(),
             created: Mutex::new(HashMap::new()),
+            observed: observer::Observed::default(),
         })
     }
 
@@ -137,5 +147,12 @@ impl CloudProvider for DigitalOceanProvider {
 
     fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
         Some(self)
+    }
+
+    /// With a public-access firewall or a cluster ID to tag load balancers
+    /// with; otherwise there is nothing to observe.
+    fn service_observer(&self) -> Option<&dyn ServiceObserver> {
+        self.observes_services()
+            .then_some(self as &dyn ServiceObserver)
     }
 }

@@ -4,7 +4,7 @@ pub mod annotations;
 mod certificates;
 mod diff;
 mod options;
-mod ownership;
+pub(crate) mod ownership;
 mod request;
 mod shape;
 mod warnings;
@@ -26,6 +26,7 @@ use crate::api::types::{self, DropletIds, LoadBalancerEnvelope};
 use crate::instances::{DropletIndex, DropletRef};
 use options::Identity;
 use ownership::Owner;
+pub(crate) use request::KUBE_PROXY_HEALTH_PORT;
 use request::{Placement, Plan};
 
 /// How soon to look again at a load balancer that is still being created.
@@ -131,11 +132,30 @@ impl DigitalOceanProvider {
         identity: &Identity,
     ) -> Result<Lookup, CloudError> {
         let all: Vec<types::LoadBalancer> = self.api.list_all("/v2/load_balancers", &[]).await?;
+        Ok(match self.pick_listed(service, identity, &all) {
+            None => Lookup::Missing,
+            Some((lb, owner)) if owner.is_ours() => Lookup::Found(lb.clone()),
+            Some((lb, owner)) => Lookup::Foreign {
+                lb: lb.clone(),
+                owner,
+                by: annotations::NAME,
+            },
+        })
+    }
+
+    /// The load balancer `find_listed` picks from `all`, and its owner.
+    fn pick_listed<'a>(
+        &self,
+        service: &Service,
+        identity: &Identity,
+        all: &'a [types::LoadBalancer],
+    ) -> Option<(&'a types::LoadBalancer, Owner)> {
         let tag = ownership::service_tag(uid(service));
-        if let Some(lb) = all.iter().find(|lb| lb.tags.contains(&tag))
-            && self.owner_of(service, lb).is_ours()
-        {
-            return Ok(Lookup::Found(lb.clone()));
+        if let Some(lb) = all.iter().find(|lb| lb.tags.contains(&tag)) {
+            let owner = self.owner_of(service, lb);
+            if owner.is_ours() {
+                return Some((lb, owner));
+            }
         }
         let default_name = default_load_balancer_name(service);
         let names: Vec<&str> = identity
@@ -144,22 +164,33 @@ impl DigitalOceanProvider {
             .map(String::as_str)
             .chain([default_name.as_str()])
             .collect();
-        let Some(lb) = names
+        let lb = names
             .iter()
-            .find_map(|name| all.iter().find(|lb| lb.name == *name))
-        else {
-            return Ok(Lookup::Missing);
-        };
-        let owner = self.owner_of(service, lb);
-        Ok(if owner.is_ours() {
-            Lookup::Found(lb.clone())
-        } else {
-            Lookup::Foreign {
-                lb: lb.clone(),
-                owner,
-                by: annotations::NAME,
-            }
-        })
+            .find_map(|name| all.iter().find(|lb| lb.name == *name))?;
+        Some((lb, self.owner_of(service, lb)))
+    }
+
+    /// The Service's own load balancer among `all`, one list serving many
+    /// Services: by its recorded ID, else its tag, else its name, as
+    /// [`find`](Self::find) looks. `None` when it has none, when the one
+    /// found is another's, or when its annotations cannot be read.
+    pub(crate) fn owned_load_balancer<'a>(
+        &self,
+        service: &Service,
+        all: &'a [types::LoadBalancer],
+    ) -> Option<&'a types::LoadBalancer> {
+        let identity = options::identity(service)
+            .inspect_err(|e| {
+                tracing::debug!(service = %service_key(service), error = %e, "load balancer not looked up");
+            })
+            .ok()?;
+        let by_id = identity
+            .id
+            .as_ref()
+            .and_then(|id| all.iter().find(|lb| lb.id == *id))
+            .map(|lb| (lb, self.owner_of(service, lb)));
+        let (lb, owner) = by_id.or_else(|| self.pick_listed(service, &identity, all))?;
+        owner.is_ours().then_some(lb)
     }
 
     /// The droplet IDs behind `nodes`: from provider IDs, else by name from

@@ -22,7 +22,7 @@ use cloud_provider::{CloudProvider, Environment, InitContext};
 use serde_json::Value;
 
 use crate::{DigitalOceanProvider, Settings};
-pub use fake_api::{AccountState, FakeApi, FakeDroplet, FakeLoadBalancer, Recorded};
+pub use fake_api::{AccountState, FakeApi, FakeDroplet, FakeFirewall, FakeLoadBalancer, Recorded};
 
 /// How long the fake and Prism may take to start on a busy 2-core machine.
 const START_TIMEOUT: Duration = Duration::from_secs(90);
@@ -197,6 +197,14 @@ impl Account {
         });
     }
 
+    /// [`env`](Self::env) with the fake itself as the API, bypassing Prism:
+    /// for the tag endpoint, whose published spec leaves out the
+    /// `load_balancer` resource type that upstream's godo sends and the
+    /// real API accepts, so Prism refuses the request.
+    pub fn env_bypassing_prism(&self) -> Environment {
+        self.env().with("DO_OVERRIDE_URL", &self.harness.fake_url)
+    }
+
     /// An initialized provider for `env`.
     ///
     /// # Panics
@@ -241,6 +249,34 @@ impl Account {
     /// Every load balancer as the API renders it, in ID order.
     pub fn load_balancers(&self) -> Vec<Value> {
         self.with(|a| a.load_balancers.values().map(|lb| lb.to_json()).collect())
+    }
+
+    /// Replaces the tags of the `index`th load balancer (in ID order).
+    pub fn set_load_balancer_tags(&self, index: usize, tags: &[&str]) {
+        self.with(|a| {
+            a.load_balancers
+                .values_mut()
+                .nth(index)
+                .expect("load balancer")
+                .body
+                .tags = Some(tags.iter().map(|t| (*t).to_owned()).collect());
+        });
+    }
+
+    /// Every firewall as the API renders it, in ID order.
+    pub fn firewalls(&self) -> Vec<Value> {
+        self.with(|a| a.firewalls.values().map(FakeFirewall::to_json).collect())
+    }
+
+    /// Changes the stored body of the first firewall, as someone might by
+    /// hand.
+    pub fn edit_firewall(&self, edit: impl FnOnce(&mut Value)) {
+        self.with(|a| edit(&mut a.firewalls.values_mut().next().expect("firewall").body));
+    }
+
+    /// Deletes every firewall, as someone might by hand.
+    pub fn remove_firewalls(&self) {
+        self.with(|a| a.firewalls.clear());
     }
 
     /// Sets the status of the `index`th load balancer (in ID order).

@@ -1,5 +1,5 @@
 //! A stateful fake of DigitalOcean's API v2, serving on 127.0.0.1: the
-//! droplet and load-balancer endpoints the provider calls, pagination,
+//! droplet, load-balancer, firewall and tag endpoints the provider calls, pagination,
 //! rate-limit headers and 429s.
 //!
 //! Each API token is its own account, so tests share one server (and one
@@ -9,9 +9,11 @@
 //! provider: a provider bug must not be mirrored by the fake.
 
 mod droplets;
+mod firewalls;
 mod load_balancers;
+mod tags;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -23,6 +25,7 @@ use parking_lot::{Mutex, MutexGuard};
 use serde_json::{Value, json};
 
 pub use droplets::{FakeDroplet, region_json};
+pub use firewalls::FakeFirewall;
 pub(crate) use load_balancers::check_body as check_load_balancer_body;
 pub use load_balancers::{FakeLoadBalancer, LoadBalancerBody};
 use load_balancers::{check_body, check_update};
@@ -59,6 +62,10 @@ pub struct AccountState {
     pub load_balancers: BTreeMap<String, FakeLoadBalancer>,
     /// Certificates by ID.
     pub certificates: BTreeMap<String, FakeCertificate>,
+    /// Firewalls by ID.
+    pub firewalls: BTreeMap<String, FakeFirewall>,
+    /// Tags created with `POST /v2/tags`.
+    pub tags: BTreeSet<String>,
     /// Every request the fake answered for this account, oldest first.
     pub requests: Vec<Recorded>,
     /// Reads of a new load balancer before it turns active; 0 creates it active.
@@ -80,6 +87,8 @@ impl Default for AccountState {
             droplets: BTreeMap::new(),
             load_balancers: BTreeMap::new(),
             certificates: BTreeMap::new(),
+            firewalls: BTreeMap::new(),
+            tags: BTreeSet::new(),
             requests: Vec::new(),
             activate_after_reads: 1,
             throttle_next: 0,
@@ -324,6 +333,12 @@ fn route(
             }
             (StatusCode::NO_CONTENT, Value::Null)
         }
+        ("GET", ["v2", "firewalls"]) => firewalls::list(account, path, query),
+        ("POST", ["v2", "firewalls"]) => firewalls::create(account, body),
+        ("GET", ["v2", "firewalls", id]) => firewalls::get(account, id),
+        ("PUT", ["v2", "firewalls", id]) => firewalls::update(account, id, body),
+        ("POST", ["v2", "tags"]) => tags::create(account, body),
+        ("POST", ["v2", "tags", tag, "resources"]) => tags::tag_resources(account, tag, body),
         _ => not_found(),
     }
 }

@@ -345,7 +345,7 @@ fn range(
     }
 }
 
-fn find_nulls(v: &Value, at: &str, problems: &mut Vec<String>) {
+pub(super) fn find_nulls(v: &Value, at: &str, problems: &mut Vec<String>) {
     match v {
         Value::Null => problems.push(format!("{at}: null is not allowed")),
         Value::Array(items) => items
