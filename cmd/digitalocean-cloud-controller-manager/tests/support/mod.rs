@@ -35,13 +35,16 @@ pub(crate) const LOAD_BALANCER_ID: &str = "kubernetes.digitalocean.com/load-bala
 pub(crate) const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
 
 /// Upstream's environment variables for `account`: its token, Prism as the
-/// API, the cluster ID and the region.
+/// API, the cluster ID, the region, and `DEFAULT_LB_TYPE=REGIONAL` (these
+/// suites check HTTP-aware load balancers forwarding to node ports; the
+/// manifest and drop-in suites keep upstream's `REGIONAL_NETWORK`).
 pub(crate) fn do_env(account: &Account) -> Vec<(&'static str, String)> {
     vec![
         ("DO_ACCESS_TOKEN", account.token.clone()),
         ("DO_OVERRIDE_URL", account.harness.prism_url.clone()),
         ("DO_CLUSTER_ID", CLUSTER_ID.to_owned()),
         ("REGION", REGION.to_owned()),
+        ("DEFAULT_LB_TYPE", "REGIONAL".to_owned()),
     ]
 }
 
@@ -71,10 +74,20 @@ impl Cluster {
     /// An API server with nodes `node-1` to `node-<nodes>` as kubelet
     /// registers them, and a ready CCM for `account`.
     pub(crate) async fn start(account: Account, nodes: usize) -> Self {
+        let env = do_env(&account);
+        Self::start_with(account, nodes, &env).await
+    }
+
+    /// As [`Cluster::start`], with `env` as the CCM's whole environment.
+    pub(crate) async fn start_with(
+        account: Account,
+        nodes: usize,
+        env: &[(&'static str, String)],
+    ) -> Self {
         let server = ApiServer::with_nodes(nodes)
             .await
             .expect("the API server starts");
-        let ccm = ccm::start(&server, &do_env(&account), &ccm_args())
+        let ccm = ccm::start(&server, env, &ccm_args())
             .await
             .expect("the CCM starts");
         Self {
