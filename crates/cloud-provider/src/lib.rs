@@ -3,7 +3,7 @@
 //!
 //! Start with [`CloudProvider`]. A provider implements it and exposes each
 //! capability it has — [`Instances`], [`LoadBalancer`], [`Routes`],
-//! [`ServiceObserver`] — through
+//! [`ServiceObserver`], [`Volumes`] — through
 //! an accessor that returns `None` when the capability is absent, in which
 //! case the controller that needs it stays off. [`ProviderFactory`] builds a
 //! provider from its cloud-config file and environment.
@@ -35,6 +35,7 @@ mod provider;
 mod rate_limit;
 mod routes;
 mod services;
+mod volumes;
 
 pub use config::{CloudConfig, ConfigError, Environment, ProviderFactory};
 pub use error::{BoxError, CloudError};
@@ -47,6 +48,7 @@ pub use provider::{CloudProvider, InitContext};
 pub use rate_limit::{InvalidRateLimit, RateLimiter};
 pub use routes::{Route, Routes};
 pub use services::ServiceObserver;
+pub use volumes::Volumes;
 
 /// Re-exported so providers name the same CIDR type as [`Route`].
 pub use ipnet;

@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 
-use crate::{CloudError, Instances, LoadBalancer, Routes, ServiceObserver};
+use crate::{CloudError, Instances, LoadBalancer, Routes, ServiceObserver, Volumes};
 
 /// What a provider learns about its cluster when it is initialized.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +73,12 @@ pub trait CloudProvider: Send + Sync + std::fmt::Debug + 'static {
     /// with it (see [`ServiceObserver`]); the service-observer controller
     /// runs only when this is `Some`.
     fn service_observer(&self) -> Option<&dyn ServiceObserver> {
+        None
+    }
+
+    /// Volume labels, if this cloud has volumes (see [`Volumes`]); the
+    /// persistentvolume-label controller runs only when this is `Some`.
+    fn volumes(&self) -> Option<&dyn Volumes> {
         None
     }
 
