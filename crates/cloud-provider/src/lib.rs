@@ -2,7 +2,8 @@
 //! controllers and the code that knows one cloud.
 //!
 //! Start with [`CloudProvider`]. A provider implements it and exposes each
-//! capability it has — [`Instances`], [`LoadBalancer`], [`Routes`] — through
+//! capability it has — [`Instances`], [`LoadBalancer`], [`Routes`],
+//! [`ServiceObserver`] — through
 //! an accessor that returns `None` when the capability is absent, in which
 //! case the controller that needs it stays off. [`ProviderFactory`] builds a
 //! provider from its cloud-config file and environment.
@@ -13,6 +14,9 @@
 //! [`Instances::max_batch_size`], so that N nodes cost ceil(N / batch) cloud
 //! calls instead of N.
 //!
+//! [`annotations`] helps providers warn about annotation keys they do not
+//! know ([`LoadBalancerWarning`]) instead of failing.
+//!
 //! It also holds the one client-side [`RateLimiter`] that the Kubernetes
 //! client and every provider use, so that limits are written once.
 //!
@@ -22,6 +26,7 @@
 
 #![warn(missing_docs)]
 
+pub mod annotations;
 mod config;
 mod error;
 mod instances;
@@ -29,17 +34,19 @@ mod load_balancer;
 mod provider;
 mod rate_limit;
 mod routes;
+mod services;
 
 pub use config::{CloudConfig, ConfigError, Environment, ProviderFactory};
 pub use error::{BoxError, CloudError};
 pub use instances::{BatchResult, InstanceMetadata, Instances, NodeAddress, NodeAddressType};
 pub use load_balancer::{
-    EnsuredLoadBalancer, IpMode, LoadBalancer, LoadBalancerIngress, LoadBalancerStatus, PortStatus,
-    default_load_balancer_name,
+    EnsuredLoadBalancer, IpMode, LoadBalancer, LoadBalancerIngress, LoadBalancerStatus,
+    LoadBalancerWarning, PortStatus, default_load_balancer_name,
 };
 pub use provider::{CloudProvider, InitContext};
 pub use rate_limit::{InvalidRateLimit, RateLimiter};
 pub use routes::{Route, Routes};
+pub use services::ServiceObserver;
 
 /// Re-exported so providers name the same CIDR type as [`Route`].
 pub use ipnet;

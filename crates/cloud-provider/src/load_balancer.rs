@@ -71,13 +71,40 @@ pub struct EnsuredLoadBalancer {
     /// lookup by name (a provider never writes to the Kubernetes API itself).
     /// Existing annotations with other keys are left alone.
     pub service_annotations: BTreeMap<String, String>,
+    /// Things the operator should know that did not stop the ensure, such as
+    /// an unknown annotation (see [`crate::unknown_annotation_warnings`]).
+    /// After a successful ensure the service controller emits each as a
+    /// Warning event on the Service, with its reason and message; a failed
+    /// ensure emits none of them.
+    pub warnings: Vec<LoadBalancerWarning>,
 }
 
 impl From<LoadBalancerStatus> for EnsuredLoadBalancer {
     fn from(status: LoadBalancerStatus) -> Self {
         Self {
             status,
-            service_annotations: BTreeMap::new(),
+            ..Self::default()
+        }
+    }
+}
+
+/// A warning about a Service whose load balancer was nonetheless ensured,
+/// published as a Warning event on the Service.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct LoadBalancerWarning {
+    /// The event's reason: CamelCase, stable, such as `UnknownAnnotation`.
+    pub reason: String,
+    /// The event's message, in words for an operator, under 1 KiB (longer
+    /// ones are cut by the event publisher).
+    pub message: String,
+}
+
+impl LoadBalancerWarning {
+    /// A warning with `reason` and `message`.
+    pub fn new(reason: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+            message: message.into(),
         }
     }
 }
@@ -111,6 +138,10 @@ pub fn default_load_balancer_name(service: &Service) -> String {
 /// - Validate the Service (annotations, ports) before the first mutation and
 ///   return [`CloudError::InvalidInput`] when it is malformed: no partial
 ///   change.
+/// - An annotation that is merely unknown (a typo of a known key) is not
+///   malformed: report it in [`EnsuredLoadBalancer::warnings`] (see
+///   [`crate::annotations::unknown_annotation_warnings`]) and ensure the
+///   load balancer as if it were absent.
 /// - Return [`CloudError::ImplementedElsewhere`] for Services another
 ///   controller owns (for example by annotation), from every method.
 /// - Return [`CloudError::Retry`] while the cloud is still provisioning.

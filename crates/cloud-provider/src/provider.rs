@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 
-use crate::{CloudError, Instances, LoadBalancer, Routes};
+use crate::{CloudError, Instances, LoadBalancer, Routes, ServiceObserver};
 
 /// What a provider learns about its cluster when it is initialized.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +66,13 @@ pub trait CloudProvider: Send + Sync + std::fmt::Debug + 'static {
 
     /// Pod-CIDR routes, if this cloud has them.
     fn routes(&self) -> Option<&dyn Routes> {
+        None
+    }
+
+    /// The whole set of Services, if this cloud keeps resources in step
+    /// with it (see [`ServiceObserver`]); the service-observer controller
+    /// runs only when this is `Some`.
+    fn service_observer(&self) -> Option<&dyn ServiceObserver> {
         None
     }
 

@@ -267,6 +267,7 @@ impl LoadBalancer for DigitalOceanProvider {
         Ok(EnsuredLoadBalancer {
             status: status_of(&lb, identity.hostname.as_deref()),
             service_annotations,
+            ..EnsuredLoadBalancer::default()
         })
     }
 

@@ -158,6 +158,7 @@ impl LoadBalancer for FakeCloud {
         Ok(EnsuredLoadBalancer {
             status,
             service_annotations,
+            ..EnsuredLoadBalancer::default()
         })
     }
 
