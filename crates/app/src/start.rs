@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use ccm_controllers::{ControllerSettings, Started};
+use ccm_controllers::{ControllerSettings, SERVICE_OBSERVER, Started};
 use ccm_runtime::{Context, Fence, Fenced, Informers, MeteredCloud, Metrics};
 use cloud_provider::{CloudConfig, CloudProvider, Environment, InitContext, ProviderFactory};
 use leader_election::{LeaderElectionConfig, LeaderElector, LeaderHandle};
@@ -202,6 +202,16 @@ pub(crate) async fn run<F: ProviderFactory>(
                 ctx.metrics.set_controller_running(id.alias(), false);
             }
         }
+    }
+    // Not one of upstream's controllers: it runs, under the main Lease,
+    // whenever the provider observes Services.
+    match ccm_controllers::start_service_observer(&ctx) {
+        Started::Running(future) => {
+            tracing::info!(controller = SERVICE_OBSERVER, "started");
+            ctx.metrics.set_controller_running(SERVICE_OBSERVER, true);
+            controllers.push(tokio::spawn(future));
+        }
+        Started::Off(reason) => tracing::debug!(controller = SERVICE_OBSERVER, "off: {reason}"),
     }
     let informers = ctx.informers.clone();
     let informers_stop = shutdown.clone();

@@ -6,6 +6,10 @@
 //! controller is off (its cloud capability is absent, or the flags turn it
 //! off). Controllers never call a cloud SDK: they use the provider through
 //! the context's metered, fenced wrapper.
+//!
+//! [`start_service_observer`] is the one controller that is not upstream's:
+//! it runs whenever the provider offers a `ServiceObserver`, feeding it the
+//! whole set of Services.
 
 mod calls;
 mod id;
@@ -13,6 +17,7 @@ mod node;
 mod node_lifecycle;
 mod route;
 mod service;
+mod service_observer;
 mod settings;
 mod taints;
 mod writes;
@@ -23,6 +28,7 @@ use ccm_runtime::Context;
 
 pub use id::ControllerId;
 pub use route::check_cluster_cidrs;
+pub use service_observer::{SERVICE_OBSERVER, start_service_observer};
 pub use settings::ControllerSettings;
 
 /// The result of starting one controller.

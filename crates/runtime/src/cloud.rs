@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::{
     BatchResult, CloudError, CloudProvider, EnsuredLoadBalancer, InitContext, InstanceMetadata,
-    Instances, LoadBalancer, LoadBalancerStatus, Route, Routes,
+    Instances, LoadBalancer, LoadBalancerStatus, Route, Routes, ServiceObserver,
 };
 use tokio::time::Instant;
 
@@ -164,6 +164,12 @@ impl MeteredCloud {
     fn routes_inner(&self) -> Result<&dyn Routes, CloudError> {
         self.inner.routes().ok_or(CloudError::NotImplemented)
     }
+
+    fn service_observer_inner(&self) -> Result<&dyn ServiceObserver, CloudError> {
+        self.inner
+            .service_observer()
+            .ok_or(CloudError::NotImplemented)
+    }
 }
 
 #[async_trait]
@@ -193,6 +199,12 @@ impl CloudProvider for MeteredCloud {
 
     fn routes(&self) -> Option<&dyn Routes> {
         self.inner.routes().map(|_| self as &dyn Routes)
+    }
+
+    fn service_observer(&self) -> Option<&dyn ServiceObserver> {
+        self.inner
+            .service_observer()
+            .map(|_| self as &dyn ServiceObserver)
     }
 
     fn encode_metrics(&self, out: &mut String) {
@@ -341,6 +353,23 @@ impl Routes for MeteredCloud {
     async fn delete_route(&self, cluster_name: &str, route: &Route) -> Result<(), CloudError> {
         self.mutate("delete_route", async {
             self.routes_inner()?.delete_route(cluster_name, route).await
+        })
+        .await
+    }
+}
+
+/// `sync_services` may change the cloud, so it is fenced like any mutation.
+#[async_trait]
+impl ServiceObserver for MeteredCloud {
+    fn resync_period(&self) -> Duration {
+        self.inner
+            .service_observer()
+            .map_or(Duration::MAX, ServiceObserver::resync_period)
+    }
+
+    async fn sync_services(&self, services: &[Arc<Service>]) -> Result<(), CloudError> {
+        self.mutate("sync_services", async {
+            self.service_observer_inner()?.sync_services(services).await
         })
         .await
     }

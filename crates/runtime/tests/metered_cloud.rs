@@ -2,12 +2,13 @@
 //! fenced by leadership.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
 
 use ccm_runtime::{Fence, Fenced, MeteredCloud, Metrics};
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use cloud_provider::{CloudError, CloudProvider, Instances};
+use cloud_provider::{CloudError, CloudProvider, Instances, ServiceObserver};
 use provider_fake::{FakeCloud, InjectedError, Operation};
 
 #[derive(Debug, Default)]
@@ -176,4 +177,89 @@ async fn a_herd_meeting_a_rate_limit_is_paced_not_refused_again_and_again() {
         refused <= 30,
         "{refused} refused calls for 200 answers at the cloud's rate"
     );
+}
+
+/// A provider whose only capability is a [`ServiceObserver`] that counts
+/// the Services it was given.
+#[derive(Debug, Default)]
+struct Observer {
+    calls: AtomicUsize,
+    seen: AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl ServiceObserver for Observer {
+    fn resync_period(&self) -> Duration {
+        Duration::from_secs(42)
+    }
+
+    async fn sync_services(&self, services: &[Arc<Service>]) -> Result<(), CloudError> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.seen.store(services.len(), Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+impl CloudProvider for Observer {
+    fn provider_name(&self) -> &'static str {
+        "observer"
+    }
+
+    fn service_observer(&self) -> Option<&dyn ServiceObserver> {
+        Some(self)
+    }
+}
+
+#[tokio::test]
+async fn service_syncs_are_counted_and_fenced_like_mutations() {
+    let observer = Arc::new(Observer::default());
+    let fence = Arc::new(Toggle::default());
+    let metrics = Metrics::new();
+    let cloud = MeteredCloud::new(observer.clone(), metrics.clone(), fence.clone());
+    let sync = cloud
+        .service_observer()
+        .expect("the wrapper offers the provider's observer");
+    assert_eq!(sync.resync_period(), Duration::from_secs(42));
+    let services = [Arc::new(service()), Arc::new(service())];
+
+    let err = sync.sync_services(&services).await.unwrap_err();
+    assert!(
+        matches!(err, CloudError::Retry { ref reason, .. } if reason.contains("not the leader")),
+        "{err:?}"
+    );
+    assert_eq!(
+        observer.calls.load(Ordering::SeqCst),
+        0,
+        "the provider never saw the call"
+    );
+    assert_eq!(metrics.cloud_call_count("sync_services", "fenced"), 1);
+
+    fence.0.store(true, Ordering::SeqCst);
+    sync.sync_services(&services).await.unwrap();
+    assert_eq!(observer.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(observer.seen.load(Ordering::SeqCst), 2);
+    assert_eq!(metrics.cloud_call_count("sync_services", "success"), 1);
+    let text = metrics.encode(Some(&cloud));
+    assert!(
+        text.contains(
+            r#"ccm_cloud_provider_call_duration_seconds_count{operation="sync_services"} 1"#
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn only_a_provider_with_an_observer_offers_one() {
+    let cloud = MeteredCloud::new(
+        Arc::new(FakeCloud::default()),
+        Metrics::new(),
+        Arc::new(ccm_runtime::AlwaysLeader),
+    );
+    assert!(cloud.service_observer().is_none());
+    let cloud = MeteredCloud::new(
+        Arc::new(Observer::default()),
+        Metrics::new(),
+        Arc::new(ccm_runtime::AlwaysLeader),
+    );
+    assert!(cloud.service_observer().is_some() && cloud.load_balancer().is_none());
 }

@@ -98,6 +98,12 @@ impl ServiceController {
             }
         };
         tracing::info!(service = %key_of(service), nodes = nodes.nodes.len(), "ensured load balancer");
+        // Published before the writes below, so a failed write cannot lose them.
+        for warning in &ensured.warnings {
+            self.events
+                .warning(&reference, &warning.reason, warning.message.clone())
+                .await;
+        }
         let mut versions = Versions::new(service);
         let stored = self
             .writes

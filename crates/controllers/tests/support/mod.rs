@@ -17,7 +17,7 @@ pub(crate) use ccm_test_support::{
 
 use ccm_controllers::{ControllerId, ControllerSettings, Started};
 use ccm_runtime::{
-    ActivitySnapshot, AlwaysLeader, Context, Informers, MeteredCloud, Metrics, Quiescence,
+    ActivitySnapshot, AlwaysLeader, Context, Fence, Informers, MeteredCloud, Metrics, Quiescence,
 };
 use cloud_provider::CloudProvider;
 use k8s_openapi::api::core::v1::{
@@ -39,6 +39,9 @@ pub(crate) struct Harness {
     pub(crate) cloud: FakeCloud,
     provider: Arc<dyn CloudProvider>,
     pub(crate) metrics: Metrics,
+    /// Whether the controllers may change the cloud; always, unless a test
+    /// sets another fence before starting them.
+    pub(crate) fence: Arc<dyn Fence>,
     running: Option<(CancellationToken, Vec<JoinHandle<()>>)>,
 }
 
@@ -69,6 +72,7 @@ impl Harness {
             cloud,
             provider,
             metrics: Metrics::new(),
+            fence: Arc::new(AlwaysLeader),
             running: None,
         }
     }
@@ -76,6 +80,25 @@ impl Harness {
     /// Starts `ids` with `settings`, as the app does: controllers subscribe,
     /// then the informers run; returns once the caches are filled.
     pub(crate) async fn start(&mut self, ids: &[ControllerId], settings: &ControllerSettings) {
+        self.start_with(ids, settings, false).await;
+    }
+
+    /// Starts `ids` and the service-observer controller, as the app does
+    /// when the provider observes Services.
+    pub(crate) async fn start_observing(
+        &mut self,
+        ids: &[ControllerId],
+        settings: &ControllerSettings,
+    ) {
+        self.start_with(ids, settings, true).await;
+    }
+
+    async fn start_with(
+        &mut self,
+        ids: &[ControllerId],
+        settings: &ControllerSettings,
+        observe_services: bool,
+    ) {
         assert!(
             self.running.is_none(),
             "stop the controllers before starting them again"
@@ -86,7 +109,7 @@ impl Harness {
             cloud: Arc::new(MeteredCloud::new(
                 self.provider.clone(),
                 self.metrics.clone(),
-                Arc::new(AlwaysLeader),
+                self.fence.clone(),
             )),
             metrics: self.metrics.clone(),
             cluster_name: "test-cluster".into(),
@@ -99,6 +122,12 @@ impl Harness {
             match ccm_controllers::start(*id, &ctx, settings) {
                 Started::Running(future) => tasks.push(tokio::spawn(future)),
                 Started::Off(reason) => panic!("{id} did not start: {reason}"),
+            }
+        }
+        if observe_services {
+            match ccm_controllers::start_service_observer(&ctx) {
+                Started::Running(future) => tasks.push(tokio::spawn(future)),
+                Started::Off(reason) => panic!("the service observer did not start: {reason}"),
             }
         }
         let informers = ctx.informers.clone();

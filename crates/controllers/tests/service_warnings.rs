@@ -1,0 +1,159 @@
+//! Warnings a provider returns with a successful ensure become Warning
+//! events on the Service, and the load balancer is ensured all the same.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ccm_controllers::ControllerId;
+use cloud_provider::annotations::unknown_annotation_warnings;
+use cloud_provider::{
+    CloudError, CloudProvider, EnsuredLoadBalancer, LoadBalancer, LoadBalancerStatus,
+};
+use k8s_openapi::api::core::v1::{Node, Service};
+use provider_fake::{
+    ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_HOSTNAME, ANNOTATION_LOAD_BALANCER_ID,
+    ANNOTATION_TYPE, FakeCloud, Operation,
+};
+use support::{Harness, eventually, fast_settings, load_balancer_service, ready_node};
+
+const WAIT: Duration = Duration::from_secs(10);
+const PREFIX: &str = "service.beta.kubernetes.io/fake-load-balancer-";
+const KNOWN: &[&str] = &[
+    ANNOTATION_TYPE,
+    ANNOTATION_HEALTHCHECK_INTERVAL,
+    ANNOTATION_LOAD_BALANCER_ID,
+    ANNOTATION_HOSTNAME,
+];
+
+/// The fake cloud, warning about unknown `fake-load-balancer-*` annotations
+/// as a real provider does.
+#[derive(Debug)]
+struct Warning {
+    fake: FakeCloud,
+}
+
+#[async_trait::async_trait]
+impl LoadBalancer for Warning {
+    async fn get_load_balancer(
+        &self,
+        cluster: &str,
+        service: &Service,
+    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
+        self.fake.get_load_balancer(cluster, service).await
+    }
+    async fn ensure_load_balancer(
+        &self,
+        cluster: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<EnsuredLoadBalancer, CloudError> {
+        let mut ensured = self
+            .fake
+            .ensure_load_balancer(cluster, service, nodes)
+            .await?;
+        ensured.warnings =
+            unknown_annotation_warnings(service.metadata.annotations.as_ref(), &[PREFIX], KNOWN);
+        Ok(ensured)
+    }
+    async fn update_load_balancer(
+        &self,
+        cluster: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<(), CloudError> {
+        self.fake
+            .update_load_balancer(cluster, service, nodes)
+            .await
+    }
+    async fn ensure_load_balancer_deleted(
+        &self,
+        cluster: &str,
+        service: &Service,
+    ) -> Result<(), CloudError> {
+        self.fake
+            .ensure_load_balancer_deleted(cluster, service)
+            .await
+    }
+}
+
+impl CloudProvider for Warning {
+    fn provider_name(&self) -> &'static str {
+        "warning"
+    }
+    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
+        Some(self)
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_annotation_warns_with_the_nearest_key_and_the_load_balancer_is_ensured() {
+    let fake = FakeCloud::default();
+    let mut h =
+        Harness::with_provider(fake.clone(), Arc::new(Warning { fake: fake.clone() })).await;
+    h.create_node(&ready_node("n1")).await;
+    let typo = format!("{PREFIX}tpye");
+    let mut service = load_balancer_service("web", &[]);
+    service.metadata.annotations = Some(BTreeMap::from([(typo.clone(), "nlb".to_owned())]));
+    h.create_service(&service).await;
+    h.start(&[ControllerId::Service], &fast_settings()).await;
+
+    let events = eventually("an UnknownAnnotation event", WAIT, || async {
+        let events = h.events("web", "UnknownAnnotation").await;
+        (!events.is_empty()).then_some(events)
+    })
+    .await
+    .expect("a bounded wait");
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].type_.as_deref(), Some("Warning"));
+    assert_eq!(
+        events[0].note.as_deref(),
+        Some(
+            format!(r#"Unknown annotation "{typo}" is ignored; did you mean "{ANNOTATION_TYPE}"?"#)
+                .as_str()
+        )
+    );
+    eventually("the load balancer ensured", WAIT, || async {
+        (!h.events("web", "EnsuredLoadBalancer").await.is_empty()).then_some(())
+    })
+    .await
+    .expect("a bounded wait");
+    assert_eq!(fake.load_balancers().len(), 1);
+    assert!(
+        h.events("web", "SyncLoadBalancerFailed").await.is_empty(),
+        "a warning is not a failure"
+    );
+    h.settled().await;
+    assert_eq!(
+        fake.count(Operation::EnsureLoadBalancer),
+        1,
+        "a warning is not retried"
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn known_annotations_raise_no_warning() {
+    let fake = FakeCloud::default();
+    let mut h =
+        Harness::with_provider(fake.clone(), Arc::new(Warning { fake: fake.clone() })).await;
+    h.create_node(&ready_node("n1")).await;
+    let mut service = load_balancer_service("web", &[]);
+    service.metadata.annotations = Some(BTreeMap::from([
+        (ANNOTATION_TYPE.to_owned(), "nlb".to_owned()),
+        ("example.com/owner".to_owned(), "team-a".to_owned()),
+    ]));
+    h.create_service(&service).await;
+    h.start(&[ControllerId::Service], &fast_settings()).await;
+
+    eventually("the load balancer ensured", WAIT, || async {
+        (!h.events("web", "EnsuredLoadBalancer").await.is_empty()).then_some(())
+    })
+    .await
+    .expect("a bounded wait");
+    h.settled().await;
+    assert!(h.events("web", "UnknownAnnotation").await.is_empty());
+    h.stop().await;
+}
