@@ -143,6 +143,18 @@ cloud-controller-manager/provider: {{ .Values.provider }}
 - name: DO_OVERRIDE_URL
   value: {{ . | quote }}
 {{- end }}
+{{- with .defaultLBType }}
+- name: DEFAULT_LB_TYPE
+  value: {{ . | quote }}
+{{- end }}
+{{- with .publicAccessFirewall }}
+{{- if or .name .tags }}
+- name: PUBLIC_ACCESS_FIREWALL_NAME
+  value: {{ required "digitalocean.publicAccessFirewall.name is required with its tags" .name | quote }}
+- name: PUBLIC_ACCESS_FIREWALL_TAGS
+  value: {{ required "digitalocean.publicAccessFirewall.tags are required with its name" (join "," .tags | default "") | quote }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- with .Values.extraEnv }}
