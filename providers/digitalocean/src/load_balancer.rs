@@ -346,7 +346,8 @@ impl LoadBalancer for DigitalOceanProvider {
         let certificate = certificates::choose(&self.api, existing.as_ref(), wanted).await?;
         let warnings = warnings::of(service, shape.kind);
         let plan = Plan::new(service, name, options, shape, certificate.id.as_deref())?;
-        let droplet_ids = self.droplet_ids(nodes).await?;
+        let backends = shape::backends(nodes, shape.kind, shape.internal)?;
+        let droplet_ids = self.droplet_ids(&backends).await?;
         let cluster_tag = self.settings.cluster_tag();
         let tags: Vec<String> = [
             Some(ownership::service_tag(uid(service))),
@@ -416,13 +417,20 @@ impl LoadBalancer for DigitalOceanProvider {
             return Err(CloudError::ImplementedElsewhere);
         }
         let identity = options::identity(service)?;
-        let desired: BTreeSet<u64> = self.droplet_ids(nodes).await?.into_iter().collect();
         let Some(lb) = Self::ours(self.find(service, &identity).await?)? else {
             return Err(CloudError::msg(format!(
                 "no load balancer for Service {} to update yet",
                 service_key(service)
             )));
         };
+        let kind = lb
+            .kind
+            .as_deref()
+            .and_then(crate::config::LoadBalancerType::parse)
+            .unwrap_or(crate::config::LoadBalancerType::Regional);
+        let internal = lb.network.as_deref() == Some("INTERNAL");
+        let backends = shape::backends(nodes, kind, internal)?;
+        let desired: BTreeSet<u64> = self.droplet_ids(&backends).await?.into_iter().collect();
         self.ensure_ready(service, &lb)?;
         let current: BTreeSet<u64> = lb.droplet_ids.iter().copied().collect();
         let path = format!("/v2/load_balancers/{}/droplets", lb.id);

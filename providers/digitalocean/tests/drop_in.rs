@@ -123,6 +123,48 @@ async fn each_new_annotation_and_default_reaches_the_load_balancer() {
 }
 
 #[tokio::test]
+async fn a_network_load_balancer_leaves_out_nodes_without_a_public_ipv4() {
+    let account = account();
+    account.set_activate_after_reads(0);
+    let provider = account.provider_with(&account.upstream_env()).await;
+    let private = std::sync::Arc::new({
+        let mut n = (*node("p", Some("digitalocean://8"))).clone();
+        n.status = None;
+        n
+    });
+    let svc = service("web", UID, &[]);
+
+    let err = provider
+        .ensure_load_balancer("c1", &svc, &[private.clone()])
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("public IPv4"), "{err}");
+    assert_eq!(account.mutations(), 0);
+
+    provider
+        .ensure_load_balancer(
+            "c1",
+            &svc,
+            &[private.clone(), node("n", Some("digitalocean://7"))],
+        )
+        .await
+        .unwrap();
+    assert_eq!(account.load_balancers()[0]["droplet_ids"], json!([7]));
+
+    // An internal one reaches nodes privately: every node is a backend.
+    let internal = service("api", OTHER_UID, &[(ann::NETWORK, "INTERNAL")]);
+    provider
+        .ensure_load_balancer(
+            "c1",
+            &internal,
+            &[private, node("n", Some("digitalocean://7"))],
+        )
+        .await
+        .unwrap();
+    assert_eq!(account.load_balancers()[1]["droplet_ids"], json!([7, 8]));
+}
+
+#[tokio::test]
 async fn upstreams_default_type_is_a_network_load_balancer() {
     let account = account();
     account.set_activate_after_reads(0);

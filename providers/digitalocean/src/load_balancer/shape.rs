@@ -106,22 +106,61 @@ fn fixed(key: &str, id: &str, is: &str, asked: &str) -> CloudError {
 /// (upstream's `isAllDualStack`); false without nodes.
 fn all_dual_stack(nodes: &[Arc<Node>]) -> bool {
     !nodes.is_empty()
-        && nodes.iter().all(|node| {
-            let external = node
-                .status
-                .as_ref()
-                .and_then(|s| s.addresses.as_deref())
-                .unwrap_or_default()
-                .iter()
-                .filter(|a| a.type_ == "ExternalIP");
-            let (mut v4, mut v6) = (false, false);
-            for a in external {
-                match a.address.parse::<std::net::IpAddr>() {
-                    Ok(std::net::IpAddr::V4(_)) => v4 = true,
-                    Ok(std::net::IpAddr::V6(_)) => v6 = true,
-                    Err(_) => {}
-                }
-            }
-            v4 && v6
-        })
+        && nodes
+            .iter()
+            .all(|node| external_stacks(node) == (true, true))
+}
+
+/// Whether `node` has an external IPv4 address, and an external IPv6 one.
+fn external_stacks(node: &Node) -> (bool, bool) {
+    let (mut v4, mut v6) = (false, false);
+    let addresses = node
+        .status
+        .as_ref()
+        .and_then(|s| s.addresses.as_deref())
+        .unwrap_or_default();
+    for a in addresses.iter().filter(|a| a.type_ == "ExternalIP") {
+        match a.address.parse::<std::net::IpAddr>() {
+            Ok(std::net::IpAddr::V4(_)) => v4 = true,
+            Ok(std::net::IpAddr::V6(_)) => v6 = true,
+            Err(_) => {}
+        }
+    }
+    (v4, v6)
+}
+
+/// The nodes that can be backends, as upstream's `filterAndClassifyNodes`:
+/// an external network load balancer reaches nodes on their public IPv4, so
+/// nodes without one (no public address yet, or IPv6 only) are left out;
+/// other load balancers take every node.
+///
+/// # Errors
+/// When nodes were left out and none remain (upstream's "no eligible
+/// backends"): a Warning, and a retry once nodes have public addresses.
+pub(crate) fn backends(
+    nodes: &[Arc<Node>],
+    kind: LoadBalancerType,
+    internal: bool,
+) -> Result<Vec<Arc<Node>>, CloudError> {
+    if internal || kind != LoadBalancerType::RegionalNetwork {
+        return Ok(nodes.to_vec());
+    }
+    let eligible: Vec<Arc<Node>> = nodes
+        .iter()
+        .filter(|n| external_stacks(n).0)
+        .cloned()
+        .collect();
+    if eligible.is_empty() && !nodes.is_empty() {
+        return Err(CloudError::msg(format!(
+            "none of the {} nodes has a public IPv4 address yet, which an EXTERNAL REGIONAL_NETWORK load balancer needs in its backends",
+            nodes.len()
+        )));
+    }
+    if eligible.len() < nodes.len() {
+        tracing::debug!(
+            left_out = nodes.len() - eligible.len(),
+            "nodes without a public IPv4 address left out of a network load balancer"
+        );
+    }
+    Ok(eligible)
 }

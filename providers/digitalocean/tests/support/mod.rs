@@ -6,9 +6,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec, Service, ServicePort};
+use cloud_provider::k8s_openapi::api::core::v1::{
+    Node, NodeAddress, NodeSpec, NodeStatus, Service, ServicePort,
+};
 use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+/// An initialized node with a public IPv4 address, as the CCM leaves it.
 pub(crate) fn node(name: &str, provider_id: Option<&str>) -> Arc<Node> {
     Arc::new(Node {
         metadata: ObjectMeta {
@@ -19,7 +22,13 @@ pub(crate) fn node(name: &str, provider_id: Option<&str>) -> Arc<Node> {
             provider_id: provider_id.map(str::to_owned),
             ..NodeSpec::default()
         }),
-        status: None,
+        status: Some(NodeStatus {
+            addresses: Some(vec![NodeAddress {
+                type_: "ExternalIP".to_owned(),
+                address: "203.0.113.10".to_owned(),
+            }]),
+            ..NodeStatus::default()
+        }),
     })
 }
 
