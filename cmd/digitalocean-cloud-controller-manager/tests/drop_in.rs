@@ -5,12 +5,12 @@
 
 mod support;
 
-use ccm_test_support::{annotation, eventually, ingress_ips};
+use ccm_test_support::{annotation, eventually};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Patch, PatchParams};
 use provider_digitalocean::test_util::{FakeDroplet, account};
 use serde_json::json;
-use support::{CLUSTER_ID, Cluster, LOAD_BALANCER_ID, REGION, WAIT};
+use support::{CLUSTER_ID, Cluster, LOAD_BALANCER_ID, REGION, WAIT, provisioned};
 
 const NETWORK: &str = "service.beta.kubernetes.io/do-loadbalancer-network";
 const PROXY_PROTOCOL: &str = "service.beta.kubernetes.io/do-loadbalancer-enable-proxy-protocol";
@@ -25,23 +25,6 @@ fn upstream_env(
         ("DO_CLUSTER_ID", CLUSTER_ID.to_owned()),
         ("REGION", REGION.to_owned()),
     ]
-}
-
-async fn provisioned(cluster: &Cluster, name: &str) -> (Service, String) {
-    let service = eventually(&format!("{name} has an ingress IP"), WAIT, || async {
-        cluster
-            .services()
-            .get(name)
-            .await
-            .ok()
-            .filter(|s| !ingress_ips(s).is_empty())
-    })
-    .await
-    .unwrap_or_else(|e| panic!("{e}\n{}", cluster.ccm.log_tail()));
-    let id = annotation(&service, LOAD_BALANCER_ID)
-        .expect("the load-balancer ID is recorded")
-        .to_owned();
-    (service, id)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,12 +4,11 @@
 
 mod support;
 
-use ccm_test_support::{annotation, eventually, ingress_ips};
-use k8s_openapi::api::core::v1::Service;
+use ccm_test_support::{eventually, ingress_ips};
 use kube::api::{DeleteParams, Patch, PatchParams};
 use provider_digitalocean::test_util::{FakeDroplet, account};
 use serde_json::json;
-use support::{CLUSTER_ID, Cluster, FINALIZER, LOAD_BALANCER_ID, WAIT};
+use support::{CLUSTER_ID, Cluster, FINALIZER, WAIT, provisioned};
 
 const SIZE_UNIT: &str = "service.beta.kubernetes.io/do-loadbalancer-size-unit";
 const IDLE_TIMEOUT: &str = "service.beta.kubernetes.io/do-loadbalancer-http-idle-timeout-seconds";
@@ -20,25 +19,6 @@ fn default_name(uid: &str) -> String {
     let mut name = format!("a{}", uid.replace('-', ""));
     name.truncate(32);
     name
-}
-
-/// Waits until Service `name` has an ingress IP; answers it and its
-/// load-balancer ID.
-async fn provisioned(cluster: &Cluster, name: &str) -> (Service, String) {
-    let service = eventually(&format!("{name} has an ingress IP"), WAIT, || async {
-        cluster
-            .services()
-            .get(name)
-            .await
-            .ok()
-            .filter(|s| !ingress_ips(s).is_empty())
-    })
-    .await
-    .expect("a bounded wait");
-    let id = annotation(&service, LOAD_BALANCER_ID)
-        .unwrap_or_else(|| panic!("{name} has no {LOAD_BALANCER_ID} annotation"))
-        .to_owned();
-    (service, id)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -60,6 +60,26 @@ pub(crate) fn ccm_args() -> Vec<String> {
     ]
 }
 
+/// Waits until Service `name` has an ingress IP; answers it and its
+/// load-balancer ID.
+pub(crate) async fn provisioned(cluster: &Cluster, name: &str) -> (Service, String) {
+    let service =
+        ccm_test_support::eventually(&format!("{name} has an ingress IP"), WAIT, || async {
+            cluster
+                .services()
+                .get(name)
+                .await
+                .ok()
+                .filter(|s| !ccm_test_support::ingress_ips(s).is_empty())
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", cluster.ccm.log_tail()));
+    let id = ccm_test_support::annotation(&service, LOAD_BALANCER_ID)
+        .unwrap_or_else(|| panic!("{name} has no {LOAD_BALANCER_ID} annotation"))
+        .to_owned();
+    (service, id)
+}
+
 /// The CCM against an API server and an account on the fake.
 ///
 /// Fields drop in order: the CCM is killed before the API server stops.
