@@ -1,6 +1,7 @@
 //! AWS for the cloud-controller-manager: EC2 instances for nodes, pod-CIDR
-//! routes in VPC route tables, and Network Load Balancers (ELBv2) for
-//! Services of type `LoadBalancer`.
+//! routes in VPC route tables, Network Load Balancers (ELBv2) for Services
+//! of type `LoadBalancer`, and the zone and region of the EBS volumes behind
+//! PersistentVolumes.
 //!
 //! Start with [`AwsProviderFactory`]: it parses upstream's INI cloud config
 //! ([`AwsConfig`], with `[Global]` keys and `[ServiceOverride "N"]`
@@ -45,6 +46,7 @@ mod provider_id;
 mod routes;
 mod tagging;
 mod throttle;
+mod volumes;
 mod zones;
 
 #[cfg(test)]
@@ -61,6 +63,7 @@ pub use tagging::{
     SERVICE_NAME_TAG,
 };
 pub use throttle::RateLimit;
+pub use volumes::EBS_CSI_DRIVER;
 pub use zones::ZONE_ID_LABEL;
 
 /// The provider name: `--cloud-provider=aws`.

@@ -132,10 +132,12 @@ fn request(operation: &str) -> RequestLabels {
     }
 }
 
-/// Upstream's `request` label: snake_case, with its one irregular name.
+/// Upstream's `request` label: snake_case, with its irregular names.
 fn request_name(operation: &str) -> String {
-    if operation == "DescribeInstances" {
-        return "describe_instance".to_owned();
+    match operation {
+        "DescribeInstances" => return "describe_instance".to_owned(),
+        "DescribeVolumes" => return "describe_volume".to_owned(),
+        _ => {}
     }
     let mut out = String::with_capacity(operation.len() + 4);
     for (i, c) in operation.chars().enumerate() {
@@ -158,6 +160,7 @@ mod tests {
     #[test]
     fn request_labels_follow_upstreams_names() {
         assert_eq!(request_name("DescribeInstances"), "describe_instance");
+        assert_eq!(request_name("DescribeVolumes"), "describe_volume");
         assert_eq!(
             request_name("DescribeSecurityGroups"),
             "describe_security_groups"

@@ -8,7 +8,7 @@ use aws_config::meta::region::ProvideRegion;
 use aws_sdk_ec2::config::Region;
 use cloud_provider::{
     CloudError, CloudProvider, ConfigError, Environment, InitContext, Instances, LoadBalancer,
-    Routes,
+    Routes, Volumes,
 };
 use tokio::sync::OnceCell;
 
@@ -217,6 +217,10 @@ impl CloudProvider for AwsProvider {
     }
 
     fn routes(&self) -> Option<&dyn Routes> {
+        Some(self)
+    }
+
+    fn volumes(&self) -> Option<&dyn Volumes> {
         Some(self)
     }
 

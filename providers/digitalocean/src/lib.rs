@@ -14,6 +14,9 @@
 //! - **Service observer**: upstream's public-access firewall, open to the
 //!   ports the Services need (`PUBLIC_ACCESS_FIREWALL_NAME`/`_TAGS`), and
 //!   its periodic re-tagging of load balancers with the cluster tag.
+//! - **Volumes**: a PersistentVolume of the block storage CSI driver
+//!   (`dobs.csi.digitalocean.com`) gets its volume's region as
+//!   `topology.kubernetes.io/region`; one volume lookup per volume.
 //! - **Routes**: none. DigitalOcean VPCs route pod traffic natively, so the
 //!   route controller stays off.
 //!
@@ -38,6 +41,7 @@ mod region;
 mod retag;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
+mod volumes;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -47,7 +51,7 @@ use parking_lot::Mutex;
 use async_trait::async_trait;
 use cloud_provider::{
     CloudError, CloudProvider, ConfigError, InitContext, Instances, LoadBalancer, RateLimiter,
-    ServiceObserver,
+    ServiceObserver, Volumes,
 };
 
 pub use config::{
@@ -60,6 +64,7 @@ pub use factory::DigitalOceanProviderFactory;
 pub use instances::MAX_BATCH_SIZE;
 pub use load_balancer::annotations;
 pub use provider_id::{PROVIDER_ID_PREFIX, droplet_id_from_provider_id};
+pub use volumes::DO_CSI_DRIVER;
 
 use api::Client;
 
@@ -146,6 +151,10 @@ impl CloudProvider for DigitalOceanProvider {
     }
 
     fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
+        Some(self)
+    }
+
+    fn volumes(&self) -> Option<&dyn Volumes> {
         Some(self)
     }
 

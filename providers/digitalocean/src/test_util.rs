@@ -22,7 +22,9 @@ use cloud_provider::{CloudProvider, Environment, InitContext};
 use serde_json::Value;
 
 use crate::{DigitalOceanProvider, Settings};
-pub use fake_api::{AccountState, FakeApi, FakeDroplet, FakeFirewall, FakeLoadBalancer, Recorded};
+pub use fake_api::{
+    AccountState, FakeApi, FakeDroplet, FakeFirewall, FakeLoadBalancer, FakeVolume, Recorded,
+};
 
 /// How long the fake and Prism may take to start on a busy 2-core machine.
 const START_TIMEOUT: Duration = Duration::from_secs(90);
@@ -234,6 +236,11 @@ impl Account {
         for i in 0..count {
             self.add_droplet(FakeDroplet::new(1000 + i, &format!("node-{i}")));
         }
+    }
+
+    /// Adds (or replaces) a block storage volume `id` (a UUID) in `region`.
+    pub fn add_volume(&self, id: &str, region: &str) {
+        self.with(|a| a.volumes.insert(id.to_owned(), FakeVolume::new(id, region)));
     }
 
     /// Sets the status (`new`, `active`, `off`, `archive`) of droplet `id`.

@@ -218,6 +218,17 @@ pub(crate) struct DropletEnvelope {
     pub(crate) droplet: Droplet,
 }
 
+/// A block storage volume (`GET /v2/volumes/{id}`).
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct Volume {
+    pub(crate) region: RegionRef,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct VolumeEnvelope {
+    pub(crate) volume: Volume,
+}
+
 #[derive(Debug, Deserialize)]
 pub(crate) struct LoadBalancerEnvelope {
     pub(crate) load_balancer: LoadBalancer,

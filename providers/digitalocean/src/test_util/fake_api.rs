@@ -1,5 +1,5 @@
 //! A stateful fake of DigitalOcean's API v2, serving on 127.0.0.1: the
-//! droplet, load-balancer, firewall and tag endpoints the provider calls, pagination,
+//! droplet, load-balancer, firewall, tag and volume endpoints the provider calls, pagination,
 //! rate-limit headers and 429s.
 //!
 //! Each API token is its own account, so tests share one server (and one
@@ -12,6 +12,7 @@ mod droplets;
 mod firewalls;
 mod load_balancers;
 mod tags;
+mod volumes;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -29,6 +30,7 @@ pub use firewalls::FakeFirewall;
 pub(crate) use load_balancers::check_body as check_load_balancer_body;
 pub use load_balancers::{FakeLoadBalancer, LoadBalancerBody};
 use load_balancers::{check_body, check_update};
+pub use volumes::FakeVolume;
 
 /// The region the fake metadata service answers.
 pub const METADATA_REGION: &str = "sfo3";
@@ -66,6 +68,8 @@ pub struct AccountState {
     pub firewalls: BTreeMap<String, FakeFirewall>,
     /// Tags created with `POST /v2/tags`.
     pub tags: BTreeSet<String>,
+    /// Block storage volumes by ID.
+    pub volumes: BTreeMap<String, FakeVolume>,
     /// Every request the fake answered for this account, oldest first.
     pub requests: Vec<Recorded>,
     /// Reads of a new load balancer before it turns active; 0 creates it active.
@@ -89,6 +93,7 @@ impl Default for AccountState {
             certificates: BTreeMap::new(),
             firewalls: BTreeMap::new(),
             tags: BTreeSet::new(),
+            volumes: BTreeMap::new(),
             requests: Vec::new(),
             activate_after_reads: 1,
             throttle_next: 0,
@@ -338,6 +343,7 @@ fn route(
         ("GET", ["v2", "firewalls", id]) => firewalls::get(account, id),
         ("PUT", ["v2", "firewalls", id]) => firewalls::update(account, id, body),
         ("POST", ["v2", "tags"]) => tags::create(account, body),
+        ("GET", ["v2", "volumes", id]) => volumes::get(account, id),
         ("POST", ["v2", "tags", tag, "resources"]) => tags::tag_resources(account, tag, body),
         _ => not_found(),
     }
