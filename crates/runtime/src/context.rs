@@ -89,7 +89,8 @@ impl Informers {
                 None => Ok(()),
             }
         };
-        let (a, b, c) = join3(nodes, services, volumes).await;
+        // Boxed: three informers' futures side by side are large.
+        let (a, b, c) = Box::pin(join3(nodes, services, volumes)).await;
         a.and(b).and(c)
     }
 

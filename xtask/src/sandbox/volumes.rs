@@ -28,7 +28,7 @@ zone = \"fake-region-1b\"
 region = \"fake-region-1\"
 ";
 
-fn persistent_volume(name: &str, handle: &str, labels: Value) -> Value {
+fn persistent_volume(name: &str, handle: &str, labels: &Value) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "PersistentVolume",
@@ -48,9 +48,9 @@ pub(crate) fn seed(api: SocketAddr, token: Option<&str>) -> anyhow::Result<()> {
     let labelled = persistent_volume(
         "pv-labelled",
         "vol-labelled",
-        json!({ ZONE: "fake-region-1a", REGION: "fake-region-1" }),
+        &json!({ ZONE: "fake-region-1a", REGION: "fake-region-1" }),
     );
-    let unlabelled = persistent_volume("pv-unlabelled", "vol-unlabelled", json!({}));
+    let unlabelled = persistent_volume("pv-unlabelled", "vol-unlabelled", &json!({}));
     for pv in [labelled, unlabelled] {
         let response = http::request_as(
             api,
@@ -92,8 +92,8 @@ mod tests {
     #[test]
     fn only_the_fake_clouds_volumes_with_both_labels_count() {
         let volumes = [
-            persistent_volume("a", "vol-a", json!({ ZONE: "z", REGION: "r" })),
-            persistent_volume("b", "vol-b", json!({ ZONE: "z" })),
+            persistent_volume("a", "vol-a", &json!({ ZONE: "z", REGION: "r" })),
+            persistent_volume("b", "vol-b", &json!({ ZONE: "z" })),
             json!({ "spec": { "csi": { "driver": "other" } } }),
         ];
         assert_eq!(labelled(&volumes), (2, 1));
