@@ -5,6 +5,7 @@
 mod access;
 mod kubectl;
 pub(crate) mod status;
+pub(crate) mod volumes;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -20,7 +21,8 @@ use status::Status;
 /// The CCM against an embedded API server and the fake cloud; kubectl-ready.
 ///
 /// Starts an in-memory Kubernetes API server seeded with uninitialized nodes
-/// (with pod CIDRs) and Services of type LoadBalancer, runs the real
+/// (with pod CIDRs), Services of type LoadBalancer and two PersistentVolumes
+/// of the fake cloud (one labelled with its zone, one not), runs the real
 /// fake-cloud-controller-manager against it with the fake cloud answering for
 /// any node name, shows progress, and leaves you a kubeconfig for kubectl
 /// until Ctrl-C.
@@ -33,7 +35,7 @@ pub(crate) struct Options {
     /// LoadBalancer Services to seed, lb-1..lb-M.
     #[arg(long, value_name = "M", default_value_t = 2)]
     services: usize,
-    /// Exit 0 once everything is initialized and provisioned and a Service
+    /// Exit 0 once everything is initialized, provisioned and labelled and a Service
     /// created with kubectl has its ingress, or fail after --timeout; used by
     /// `cargo xtask ci`.
     #[arg(long, verbatim_doc_comment)]
@@ -51,6 +53,11 @@ latency_ms = 20
 batch_size = 100
 ";
 
+/// The cloud config: [`CLOUD_CONFIG`] and the seeded volumes.
+fn cloud_config_text() -> String {
+    format!("{CLOUD_CONFIG}\n{}", volumes::CLOUD_CONFIG_VOLUMES)
+}
+
 pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     let timeout = Duration::from_secs(options.timeout);
     run(cargo().args([
@@ -66,7 +73,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let kubeconfig = dir.join("kubeconfig");
     let cloud_config = dir.join("cloud.toml");
-    std::fs::write(&cloud_config, CLOUD_CONFIG)?;
+    std::fs::write(&cloud_config, cloud_config_text())?;
 
     let access = Access::write(&dir)?;
 
@@ -79,6 +86,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         &access.api_server_args(),
     )?;
     access.grant(api)?;
+    volumes::seed(api, Some(access.admin_token()))?;
     let metrics = processes.start_ccm(
         &target.join("debug/fake-cloud-controller-manager"),
         &kubeconfig,
@@ -116,7 +124,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
                 if status.complete() && !announced {
                     announced = true;
                     println!(
-                        "\nall nodes initialized, all load balancers provisioned, all routes created"
+                        "\nall nodes initialized, all load balancers provisioned, all routes created, all volumes labelled"
                     );
                     if options.check {
                         refuses_metrics_without_a_token(metrics)?;

@@ -14,15 +14,19 @@ pub enum ControllerId {
     Service,
     /// Programs cloud routes for pod CIDRs.
     Route,
+    /// Labels PersistentVolumes with their cloud volume's zone and region
+    /// (what kube-apiserver's `PersistentVolumeLabel` admission plugin did).
+    PersistentVolumeLabel,
 }
 
 impl ControllerId {
     /// Every controller, in start order.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 5] = [
         Self::CloudNode,
         Self::CloudNodeLifecycle,
         Self::Service,
         Self::Route,
+        Self::PersistentVolumeLabel,
     ];
 
     /// Upstream's canonical name, such as `cloud-node-controller`.
@@ -32,6 +36,7 @@ impl ControllerId {
             Self::CloudNodeLifecycle => "cloud-node-lifecycle-controller",
             Self::Service => "service-lb-controller",
             Self::Route => "node-route-controller",
+            Self::PersistentVolumeLabel => "persistentvolume-label-controller",
         }
     }
 
@@ -42,6 +47,7 @@ impl ControllerId {
             Self::CloudNodeLifecycle => "cloud-node-lifecycle",
             Self::Service => "service",
             Self::Route => "route",
+            Self::PersistentVolumeLabel => "persistentvolume-label",
         }
     }
 
@@ -53,6 +59,8 @@ impl ControllerId {
             Self::CloudNode | Self::CloudNodeLifecycle => "node-controller",
             Self::Service => "service-controller",
             Self::Route => "route-controller",
+            // The name upstream's in-tree PersistentVolumeLabel controller used.
+            Self::PersistentVolumeLabel => "pvl-controller",
         }
     }
 
@@ -84,6 +92,10 @@ mod tests {
         assert_eq!(
             ControllerId::parse("node-route-controller"),
             Some(ControllerId::Route)
+        );
+        assert_eq!(
+            ControllerId::parse("persistentvolume-label"),
+            Some(ControllerId::PersistentVolumeLabel)
         );
         assert_eq!(ControllerId::parse("nodeipam"), None);
     }

@@ -4,7 +4,8 @@
 //! [`ccm_runtime::Context`] and [`ControllerSettings`], it sets the
 //! controller up and returns the future that runs it, or says why the
 //! controller is off (its cloud capability is absent, or the flags turn it
-//! off). Controllers never call a cloud SDK: they use the provider through
+//! off). `persistentvolume-label` labels PersistentVolumes with their
+//! cloud volume's zone and region. Controllers never call a cloud SDK: they use the provider through
 //! the context's metered, fenced wrapper.
 //!
 //! [`start_service_observer`] is the one controller that is not upstream's:
@@ -15,6 +16,7 @@ mod calls;
 mod id;
 mod node;
 mod node_lifecycle;
+mod pv_label;
 mod route;
 mod service;
 mod service_observer;
@@ -59,5 +61,6 @@ pub fn start(id: ControllerId, ctx: &Context, settings: &ControllerSettings) -> 
         ControllerId::CloudNodeLifecycle => node_lifecycle::start(ctx, settings),
         ControllerId::Service => service::start(ctx, settings),
         ControllerId::Route => route::start(ctx, settings),
+        ControllerId::PersistentVolumeLabel => pv_label::start(ctx, settings),
     }
 }

@@ -1,4 +1,5 @@
-//! Coalescing per-node cloud lookups into the provider's batch calls.
+//! Coalescing per-object cloud lookups (nodes, volumes) into the provider's
+//! batch calls.
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;
@@ -10,12 +11,13 @@ use futures::future::BoxFuture;
 use futures::stream::{self, StreamExt};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-/// One batch call to the provider, such as `instances_metadata`.
-pub type BatchCall<T> =
-    Arc<dyn Fn(Vec<Arc<Node>>) -> BoxFuture<'static, BatchResult<T>> + Send + Sync>;
+/// One batch call to the provider, such as `instances_metadata`, over keys
+/// `K` (nodes by default; volume IDs for `volumes_labels`).
+pub type BatchCall<T, K = Arc<Node>> =
+    Arc<dyn Fn(Vec<K>) -> BoxFuture<'static, BatchResult<T>> + Send + Sync>;
 
-struct Request<T> {
-    node: Arc<Node>,
+struct Request<T, K> {
+    node: K,
     reply: oneshot::Sender<Result<T, CloudError>>,
 }
 
@@ -28,11 +30,11 @@ struct Request<T> {
 /// - At most `concurrency` batch calls run at once.
 /// - When a call fails as a whole, every node in it gets that error.
 #[derive(Debug)]
-pub struct Batcher<T> {
-    tx: mpsc::UnboundedSender<Request<T>>,
+pub struct Batcher<T, K = Arc<Node>> {
+    tx: mpsc::UnboundedSender<Request<T, K>>,
 }
 
-impl<T> Clone for Batcher<T> {
+impl<T, K> Clone for Batcher<T, K> {
     fn clone(&self) -> Self {
         Self {
             tx: self.tx.clone(),
@@ -50,11 +52,11 @@ pub struct BatcherStopped;
 #[error("the batch call ended without answering for this node")]
 pub struct AnswerLost;
 
-impl<T: Send + 'static> Batcher<T> {
+impl<T: Send + 'static, K: Send + 'static> Batcher<T, K> {
     /// Starts a batcher on the current tokio runtime. It stops when every
     /// handle is dropped.
     pub fn spawn(
-        call: BatchCall<T>,
+        call: BatchCall<T, K>,
         max_batch: NonZeroUsize,
         window: Duration,
         concurrency: NonZeroUsize,
@@ -70,8 +72,8 @@ impl<T: Send + 'static> Batcher<T> {
         Self { tx }
     }
 
-    /// Looks `node` up as part of the next batch.
-    pub async fn lookup(&self, node: Arc<Node>) -> Result<T, CloudError> {
+    /// Looks `node` (or another key) up as part of the next batch.
+    pub async fn lookup(&self, node: K) -> Result<T, CloudError> {
         let (reply, answer) = oneshot::channel();
         let stopped = || CloudError::other(BatcherStopped.to_string(), BatcherStopped);
         self.tx
@@ -81,9 +83,9 @@ impl<T: Send + 'static> Batcher<T> {
     }
 }
 
-async fn drive<T: Send + 'static>(
-    mut rx: mpsc::UnboundedReceiver<Request<T>>,
-    call: BatchCall<T>,
+async fn drive<T: Send + 'static, K: Send + 'static>(
+    mut rx: mpsc::UnboundedReceiver<Request<T, K>>,
+    call: BatchCall<T, K>,
     max_batch: usize,
     window: Duration,
     slots: Arc<Semaphore>,
@@ -140,21 +142,21 @@ fn answer<T>(replies: Vec<oneshot::Sender<Result<T, CloudError>>>, result: Batch
     }
 }
 
-/// Nodes with their answers.
-pub type Answers<T> = Vec<(Arc<Node>, Result<T, CloudError>)>;
+/// Nodes (or other keys) with their answers.
+pub type Answers<T, K = Arc<Node>> = Vec<(K, Result<T, CloudError>)>;
 
 /// Looks up every node in `nodes` with batch calls of at most `max_batch`
 /// nodes, `concurrency` calls at a time; for periodic passes over all nodes.
 ///
 /// Returns each node with its answer, in input order.
-pub async fn lookup_all<T: Send + 'static>(
-    nodes: Vec<Arc<Node>>,
-    call: &BatchCall<T>,
+pub async fn lookup_all<T: Send + 'static, K: Clone + Send + 'static>(
+    nodes: Vec<K>,
+    call: &BatchCall<T, K>,
     max_batch: NonZeroUsize,
     concurrency: NonZeroUsize,
-) -> Answers<T> {
-    let chunks: Vec<Vec<Arc<Node>>> = nodes.chunks(max_batch.get()).map(<[_]>::to_vec).collect();
-    let answered: Vec<Answers<T>> = stream::iter(chunks)
+) -> Answers<T, K> {
+    let chunks: Vec<Vec<K>> = nodes.chunks(max_batch.get()).map(<[_]>::to_vec).collect();
+    let answered: Vec<Answers<T, K>> = stream::iter(chunks)
         .map(|chunk| {
             let call = call.clone();
             async move {

@@ -1,16 +1,17 @@
 //! The provider as controllers see it: every call counted and timed, and
 //! every mutation fenced by leadership.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use cloud_provider::k8s_openapi::api::core::v1::{Node, PersistentVolume, Service};
 use cloud_provider::{
     BatchResult, CloudError, CloudProvider, EnsuredLoadBalancer, InitContext, InstanceMetadata,
-    Instances, LoadBalancer, LoadBalancerStatus, Route, Routes, ServiceObserver,
+    Instances, LoadBalancer, LoadBalancerStatus, Route, Routes, ServiceObserver, Volumes,
 };
 use tokio::time::Instant;
 
@@ -165,6 +166,10 @@ impl MeteredCloud {
         self.inner.routes().ok_or(CloudError::NotImplemented)
     }
 
+    fn volumes_inner(&self) -> Result<&dyn Volumes, CloudError> {
+        self.inner.volumes().ok_or(CloudError::NotImplemented)
+    }
+
     fn service_observer_inner(&self) -> Result<&dyn ServiceObserver, CloudError> {
         self.inner
             .service_observer()
@@ -205,6 +210,10 @@ impl CloudProvider for MeteredCloud {
         self.inner
             .service_observer()
             .map(|_| self as &dyn ServiceObserver)
+    }
+
+    fn volumes(&self) -> Option<&dyn Volumes> {
+        self.inner.volumes().map(|_| self as &dyn Volumes)
     }
 
     fn encode_metrics(&self, out: &mut String) {
@@ -353,6 +362,31 @@ impl Routes for MeteredCloud {
     async fn delete_route(&self, cluster_name: &str, route: &Route) -> Result<(), CloudError> {
         self.mutate("delete_route", async {
             self.routes_inner()?.delete_route(cluster_name, route).await
+        })
+        .await
+    }
+}
+
+/// Volume lookups are reads, counted and timed like the instance batch
+/// calls and not fenced.
+#[async_trait]
+impl Volumes for MeteredCloud {
+    fn volume_id(&self, pv: &PersistentVolume) -> Option<String> {
+        self.inner.volumes()?.volume_id(pv)
+    }
+
+    fn max_batch_size(&self) -> NonZeroUsize {
+        self.inner
+            .volumes()
+            .map_or(NonZeroUsize::MIN, Volumes::max_batch_size)
+    }
+
+    async fn volumes_labels(
+        &self,
+        ids: &[String],
+    ) -> BatchResult<Option<BTreeMap<String, String>>> {
+        self.observe("volumes_labels", Some(ids.len()), async {
+            self.volumes_inner()?.volumes_labels(ids).await
         })
         .await
     }

@@ -3,8 +3,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use futures::future::join;
-use k8s_openapi::api::core::v1::{Node, Service};
+use futures::future::join3;
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, Service};
 use kube::api::Api;
 use tokio_util::sync::CancellationToken;
 
@@ -18,6 +18,7 @@ pub struct Informers {
     client: kube::Client,
     nodes: OnceLock<Arc<Informer<Node>>>,
     services: OnceLock<Arc<Informer<Service>>>,
+    persistent_volumes: OnceLock<Arc<Informer<PersistentVolume>>>,
 }
 
 impl std::fmt::Debug for Informers {
@@ -25,6 +26,7 @@ impl std::fmt::Debug for Informers {
         f.debug_struct("Informers")
             .field("nodes", &self.nodes.get())
             .field("services", &self.services.get())
+            .field("persistent_volumes", &self.persistent_volumes.get())
             .finish()
     }
 }
@@ -36,6 +38,7 @@ impl Informers {
             client,
             nodes: OnceLock::new(),
             services: OnceLock::new(),
+            persistent_volumes: OnceLock::new(),
         }
     }
 
@@ -49,6 +52,13 @@ impl Informers {
     /// The Service informer (all namespaces).
     pub fn services(&self) -> Arc<Informer<Service>> {
         self.services
+            .get_or_init(|| Arc::new(Informer::new(Api::all(self.client.clone()))))
+            .clone()
+    }
+
+    /// The PersistentVolume informer (a cluster-scoped kind).
+    pub fn persistent_volumes(&self) -> Arc<Informer<PersistentVolume>> {
+        self.persistent_volumes
             .get_or_init(|| Arc::new(Informer::new(Api::all(self.client.clone()))))
             .clone()
     }
@@ -72,8 +82,16 @@ impl Informers {
                 None => Ok(()),
             }
         };
-        let (a, b) = join(nodes, services).await;
-        a.and(b)
+        let volumes = self.persistent_volumes.get().cloned();
+        let volumes = async {
+            match volumes {
+                Some(informer) => informer.run(shutdown.clone()).await,
+                None => Ok(()),
+            }
+        };
+        // Boxed: three informers' futures side by side are large.
+        let (a, b, c) = Box::pin(join3(nodes, services, volumes)).await;
+        a.and(b).and(c)
     }
 
     /// Waits until every started informer has its first full list.
@@ -83,6 +101,9 @@ impl Informers {
         }
         if let Some(services) = self.services.get() {
             services.wait_until_ready().await;
+        }
+        if let Some(volumes) = self.persistent_volumes.get() {
+            volumes.wait_until_ready().await;
         }
     }
 }

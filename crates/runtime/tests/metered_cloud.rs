@@ -8,7 +8,7 @@ use std::time::Duration;
 use ccm_runtime::{Fence, Fenced, MeteredCloud, Metrics};
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use cloud_provider::{CloudError, CloudProvider, Instances, ServiceObserver};
+use cloud_provider::{CloudError, CloudProvider, Instances, ServiceObserver, Volumes};
 use provider_fake::{FakeCloud, InjectedError, Operation};
 
 #[derive(Debug, Default)]
@@ -126,6 +126,7 @@ fn capabilities_follow_the_wrapped_provider() {
     assert!(
         cloud.instances().is_none() && cloud.load_balancer().is_none() && cloud.routes().is_none()
     );
+    assert!(cloud.volumes().is_none());
     let cloud = MeteredCloud::new(
         Arc::new(FakeCloud::default()),
         Metrics::new(),
@@ -134,6 +135,7 @@ fn capabilities_follow_the_wrapped_provider() {
     assert!(
         cloud.instances().is_some() && cloud.load_balancer().is_some() && cloud.routes().is_some()
     );
+    assert!(cloud.volumes().is_some());
 }
 
 #[tokio::test(start_paused = true)]
@@ -262,4 +264,27 @@ fn only_a_provider_with_an_observer_offers_one() {
         Arc::new(ccm_runtime::AlwaysLeader),
     );
     assert!(cloud.service_observer().is_some() && cloud.load_balancer().is_none());
+}
+
+#[tokio::test]
+async fn volume_lookups_are_counted_and_timed_but_not_fenced() {
+    let fake = FakeCloud::default();
+    let metrics = Metrics::new();
+    // Never the leader: reads still reach the cloud.
+    let cloud = MeteredCloud::new(
+        Arc::new(fake.clone()),
+        metrics.clone(),
+        Arc::new(Toggle::default()),
+    );
+    let answers = cloud
+        .volumes_labels(&["vol-1".to_owned(), "vol-2".to_owned()])
+        .await
+        .unwrap();
+    assert_eq!(answers.len(), 2);
+    assert_eq!(fake.count(Operation::VolumesLabels), 1);
+    assert_eq!(metrics.cloud_call_count("volumes_labels", "success"), 1);
+    assert_eq!(
+        Volumes::max_batch_size(&cloud),
+        Volumes::max_batch_size(&fake)
+    );
 }

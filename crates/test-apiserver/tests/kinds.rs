@@ -1,5 +1,6 @@
 //! The kinds a CCM reads but never writes in the other suites: EndpointSlice,
-//! Endpoints and PersistentVolume, through the real `kube` client.
+//! Endpoints and PersistentVolume (and the one PersistentVolume write a CCM
+//! makes), through the real `kube` client.
 
 mod support;
 
@@ -11,8 +12,8 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use kube::Api;
 use kube::api::{DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
 use serde_json::json;
 
 fn endpoint_slice(name: &str, address: &str) -> EndpointSlice {
@@ -173,6 +174,70 @@ contract_test!(
             .list(&ListParams::default().fields(&format!("metadata.name={name}")))
             .await?;
         assert_eq!(listed.items.len(), 1);
+        volumes.delete(&name, &DeleteParams::default()).await?;
+        Ok(())
+    }
+);
+
+contract_test!(
+    persistent_volumes_take_a_merge_patch_of_labels_and_a_first_node_affinity,
+    |t| {
+        let volumes: Api<PersistentVolume> = Api::all(t.client());
+        let name = ccm_test_support::unique("pv");
+        let volume = PersistentVolume {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                ..Default::default()
+            },
+            spec: Some(PersistentVolumeSpec {
+                capacity: Some(BTreeMap::from([(
+                    "storage".to_owned(),
+                    Quantity("1Gi".into()),
+                )])),
+                access_modes: Some(vec!["ReadWriteOnce".into()]),
+                host_path: Some(HostPathVolumeSource {
+                    path: "/tmp/contract".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let created = volumes.create(&PostParams::default(), &volume).await?;
+        let zone = "topology.kubernetes.io/zone";
+        // What the persistentvolume-label controller sends: the labels, a
+        // node affinity where there was none, and the resourceVersion read.
+        let patch = json!({
+            "metadata": {
+                "resourceVersion": created.metadata.resource_version,
+                "labels": { zone: "zone-b" },
+            },
+            "spec": { "nodeAffinity": { "required": { "nodeSelectorTerms": [
+                { "matchExpressions": [{ "key": zone, "operator": "In", "values": ["zone-b"] }] }
+            ] } } },
+        });
+        let patched = volumes
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await?;
+        assert_eq!(
+            patched.labels().get(zone).map(String::as_str),
+            Some("zone-b")
+        );
+        let terms = patched
+            .spec
+            .and_then(|s| s.node_affinity)
+            .and_then(|a| a.required)
+            .map(|r| r.node_selector_terms)
+            .unwrap_or_default();
+        assert_eq!(terms.len(), 1);
+        // The same patch again carries a stale resourceVersion: refused.
+        let stale = volumes
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await;
+        assert!(
+            matches!(&stale, Err(kube::Error::Api(s)) if s.code == 409),
+            "{stale:?}"
+        );
         volumes.delete(&name, &DeleteParams::default()).await?;
         Ok(())
     }

@@ -32,11 +32,13 @@ pub enum Operation {
     CreateRoute,
     /// `Routes::delete_route`
     DeleteRoute,
+    /// `Volumes::volumes_labels` (batch)
+    VolumesLabels,
 }
 
 impl Operation {
     /// Every operation, for tables and metrics.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::InstanceExists,
         Self::InstanceShutdown,
         Self::InstanceMetadata,
@@ -50,6 +52,7 @@ impl Operation {
         Self::ListRoutes,
         Self::CreateRoute,
         Self::DeleteRoute,
+        Self::VolumesLabels,
     ];
 
     /// The interface method's name, such as `instances_metadata`.
@@ -68,6 +71,7 @@ impl Operation {
             Self::ListRoutes => "list_routes",
             Self::CreateRoute => "create_route",
             Self::DeleteRoute => "delete_route",
+            Self::VolumesLabels => "volumes_labels",
         }
     }
 
@@ -96,7 +100,7 @@ pub struct Call {
     /// Which method was called.
     pub op: Operation,
     /// What it was called for: node names, `namespace/name` of a Service,
-    /// or a route's CIDR.
+    /// a route's CIDR, or volume IDs.
     pub args: Vec<String>,
     /// For batch calls, how many nodes the call carried.
     pub batch_size: Option<usize>,

@@ -7,6 +7,7 @@
 //! rate_limit_qps = 20.0    # token bucket; beyond it calls answer Throttled
 //! rate_limit_burst = 20
 //! batch_size = 100         # most nodes one batch call answers for
+//! volume_batch_size = 50   # most volumes one volumes_labels call answers for
 //! auto_instances = true    # any node name has a running instance
 //!
 //! [[instances]]
@@ -17,6 +18,11 @@
 //! region = "fake-1"
 //! addresses = [{ type = "InternalIP", address = "10.0.0.1" }]
 //! state = "running"        # or "stopped", "terminated"
+//!
+//! [[volumes]]               # PersistentVolumes name them by CSI volume
+//! id = "vol-1"              # handle, driver `fake.csi.ccm.dev`
+//! zone = "fake-1a"          # defaults to the first of settings.zones
+//! region = "fake-1"         # defaults to settings.region
 //! ```
 
 use std::collections::{BTreeMap, HashSet};
@@ -25,6 +31,7 @@ use cloud_provider::{CloudConfig, ConfigError, NodeAddress, NodeAddressType, Rat
 use serde::Deserialize;
 
 use crate::instance::{Instance, InstanceState, default_provider_id};
+use crate::volumes::FakeVolume;
 
 /// The parsed cloud config.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -36,6 +43,9 @@ pub struct FakeConfig {
     /// Instances that exist from the start.
     #[serde(default)]
     pub instances: Vec<InstanceSpec>,
+    /// Volumes that exist from the start.
+    #[serde(default)]
+    pub volumes: Vec<VolumeSpec>,
 }
 
 /// How the fake cloud behaves.
@@ -54,6 +64,8 @@ pub struct Settings {
     pub rate_limit_burst: Option<u32>,
     /// The most nodes one batch call answers for.
     pub batch_size: usize,
+    /// The most volume IDs one `volumes_labels` call answers for.
+    pub volume_batch_size: usize,
     /// Answer for any node name with a synthesized running instance.
     pub auto_instances: bool,
     /// Region of synthesized instances.
@@ -84,6 +96,7 @@ impl Default for Settings {
             rate_limit_qps: None,
             rate_limit_burst: None,
             batch_size: 100,
+            volume_batch_size: 50,
             auto_instances: false,
             region: "fake-region-1".into(),
             zones: vec![
@@ -117,6 +130,22 @@ pub struct InstanceSpec {
     #[serde(default)]
     pub state: InstanceState,
     /// Additional labels the node gets.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// One seeded volume.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VolumeSpec {
+    /// Its ID: the `volumeHandle` of a CSI PersistentVolume of driver
+    /// `fake.csi.ccm.dev`.
+    pub id: String,
+    /// Defaults to the first of `settings.zones`.
+    pub zone: Option<String>,
+    /// Defaults to `settings.region`.
+    pub region: Option<String>,
+    /// Further labels its PersistentVolumes get.
     #[serde(default)]
     pub labels: BTreeMap<String, String>,
 }
@@ -182,6 +211,18 @@ impl FakeConfig {
         if s.batch_size == 0 {
             return Err("settings.batch_size: must be at least 1".into());
         }
+        if s.volume_batch_size == 0 {
+            return Err("settings.volume_batch_size: must be at least 1".into());
+        }
+        let mut volume_ids = HashSet::new();
+        for (i, spec) in self.volumes.iter().enumerate() {
+            if spec.id.is_empty() {
+                return Err(format!("volumes[{i}].id: must not be empty"));
+            }
+            if !volume_ids.insert(spec.id.as_str()) {
+                return Err(format!("volumes[{i}].id: `{}` is used twice", spec.id));
+            }
+        }
         if s.zones.is_empty() {
             return Err("settings.zones: must name at least one zone".into());
         }
@@ -243,6 +284,22 @@ impl FakeConfig {
                     })
                     .collect(),
                 state: spec.state,
+                labels: spec.labels.clone(),
+            })
+            .collect()
+    }
+}
+
+impl FakeConfig {
+    /// The seeded volumes, with defaults filled in.
+    pub(crate) fn seeded_volumes(&self) -> Vec<FakeVolume> {
+        let s = &self.settings;
+        self.volumes
+            .iter()
+            .map(|spec| FakeVolume {
+                id: spec.id.clone(),
+                zone: spec.zone.clone().unwrap_or_else(|| s.zones[0].clone()),
+                region: spec.region.clone().unwrap_or_else(|| s.region.clone()),
                 labels: spec.labels.clone(),
             })
             .collect()

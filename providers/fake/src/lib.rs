@@ -1,7 +1,8 @@
 //! An in-memory cloud for tests, the sandbox and benchmarks.
 //!
 //! Start with [`FakeCloud`]: it implements every capability of the
-//! [`cloud_provider`] interface — instances, load balancers, routes — and
+//! [`cloud_provider`] interface — instances, load balancers, routes, volumes
+//! (named by CSI volume handles of [`CSI_DRIVER`]) — and
 //! records every call in a log tests assert on ([`FakeCloud::calls`]). It can
 //! be made to behave like a real cloud: per-call latency, a random error
 //! rate, errors injected for the next calls, and a token-bucket rate limit
@@ -20,6 +21,7 @@ mod instances;
 mod load_balancer;
 mod routes;
 mod state;
+mod volumes;
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;
@@ -28,12 +30,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use cloud_provider::{
     CloudError, CloudProvider, Instances, InvalidRateLimit, LoadBalancer, RateLimiter, Route,
-    Routes,
+    Routes, Volumes,
 };
 use parking_lot::{Mutex, MutexGuard};
 
 pub use calls::{Call, Operation};
-pub use config::{AddressSpec, FakeConfig, InstanceSpec, Settings};
+pub use config::{AddressSpec, FakeConfig, InstanceSpec, Settings, VolumeSpec};
 pub use factory::FakeProviderFactory;
 pub use faults::InjectedError;
 pub use instance::{Instance, InstanceState};
@@ -42,6 +44,7 @@ pub use load_balancer::{
     ANNOTATION_TYPE,
 };
 pub use state::{FakeLoadBalancer, ForwardedPort, OwnedRoute};
+pub use volumes::{CSI_DRIVER, FakeVolume};
 
 use faults::Faults;
 use state::State;
@@ -80,6 +83,9 @@ impl FakeCloud {
         let mut state = State::default();
         for instance in config.seeded_instances() {
             state.insert_instance(instance);
+        }
+        for volume in config.seeded_volumes() {
+            state.volumes.insert(volume.id.clone(), volume);
         }
         let s = &config.settings;
         let mut faults = Faults::new(s.seed);
@@ -221,6 +227,30 @@ impl FakeCloud {
         self.inner.state.lock().routes.clone()
     }
 
+    /// Adds or replaces a volume.
+    pub fn add_volume(&self, volume: FakeVolume) {
+        self.inner
+            .state
+            .lock()
+            .volumes
+            .insert(volume.id.clone(), volume);
+    }
+
+    /// Removes a volume, as if it never existed.
+    pub fn remove_volume(&self, id: &str) -> Option<FakeVolume> {
+        self.inner.state.lock().volumes.remove(id)
+    }
+
+    /// All volumes, by ID.
+    pub fn volumes(&self) -> Vec<FakeVolume> {
+        self.inner.state.lock().volumes.values().cloned().collect()
+    }
+
+    /// Sets the most volume IDs one `volumes_labels` call answers for.
+    pub fn set_volume_batch_size(&self, size: NonZeroUsize) {
+        self.inner.settings.lock().volume_batch_size = size.get();
+    }
+
     /// Puts a route in the table directly, as another tool or cluster would.
     pub fn insert_route(&self, cluster_name: &str, route: Route) {
         let owned = OwnedRoute {
@@ -274,6 +304,10 @@ impl CloudProvider for FakeCloud {
     }
 
     fn routes(&self) -> Option<&dyn Routes> {
+        Some(self)
+    }
+
+    fn volumes(&self) -> Option<&dyn Volumes> {
         Some(self)
     }
 }

@@ -1,4 +1,4 @@
-//! What the fake cloud holds: instances, load balancers and routes, and
+//! What the fake cloud holds: instances, load balancers, routes and volumes, and
 //! the lookups and allocations the provider's calls make on them.
 
 use std::collections::{BTreeMap, HashMap};
@@ -8,6 +8,7 @@ use cloud_provider::Route;
 
 use crate::config::Settings;
 use crate::instance::{Instance, default_provider_id};
+use crate::volumes::FakeVolume;
 
 /// One port a fake load balancer forwards.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -61,6 +62,7 @@ pub(crate) struct State {
     pub(crate) by_provider_id: HashMap<String, String>,
     pub(crate) load_balancers: BTreeMap<String, FakeLoadBalancer>,
     pub(crate) routes: Vec<OwnedRoute>,
+    pub(crate) volumes: BTreeMap<String, FakeVolume>,
     pub(crate) next_ip: u32,
     /// The node list given last, reused while load balancers get the same
     /// one: 1,000 load balancers over 5,000 nodes hold one list, not 1,000

@@ -157,6 +157,7 @@ pub(crate) fn run_scenario(
         ],
     )?;
     apply(api, rbac)?;
+    crate::sandbox::volumes::seed(api, Some(ADMIN_TOKEN))?;
     let ccm_kubeconfig = dir.join("kubeconfig-ccm");
     std::fs::write(&ccm_kubeconfig, token_kubeconfig(api, CCM_TOKEN))?;
     let metrics = processes.start_ccm_with(
@@ -191,7 +192,7 @@ fn drive(
 ) -> anyhow::Result<()> {
     wait(
         processes,
-        "every node initialized and routed, every load balancer provisioned",
+        "every node initialized and routed, every load balancer provisioned, every volume labelled",
         |last| {
             let status = Status::read(api, metrics)?;
             *last = status.line();

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use anyhow::{Context, bail};
 use serde_json::Value;
 
+use super::volumes;
 use crate::http;
 
 const UNINITIALIZED: &str = "node.cloudprovider.kubernetes.io/uninitialized";
@@ -17,6 +18,9 @@ pub(crate) struct Status {
     routed: usize,
     load_balancers: usize,
     provisioned: usize,
+    /// The fake cloud's PersistentVolumes, and how many have zone and region.
+    volumes: usize,
+    labelled: usize,
     /// Controller alias → whether it runs.
     controllers: BTreeMap<String, bool>,
 }
@@ -59,6 +63,8 @@ impl Status {
     ) -> anyhow::Result<Self> {
         let nodes = items(api, "/api/v1/nodes", api_token)?;
         let services = items(api, "/api/v1/services", api_token)?;
+        let (volumes, labelled) =
+            volumes::labelled(&items(api, "/api/v1/persistentvolumes", api_token)?);
         let response =
             http::get_https_as(metrics, "/metrics", metrics_token).context("the CCM's /metrics")?;
         if response.status != 200 {
@@ -105,6 +111,8 @@ impl Status {
             routed,
             load_balancers: load_balancers.len(),
             provisioned,
+            volumes,
+            labelled,
             controllers: controllers(&metrics),
         })
     }
@@ -132,6 +140,12 @@ impl Status {
                 self.load_balancers,
             ),
             self.part("route", "nodes with routes", self.routed, self.nodes),
+            self.part(
+                "persistentvolume-label",
+                "volumes labelled",
+                self.labelled,
+                self.volumes,
+            ),
         ]
         .join(" · ")
     }
@@ -142,6 +156,8 @@ impl Status {
         running("cloud-node")
             && running("service")
             && running("route")
+            && running("persistentvolume-label")
+            && self.labelled == self.volumes
             && self.initialized == self.nodes
             && self.provisioned == self.load_balancers
             && self.routed == self.nodes
@@ -168,6 +184,8 @@ mod tests {
             routed: 0,
             load_balancers: 2,
             provisioned: 0,
+            volumes: 2,
+            labelled: 1,
             controllers: [
                 ("cloud-node".to_owned(), true),
                 ("service".to_owned(), false),

@@ -121,7 +121,8 @@ fn client_and_cloud_flags() {
 #[test]
 fn controller_selection() {
     let s = ok(&["--controllers=*,-route"]);
-    assert!(!s.controllers.contains(&ControllerId::Route) && s.controllers.len() == 3);
+    assert!(!s.controllers.contains(&ControllerId::Route) && s.controllers.len() == 4);
+    assert!(s.controllers.contains(&ControllerId::PersistentVolumeLabel));
     let s = ok(&["--controllers=service,cloud-node-controller"]);
     assert_eq!(
         s.controllers,

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use ccm_controllers::ControllerId::{self, CloudNode, CloudNodeLifecycle, Route, Service};
+use ccm_controllers::ControllerId::{
+    self, CloudNode, CloudNodeLifecycle, PersistentVolumeLabel, Route, Service,
+};
 
 use super::config::{ConfigError, ControllerLeader, MigrationConfig};
 use super::{LeaderMigration, Plan};
@@ -150,7 +152,9 @@ fn upstream_default_migrates_route_service_and_node_lifecycle_to_any_component()
     let config = MigrationConfig::upstream_default();
     assert_eq!(config.leader_name, "cloud-provider-extraction-migration");
     let plan = Plan::new(&config, &all()).unwrap();
-    assert_eq!(plan.main, set([CloudNode]));
+    // The PersistentVolume labeller was kube-apiserver's admission plugin,
+    // never kube-controller-manager's: nothing to migrate, the main Lease.
+    assert_eq!(plan.main, set([CloudNode, PersistentVolumeLabel]));
     assert_eq!(plan.migrated, set([CloudNodeLifecycle, Service, Route]));
     assert!(plan.unowned.is_empty());
     assert_eq!(
@@ -171,7 +175,7 @@ fn split_follows_component_names_aliases_and_enabled_controllers() {
         ],
     };
     let plan = Plan::new(&config, &all()).unwrap();
-    assert_eq!(plan.main, set([CloudNode]));
+    assert_eq!(plan.main, set([CloudNode, PersistentVolumeLabel]));
     assert_eq!(plan.migrated, set([CloudNodeLifecycle, Service]));
     assert_eq!(plan.unowned, set([Route]));
 
