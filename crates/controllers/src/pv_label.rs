@@ -18,9 +18,11 @@
 //! - A volume the cloud does not know gets one Warning event
 //!   (`VolumeNotFound`) and no write, and is not looked up again until the
 //!   PersistentVolume changes.
-//! - A volume left without zone or region after its patch (the cloud gave
-//!   none) is looked up again every `--node-status-update-frequency`;
-//!   labelled ones never are.
+//! - A volume the cloud gives a region but no zone (a regional volume, as
+//!   on DigitalOcean) is done once it carries the cloud's labels: it is not
+//!   looked up again while this process runs.
+//! - A volume the cloud gives neither zone nor region is looked up again
+//!   every `--node-status-update-frequency`; labelled ones never are.
 
 mod labels;
 
@@ -57,6 +59,9 @@ struct PvLabelController {
     /// PV UID → the resourceVersion at which the cloud did not know its
     /// volume: not looked up again until the PV changes.
     unknown: Mutex<HashMap<String, String>>,
+    /// PV UID → the label keys the cloud gave it, for volumes without a
+    /// zone: done while it carries them all.
+    regional: Mutex<HashMap<String, Vec<String>>>,
     resync: Duration,
 }
 
@@ -72,6 +77,7 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
         batcher: Batcher::spawn(call(ctx), max_batch, BATCH_WINDOW, NonZeroUsize::MIN),
         events: Events::new(ctx.client.clone(), EVENT_SOURCE, Some(ctx.identity.clone())),
         unknown: Mutex::default(),
+        regional: Mutex::default(),
         resync: settings.node_status_update_frequency,
     });
     let informer = ctx.informers.persistent_volumes();
@@ -107,7 +113,16 @@ impl PvLabelController {
         pv: Arc<PersistentVolume>,
     ) -> Result<Action, ReconcileError> {
         let uid = pv.uid().unwrap_or_default();
-        if pv.metadata.deletion_timestamp.is_some() || labels::is_labelled(&pv) {
+        if pv.metadata.deletion_timestamp.is_some() {
+            self.unknown.lock().remove(&uid);
+            self.regional.lock().remove(&uid);
+            return Ok(Action::await_change());
+        }
+        let carries = |keys: &Vec<String>| {
+            let have = pv.metadata.labels.as_ref();
+            keys.iter().all(|k| have.is_some_and(|l| l.contains_key(k)))
+        };
+        if labels::is_labelled(&pv) || self.regional.lock().get(&uid).is_some_and(carries) {
             self.unknown.lock().remove(&uid);
             return Ok(Action::await_change());
         }
@@ -136,13 +151,20 @@ impl PvLabelController {
             after.extend(additions.clone());
             after.contains_key(labels::ZONE) && after.contains_key(labels::REGION)
         };
+        let regional =
+            !cloud_labels.contains_key(labels::ZONE) && cloud_labels.contains_key(labels::REGION);
+        if regional {
+            self.regional
+                .lock()
+                .insert(uid, cloud_labels.keys().cloned().collect());
+        }
         if let Some(patch) = labels::patch(&pv, &additions) {
             self.api
                 .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await?;
             tracing::info!(volume = %name, %id, labels = ?additions, "labelled");
         }
-        if labelled_after {
+        if labelled_after || regional {
             Ok(Action::await_change())
         } else {
             tracing::debug!(volume = %name, %id, "the cloud gave no zone or region; looking again later");

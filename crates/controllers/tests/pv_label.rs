@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
-use ccm_controllers::{ControllerId, Started};
+use ccm_controllers::{ControllerId, ControllerSettings, Started};
 use ccm_runtime::{AlwaysLeader, Context, Informers, MeteredCloud, Metrics};
 use cloud_provider::CloudProvider;
 use k8s_openapi::api::core::v1::{
@@ -201,6 +201,33 @@ async fn an_unknown_volume_gets_one_warning_no_patch_and_no_retries() {
     let after = get(&h, "pv-lost").await;
     assert_eq!(after.metadata.resource_version, before, "no patch");
     assert_eq!(label(&after, ZONE), None);
+}
+
+/// A regional volume (DigitalOcean's have no zone): labelled with its
+/// region once, without a zone or an affinity term, and never looked up
+/// again, however many resync periods pass.
+#[tokio::test]
+async fn a_regional_volume_is_labelled_once_and_left_alone() {
+    let cloud = FakeCloud::default();
+    cloud.add_volume(FakeVolume::new("vol-r", "", "nyc3"));
+    let mut h = Harness::with_cloud(cloud).await;
+    create(&h, &pv("pv-r", CSI_DRIVER, "vol-r")).await;
+    let settings = ControllerSettings {
+        node_status_update_frequency: std::time::Duration::from_millis(100),
+        ..fast_settings()
+    };
+    h.start(&[ControllerId::PersistentVolumeLabel], &settings)
+        .await;
+    h.settled().await;
+    // Ten resync periods.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    h.settled().await;
+
+    let pv = get(&h, "pv-r").await;
+    assert_eq!(label(&pv, REGION), Some("nyc3"));
+    assert_eq!(label(&pv, ZONE), None);
+    assert_eq!(zone_affinity(&pv), None);
+    assert_eq!(h.cloud.count(Operation::VolumesLabels), 1, "looked up once");
 }
 
 #[tokio::test]

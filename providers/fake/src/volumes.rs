@@ -46,7 +46,10 @@ impl FakeVolume {
     /// The labels the cloud gives the volume: its own, then zone and region.
     fn topology_labels(&self) -> BTreeMap<String, String> {
         let mut labels = self.labels.clone();
-        labels.insert(ZONE.into(), self.zone.clone());
+        // A regional volume (no zone, as on DigitalOcean) gives the region only.
+        if !self.zone.is_empty() {
+            labels.insert(ZONE.into(), self.zone.clone());
+        }
         labels.insert(REGION.into(), self.region.clone());
         labels
     }
