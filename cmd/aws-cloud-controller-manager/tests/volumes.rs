@@ -17,8 +17,8 @@ const REGION: &str = "topology.kubernetes.io/region";
 
 fn persistent_volume(
     name: &str,
-    source: serde_json::Value,
-    labels: serde_json::Value,
+    source: &serde_json::Value,
+    labels: &serde_json::Value,
 ) -> PersistentVolume {
     let mut spec = serde_json::json!({
         "capacity": { "storage": "1Gi" },
@@ -71,7 +71,7 @@ async fn ebs_volumes_get_their_zone_and_region() {
     for (name, source, labels) in &cases {
         pvs.create(
             &PostParams::default(),
-            &persistent_volume(name, source.clone(), labels.clone()),
+            &persistent_volume(name, source, labels),
         )
         .await
         .unwrap();

@@ -135,7 +135,7 @@ async fn a_network_load_balancer_leaves_out_nodes_without_a_public_ipv4() {
     let svc = service("web", UID, &[]);
 
     let err = provider
-        .ensure_load_balancer("c1", &svc, &[private.clone()])
+        .ensure_load_balancer("c1", &svc, std::slice::from_ref(&private))
         .await
         .unwrap_err();
     assert!(err.to_string().contains("public IPv4"), "{err}");
