@@ -72,7 +72,7 @@ pub struct EnsuredLoadBalancer {
     /// Existing annotations with other keys are left alone.
     pub service_annotations: BTreeMap<String, String>,
     /// Things the operator should know that did not stop the ensure, such as
-    /// an unknown annotation (see [`crate::unknown_annotation_warnings`]).
+    /// an unknown annotation (see [`crate::annotations::unknown_annotation_warnings`]).
     /// After a successful ensure the service controller emits each as a
     /// Warning event on the Service, with its reason and message; a failed
     /// ensure emits none of them.
