@@ -13,18 +13,7 @@ const REGION: &str = "topology.kubernetes.io/region";
 const ZONE: &str = "topology.kubernetes.io/zone";
 
 fn persistent_volume(name: &str, handle: &str) -> PersistentVolume {
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": { "name": name },
-        "spec": {
-            "capacity": { "storage": "1Gi" },
-            "accessModes": ["ReadWriteOnce"],
-            "persistentVolumeReclaimPolicy": "Retain",
-            "csi": { "driver": "dobs.csi.digitalocean.com", "volumeHandle": handle },
-        },
-    }))
-    .unwrap()
+    ccm_test_support::csi_persistent_volume(name, "dobs.csi.digitalocean.com", handle)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -15,18 +15,7 @@ const ZONE: &str = "topology.kubernetes.io/zone";
 const REGION: &str = "topology.kubernetes.io/region";
 
 fn persistent_volume(name: &str, handle: &str) -> PersistentVolume {
-    serde_json::from_value(serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": { "name": name },
-        "spec": {
-            "capacity": { "storage": "1Gi" },
-            "accessModes": ["ReadWriteOnce"],
-            "persistentVolumeReclaimPolicy": "Retain",
-            "csi": { "driver": "fake.csi.ccm.dev", "volumeHandle": handle },
-        },
-    }))
-    .unwrap()
+    ccm_test_support::csi_persistent_volume(name, "fake.csi.ccm.dev", handle)
 }
 
 #[tokio::test]

@@ -22,8 +22,8 @@ pub use api::{
 pub use ccm::{Ccm, Launch, forbidden_lines, tail};
 pub use control_plane::{ControlPlane, ETCD_ENV, KUBE_APISERVER_ENV, free_port};
 pub use objects::{
-    UNINITIALIZED, annotation, has_taint, ingress_hostnames, ingress_ips, load_balancer_service,
-    ready_condition, uninitialized_node, unique,
+    UNINITIALIZED, annotation, csi_persistent_volume, has_taint, ingress_hostnames, ingress_ips,
+    load_balancer_service, ready_condition, uninitialized_node, unique,
 };
 pub use rbac::RBAC_DIR_ENV;
 pub use wait::{Outcome, eventually};

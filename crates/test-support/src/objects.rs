@@ -6,14 +6,41 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use k8s_openapi::api::core::v1::{
-    Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, Service, ServicePort, ServiceSpec,
-    Taint,
+    CSIPersistentVolumeSource, Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus,
+    PersistentVolume, PersistentVolumeSpec, Service, ServicePort, ServiceSpec, Taint,
 };
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// The taint a kubelet with `--cloud-provider=external` sets until the CCM
 /// initializes the node.
 pub const UNINITIALIZED: &str = "node.cloudprovider.kubernetes.io/uninitialized";
+
+/// A 1 GiB `ReadWriteOnce` PersistentVolume `name` of CSI `driver`'s volume
+/// `handle`, as a CSI provisioner creates it (no labels, no node affinity).
+pub fn csi_persistent_volume(name: &str, driver: &str, handle: &str) -> PersistentVolume {
+    PersistentVolume {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PersistentVolumeSpec {
+            capacity: Some(BTreeMap::from([(
+                "storage".to_owned(),
+                Quantity("1Gi".into()),
+            )])),
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            persistent_volume_reclaim_policy: Some("Retain".into()),
+            csi: Some(CSIPersistentVolumeSource {
+                driver: driver.into(),
+                volume_handle: handle.into(),
+                ..CSIPersistentVolumeSource::default()
+            }),
+            ..PersistentVolumeSpec::default()
+        }),
+        status: None,
+    }
+}
 
 /// A `Ready` condition as kubelet posts it.
 pub fn ready_condition(ready: bool) -> NodeCondition {

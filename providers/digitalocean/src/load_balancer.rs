@@ -423,13 +423,8 @@ impl LoadBalancer for DigitalOceanProvider {
                 service_key(service)
             )));
         };
-        let kind = lb
-            .kind
-            .as_deref()
-            .and_then(crate::config::LoadBalancerType::parse)
-            .unwrap_or(crate::config::LoadBalancerType::Regional);
-        let internal = lb.network.as_deref() == Some("INTERNAL");
-        let backends = shape::backends(nodes, kind, internal)?;
+        let current = shape::of(&lb);
+        let backends = shape::backends(nodes, current.kind, current.internal)?;
         let desired: BTreeSet<u64> = self.droplet_ids(&backends).await?.into_iter().collect();
         self.ensure_ready(service, &lb)?;
         let current: BTreeSet<u64> = lb.droplet_ids.iter().copied().collect();

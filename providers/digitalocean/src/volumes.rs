@@ -97,24 +97,10 @@ impl Volumes for DigitalOceanProvider {
 
 #[cfg(test)]
 mod tests {
-    use cloud_provider::k8s_openapi::api::core::v1::{
-        CSIPersistentVolumeSource, PersistentVolumeSpec,
-    };
-
     use super::*;
 
     fn csi(driver: &str, handle: &str) -> PersistentVolume {
-        PersistentVolume {
-            spec: Some(PersistentVolumeSpec {
-                csi: Some(CSIPersistentVolumeSource {
-                    driver: driver.to_owned(),
-                    volume_handle: handle.to_owned(),
-                    ..CSIPersistentVolumeSource::default()
-                }),
-                ..PersistentVolumeSpec::default()
-            }),
-            ..PersistentVolume::default()
-        }
+        ccm_test_support::csi_persistent_volume("pv", driver, handle)
     }
 
     #[test]

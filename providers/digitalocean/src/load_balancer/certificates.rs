@@ -84,45 +84,31 @@ pub(crate) async fn choose(
             .iter()
             .find_map(|r| r.certificate_id.clone().filter(|c| !c.is_empty()))
     });
-    let (Some(current), Some(want)) = (current, wanted.clone()) else {
-        return Ok(Chosen {
-            id: wanted,
-            record: false,
-        });
+    let keep = Chosen {
+        id: wanted.clone(),
+        record: false,
+    };
+    let (Some(current), Some(want)) = (current, wanted) else {
+        return Ok(keep);
     };
     if current == want {
-        return Ok(Chosen {
-            id: Some(want),
-            record: false,
-        });
+        return Ok(keep);
     }
-    let Some(on_lb) = get(api, &current).await? else {
-        return Ok(Chosen {
-            id: Some(want),
-            record: false,
-        });
+    let on_lb = match get(api, &current).await? {
+        Some(c) if c.kind == "lets_encrypt" => c,
+        _ => return Ok(keep),
     };
-    if on_lb.kind != "lets_encrypt" {
-        return Ok(Chosen {
-            id: Some(want),
-            record: false,
-        });
-    }
     let follow = match get(api, &want).await? {
         None => true,
         Some(asked) => asked.name == on_lb.name,
     };
-    Ok(if follow {
-        tracing::info!(old = %want, new = %on_lb.id, "following the load balancer's renewed Let's Encrypt certificate");
-        Chosen {
-            id: Some(on_lb.id),
-            record: true,
-        }
-    } else {
-        Chosen {
-            id: Some(want),
-            record: false,
-        }
+    if !follow {
+        return Ok(keep);
+    }
+    tracing::info!(old = %want, new = %on_lb.id, "following the load balancer's renewed Let's Encrypt certificate");
+    Ok(Chosen {
+        id: Some(on_lb.id),
+        record: true,
     })
 }
 

@@ -34,41 +34,28 @@ pub(crate) fn resolve(
     default_type: LoadBalancerType,
     nodes: &[Arc<Node>],
 ) -> Result<Shape, CloudError> {
-    let current = existing.map(|lb| {
-        (
-            lb.kind
-                .as_deref()
-                .and_then(LoadBalancerType::parse)
-                .unwrap_or(LoadBalancerType::Regional),
-            lb.network.as_deref() == Some("INTERNAL"),
-            match lb.network_stack.as_deref() {
-                Some(DUALSTACK) => DUALSTACK,
-                _ => IPV4,
-            },
-            lb.id.as_str(),
-        )
-    });
+    let current = existing.map(|lb| (of(lb), lb.id.as_str()));
     let kind = match (options.kind, current) {
-        (Some(wanted), Some((kind, _, _, id))) if wanted != kind => {
-            return Err(fixed(ann::TYPE, id, kind.as_str(), wanted.as_str()));
+        (Some(wanted), Some((was, id))) if wanted != was.kind => {
+            return Err(fixed(ann::TYPE, id, was.kind.as_str(), wanted.as_str()));
         }
         (Some(wanted), _) => wanted,
-        (None, Some((kind, ..))) => kind,
+        (None, Some((was, _))) => was.kind,
         (None, None) => default_type,
     };
     let internal = options.internal;
-    if let Some((_, was_internal, _, id)) = current
-        && was_internal != internal
+    if let Some((was, id)) = current
+        && was.internal != internal
     {
         let name = |i: bool| if i { "INTERNAL" } else { "EXTERNAL" };
-        return Err(fixed(ann::NETWORK, id, name(was_internal), name(internal)));
+        return Err(fixed(ann::NETWORK, id, name(was.internal), name(internal)));
     }
     let network_stack = match (options.network_stack, current) {
-        (Some(wanted), Some((_, _, stack, id))) if wanted != stack => {
-            return Err(fixed(ann::NETWORK_STACK, id, stack, wanted));
+        (Some(wanted), Some((was, id))) if wanted != was.network_stack => {
+            return Err(fixed(ann::NETWORK_STACK, id, was.network_stack, wanted));
         }
         (Some(wanted), _) => wanted,
-        (None, Some((_, _, stack, _))) => stack,
+        (None, Some((was, _))) => was.network_stack,
         (None, None) if internal => IPV4,
         (None, None) => match kind {
             LoadBalancerType::Regional => DUALSTACK,
@@ -91,6 +78,23 @@ pub(crate) fn resolve(
         internal,
         network_stack,
     })
+}
+
+/// What an existing load balancer is, with the API's defaults for what it
+/// leaves out (`REGIONAL`, `EXTERNAL`, `IPV4`).
+pub(crate) fn of(lb: &LoadBalancer) -> Shape {
+    Shape {
+        kind: lb
+            .kind
+            .as_deref()
+            .and_then(LoadBalancerType::parse)
+            .unwrap_or(LoadBalancerType::Regional),
+        internal: lb.network.as_deref() == Some("INTERNAL"),
+        network_stack: match lb.network_stack.as_deref() {
+            Some(DUALSTACK) => DUALSTACK,
+            _ => IPV4,
+        },
+    }
 }
 
 fn fixed(key: &str, id: &str, is: &str, asked: &str) -> CloudError {
