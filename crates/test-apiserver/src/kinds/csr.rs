@@ -216,7 +216,7 @@ pub(super) fn prepare_status_update(new: &mut Value, old: &Value) {
     meta::set_top(new, "spec", meta::top(old, "spec").clone());
     let kept: Vec<Value> = conditions(old)
         .into_iter()
-        .filter(|c| is_decision(c))
+        .filter(is_decision)
         .chain(conditions(new).into_iter().filter(|c| !is_decision(c)))
         .collect();
     super::set_path(new, &["status", "conditions"], conditions_value(kept));
