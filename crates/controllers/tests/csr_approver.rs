@@ -345,3 +345,31 @@ async fn fifty_requests_at_once_cost_ceil_50_over_batch_lookups() {
     println!("50 requests decided with {lookups} instances_metadata calls (batch 25)");
     assert_eq!(lookups, 2);
 }
+
+#[tokio::test]
+async fn with_the_default_controllers_no_request_is_touched() {
+    let mut h = harness(&[instance("n1", "10.0.0.1")]).await;
+    h.create_node(&ready_node("n1")).await;
+    let request = pem("system:node:n1", &[], &["10.0.0.1"]);
+    submit(&h, &csr("untouched", "system:node:n1", &request, SERVING)).await;
+    let settings = ControllerSettings {
+        cluster_cidrs: vec!["10.244.0.0/16".parse().unwrap()],
+        ..fast_settings()
+    };
+    h.start(&ControllerId::DEFAULT, &settings).await;
+    h.settled().await;
+    let csr = csrs(&h).get("untouched").await.unwrap();
+    assert!(
+        csr.status.and_then(|s| s.conditions).is_none(),
+        "still pending"
+    );
+    let requests = h.server.requests();
+    assert!(
+        !requests
+            .iter()
+            .any(|r| r.resource == "certificatesigningrequests"
+                && r.verb != "create"
+                && r.verb != "get"),
+        "the default controllers neither watch nor decide requests"
+    );
+}
