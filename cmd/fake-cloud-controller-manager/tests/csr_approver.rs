@@ -7,7 +7,10 @@
 
 use std::time::{Duration, Instant};
 
-use ccm_test_support::{ApiServer, Launch, eventually, uninitialized_node, unique};
+use ccm_test_support::{
+    ApiServer, Launch, SERVING_USAGES, eventually, kubelet_serving_csr, kubelet_serving_request,
+    uninitialized_node, unique,
+};
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
@@ -16,45 +19,16 @@ use serde_json::json;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_fake-cloud-controller-manager");
 const WAIT: Duration = Duration::from_secs(60);
-const SIGNER: &str = "kubernetes.io/kubelet-serving";
-const SERVING: &[&str] = &["digital signature", "key encipherment", "server auth"];
+const SERVING: &[&str] = SERVING_USAGES;
 
 /// A fresh key's request for `node` with these names.
 fn request_pem(node: &str, dns: &[&str], ips: &[&str]) -> String {
-    let key = rcgen::KeyPair::generate().expect("key");
-    let mut params = rcgen::CertificateParams::default();
-    params.distinguished_name = rcgen::DistinguishedName::new();
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, format!("system:node:{node}"));
-    params
-        .distinguished_name
-        .push(rcgen::DnType::OrganizationName, "system:nodes");
-    params.subject_alt_names = dns
-        .iter()
-        .map(|d| rcgen::SanType::DnsName((*d).try_into().expect("dns")))
-        .chain(
-            ips.iter()
-                .map(|i| rcgen::SanType::IpAddress(i.parse().expect("ip"))),
-        )
-        .collect();
-    params
-        .serialize_request(&key)
-        .expect("csr")
-        .pem()
-        .expect("pem")
+    let names: Vec<&str> = dns.iter().chain(ips).copied().collect();
+    kubelet_serving_request(&format!("system:node:{node}"), &names)
 }
 
 fn csr(name: &str, pem: &str, usages: &[&str]) -> CertificateSigningRequest {
-    serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {
-            "request": k8s_openapi::ByteString(pem.as_bytes().to_vec()),
-            "signerName": SIGNER,
-            "usages": usages,
-        }
-    }))
-    .expect("a CertificateSigningRequest")
+    kubelet_serving_csr(name, pem, usages)
 }
 
 /// Lets `system:nodes` create certificate requests, as a cluster whose

@@ -15,7 +15,6 @@ use provider_fake::{FakeCloud, Instance, InstanceState, Operation};
 use serde_json::json;
 use support::{Harness, eventually, fast_settings, ready_node, uninitialized_node};
 
-const SIGNER: &str = "kubernetes.io/kubelet-serving";
 const WAIT: Duration = Duration::from_secs(20);
 
 fn instance(name: &str, ip: &str) -> Instance {
@@ -36,44 +35,20 @@ fn instance(name: &str, ip: &str) -> Instance {
 
 /// A fresh key's request for `cn` with these names.
 fn pem(cn: &str, dns: &[&str], ips: &[&str]) -> String {
-    let key = rcgen::KeyPair::generate().expect("key");
-    let mut params = rcgen::CertificateParams::default();
-    params.distinguished_name = rcgen::DistinguishedName::new();
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, cn);
-    params
-        .distinguished_name
-        .push(rcgen::DnType::OrganizationName, "system:nodes");
-    params.subject_alt_names = dns
-        .iter()
-        .map(|d| rcgen::SanType::DnsName((*d).try_into().expect("dns")))
-        .chain(
-            ips.iter()
-                .map(|i| rcgen::SanType::IpAddress(i.parse().expect("ip"))),
-        )
-        .collect();
-    params
-        .serialize_request(&key)
-        .expect("csr")
-        .pem()
-        .expect("pem")
+    let names: Vec<&str> = dns.iter().chain(ips).copied().collect();
+    ccm_test_support::kubelet_serving_request(cn, &names)
 }
 
 /// The API server here authenticates nobody, so the request carries its
 /// requester in the body, as kube-apiserver would have recorded it.
 fn csr(name: &str, requester: &str, request: &str, usages: &[&str]) -> CertificateSigningRequest {
-    serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {
-            "request": k8s_openapi::ByteString(request.as_bytes().to_vec()),
-            "signerName": SIGNER,
-            "usages": usages,
-            "username": requester,
-            "groups": ["system:nodes", "system:authenticated"],
-        }
-    }))
-    .expect("a CertificateSigningRequest")
+    let mut csr = ccm_test_support::kubelet_serving_csr(name, request, usages);
+    csr.spec.username = Some(requester.to_owned());
+    csr.spec.groups = Some(vec![
+        "system:nodes".to_owned(),
+        "system:authenticated".to_owned(),
+    ]);
+    csr
 }
 
 const SERVING: &[&str] = &["digital signature", "server auth"];

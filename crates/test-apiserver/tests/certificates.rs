@@ -13,36 +13,23 @@ use kube::api::{DeleteParams, PostParams};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-const SIGNER: &str = "kubernetes.io/kubelet-serving";
+const SIGNER: &str = ccm_test_support::KUBELET_SERVING_SIGNER;
 
 fn object<T: DeserializeOwned>(value: Value) -> anyhow::Result<T> {
     Ok(serde_json::from_value(value)?)
 }
 
-/// A fresh key's serving request for node `node`.
-fn request_pem(node: &str) -> anyhow::Result<String> {
-    let key = rcgen::KeyPair::generate()?;
-    let mut params = rcgen::CertificateParams::new(vec![format!("{node}.example")])?;
-    params.distinguished_name = rcgen::DistinguishedName::new();
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, format!("system:node:{node}"));
-    params
-        .distinguished_name
-        .push(rcgen::DnType::OrganizationName, "system:nodes");
-    Ok(params.serialize_request(&key)?.pem()?)
-}
-
+/// A fresh key's serving request for `node`, whose body claims to be
+/// `claimed_user`'s.
 fn csr(name: &str, node: &str, claimed_user: &str) -> anyhow::Result<CertificateSigningRequest> {
-    object(json!({
-        "metadata": {"name": name},
-        "spec": {
-            "request": k8s_openapi::ByteString(request_pem(node)?.into_bytes()),
-            "signerName": SIGNER,
-            "usages": ["digital signature", "server auth"],
-            "username": claimed_user,
-        }
-    }))
+    let pem = ccm_test_support::kubelet_serving_request(
+        &format!("system:node:{node}"),
+        &[&format!("{node}.example")],
+    );
+    let mut csr =
+        ccm_test_support::kubelet_serving_csr(name, &pem, &["digital signature", "server auth"]);
+    csr.spec.username = Some(claimed_user.to_owned());
+    Ok(csr)
 }
 
 fn decision(kind: &str) -> Value {
@@ -59,18 +46,18 @@ fn with_conditions(
     object(value)
 }
 
-/// Lets the group `system:nodes` create requests, as a cluster that
-/// rotates kubelet certificates does; answers the role's name.
-async fn nodes_may_request(t: &support::Target) -> anyhow::Result<String> {
-    let role = ccm_test_support::unique("node-csr");
+/// A ClusterRole `role` of `rules`, bound to `subject`.
+async fn grant(
+    t: &support::Target,
+    role: &str,
+    rules: Value,
+    subject: Value,
+) -> anyhow::Result<()> {
     let roles: Api<ClusterRole> = Api::all(t.client());
     roles
         .create(
             &PostParams::default(),
-            &object(json!({
-                "metadata": {"name": role},
-                "rules": [{"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"], "verbs": ["create", "get"]}]
-            }))?,
+            &object(json!({"metadata": {"name": role}, "rules": rules}))?,
         )
         .await?;
     let bindings: Api<ClusterRoleBinding> = Api::all(t.client());
@@ -80,10 +67,35 @@ async fn nodes_may_request(t: &support::Target) -> anyhow::Result<String> {
             &object(json!({
                 "metadata": {"name": role},
                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:nodes"}]
+                "subjects": [subject]
             }))?,
         )
         .await?;
+    Ok(())
+}
+
+/// Removes what [`grant`] made.
+async fn revoke(t: &support::Target, role: &str) -> anyhow::Result<()> {
+    Api::<ClusterRoleBinding>::all(t.client())
+        .delete(role, &DeleteParams::default())
+        .await?;
+    Api::<ClusterRole>::all(t.client())
+        .delete(role, &DeleteParams::default())
+        .await?;
+    Ok(())
+}
+
+/// Lets the group `system:nodes` create requests, as a cluster that
+/// rotates kubelet certificates does; answers the role's name.
+async fn nodes_may_request(t: &support::Target) -> anyhow::Result<String> {
+    let role = ccm_test_support::unique("node-csr");
+    grant(
+        t,
+        &role,
+        json!([{"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"], "verbs": ["create", "get"]}]),
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:nodes"}),
+    )
+    .await?;
     Ok(role)
 }
 
@@ -158,40 +170,21 @@ auth_contract_test!(
             "the spec stays"
         );
         admin.delete(&name, &DeleteParams::default()).await?;
-        Api::<ClusterRoleBinding>::all(t.client())
-            .delete(&role, &DeleteParams::default())
-            .await?;
-        Api::<ClusterRole>::all(t.client())
-            .delete(&role, &DeleteParams::default())
-            .await?;
-        Ok(())
+        revoke(t, &role).await
     }
 );
 
 auth_contract_test!(approving_needs_approve_on_the_signer, |t| {
     let user = ccm_test_support::unique("csr-approver");
     let role = ccm_test_support::unique("csr-approval");
+    grant(
+        t,
+        &role,
+        json!([{"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests/approval"], "verbs": ["update"]}]),
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}),
+    )
+    .await?;
     let roles: Api<ClusterRole> = Api::all(t.client());
-    let bindings: Api<ClusterRoleBinding> = Api::all(t.client());
-    roles
-        .create(
-            &PostParams::default(),
-            &object(json!({
-                "metadata": {"name": role},
-                "rules": [{"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests/approval"], "verbs": ["update"]}]
-            }))?,
-        )
-        .await?;
-    bindings
-        .create(
-            &PostParams::default(),
-            &object(json!({
-                "metadata": {"name": role},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]
-            }))?,
-        )
-        .await?;
     let node = ccm_test_support::unique("csr-node");
     let name = ccm_test_support::unique("csr");
     let admin: Api<CertificateSigningRequest> = Api::all(t.client());
@@ -242,7 +235,5 @@ auth_contract_test!(approving_needs_approve_on_the_signer, |t| {
             .is_some_and(|c| c[0].type_ == "Approved")
     );
     admin.delete(&name, &DeleteParams::default()).await?;
-    bindings.delete(&role, &DeleteParams::default()).await?;
-    roles.delete(&role, &DeleteParams::default()).await?;
-    Ok(())
+    revoke(t, &role).await
 });

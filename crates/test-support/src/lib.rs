@@ -10,6 +10,7 @@
 
 mod api;
 mod ccm;
+mod certificates;
 mod control_plane;
 mod objects;
 mod pki;
@@ -20,6 +21,9 @@ pub use api::{
     APISERVER_ENV, ApiServer, Credentials, MemoryServer, kubectl, kubectl_command, kubectl_path,
 };
 pub use ccm::{Ccm, Launch, forbidden_lines, tail};
+pub use certificates::{
+    KUBELET_SERVING_SIGNER, SERVING_USAGES, kubelet_serving_csr, kubelet_serving_request,
+};
 pub use control_plane::{ControlPlane, ETCD_ENV, KUBE_APISERVER_ENV, free_port};
 pub use objects::{
     UNINITIALIZED, annotation, csi_persistent_volume, has_taint, ingress_hostnames, ingress_ips,

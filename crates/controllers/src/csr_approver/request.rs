@@ -92,34 +92,16 @@ fn ip(bytes: &[u8]) -> Result<IpAddr, String> {
 mod tests {
     use super::*;
 
-    fn request(cn: &str, sans: Vec<rcgen::SanType>) -> String {
-        let key = rcgen::KeyPair::generate().expect("key");
-        let mut params = rcgen::CertificateParams::default();
-        params.distinguished_name = rcgen::DistinguishedName::new();
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, cn);
-        params
-            .distinguished_name
-            .push(rcgen::DnType::OrganizationName, "system:nodes");
-        params.subject_alt_names = sans;
-        params
-            .serialize_request(&key)
-            .expect("csr")
-            .pem()
-            .expect("pem")
-    }
-
     #[test]
     fn subject_and_every_kind_of_alternative_name_are_read() {
-        let pem = request(
+        let pem = ccm_test_support::kubelet_serving_request(
             "system:node:a",
-            vec![
-                rcgen::SanType::DnsName("a.example".try_into().expect("dns")),
-                rcgen::SanType::IpAddress("10.0.0.1".parse().expect("ip")),
-                rcgen::SanType::IpAddress("fd00::1".parse().expect("ip")),
-                rcgen::SanType::Rfc822Name("a@example.com".try_into().expect("email")),
-                rcgen::SanType::URI("spiffe://x/y".try_into().expect("uri")),
+            &[
+                "a.example",
+                "10.0.0.1",
+                "fd00::1",
+                "a@example.com",
+                "spiffe://x/y",
             ],
         );
         let parsed = parse(pem.as_bytes()).expect("parses");
