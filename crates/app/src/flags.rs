@@ -8,6 +8,9 @@ mod feature_gates;
 mod generic;
 mod global;
 mod migration;
+mod provider;
+#[cfg(test)]
+mod provider_tests;
 mod serving;
 #[cfg(test)]
 mod tests;
@@ -150,6 +153,8 @@ pub(crate) struct Settings {
     pub(crate) leader_migration: crate::migration::LeaderMigration,
     /// `--profiling`, `--contention-profiling`.
     pub(crate) debugging: debugging::Debugging,
+    /// The provider's own controllers `--controllers` enables, and their flags.
+    pub(crate) provider_controllers: provider::ProviderSettings,
     /// Lines logged once at startup at INFO: flags that mean nothing here
     /// (and why), upstream's deprecation notices.
     pub(crate) notes: Vec<String>,
@@ -185,13 +190,31 @@ pub(crate) enum Command {
 ///
 /// # Errors
 /// One line naming the flag and what is wrong with it.
+#[cfg(test)]
 pub(crate) fn parse(
     provider: &str,
     args: impl IntoIterator<Item = String>,
 ) -> Result<Command, String> {
-    let flags = Flags::try_parse_from(args).map_err(|err| one_line(&err))?;
+    parse_for(provider, &[], args)
+}
+
+/// [`parse`] for a provider that adds the controllers `extras`: their names
+/// in `--controllers` and their flags are accepted too.
+///
+/// # Errors
+/// One line naming the flag and what is wrong with it.
+pub(crate) fn parse_for(
+    provider: &str,
+    extras: &[cloud_provider::ProviderController],
+    args: impl IntoIterator<Item = String>,
+) -> Result<Command, String> {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = provider::augment(Flags::command(), extras)
+        .try_get_matches_from(args)
+        .map_err(|err| one_line(&err))?;
+    let mut flags = Flags::from_arg_matches(&matches).map_err(|err| one_line(&err))?;
     if flags.global.help {
-        return Ok(Command::Help(help()));
+        return Ok(Command::Help(help_for(extras)));
     }
     match flags.global.version.as_deref() {
         None | Some("false") => {}
@@ -204,13 +227,28 @@ pub(crate) fn parse(
             ));
         }
     }
-    validate(provider, flags).map(|settings| Command::Run(Box::new(settings)))
+    let (generic, enabled) = provider::split_controllers(&flags.generic.controllers, extras);
+    flags.generic.controllers = generic;
+    let mut settings = validate(provider, flags)?;
+    settings.provider_controllers =
+        provider::settings(&matches, extras, enabled, &settings.cluster_cidrs)?;
+    let notes = settings.provider_controllers.notes.clone();
+    settings.notes.extend(notes);
+    Ok(Command::Run(Box::new(settings)))
 }
 
 /// `--help`: the flags by upstream's sections.
+#[cfg(test)]
 pub(crate) fn help() -> String {
+    help_for(&[])
+}
+
+/// `--help` of a binary whose provider adds the controllers `extras`.
+pub(crate) fn help_for(extras: &[cloud_provider::ProviderController]) -> String {
     use clap::CommandFactory;
-    Flags::command().render_help().to_string()
+    provider::augment(Flags::command(), extras)
+        .render_help()
+        .to_string()
 }
 
 /// clap's error as one line: its first line, without the `error: ` prefix.
@@ -402,6 +440,7 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         feature_gates,
         leader_migration: leader_migration.settings(generic.leader_elect)?,
         debugging,
+        provider_controllers: provider::ProviderSettings::default(),
         notes,
     })
 }

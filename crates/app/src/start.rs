@@ -203,6 +203,22 @@ pub(crate) async fn run<F: ProviderFactory>(
             }
         }
     }
+    // The provider's own controllers (AWS's tagging, nodeipam), under the
+    // main Lease.
+    for spec in &settings.provider_controllers.enabled {
+        let own = &settings.provider_controllers.settings;
+        match ccm_controllers::start_provider_controller(spec, &ctx, &controller_settings, own) {
+            Started::Running(future) => {
+                tracing::info!(controller = spec.name, "started");
+                ctx.metrics.set_controller_running(spec.name, true);
+                controllers.push(tokio::spawn(future));
+            }
+            Started::Off(reason) => {
+                tracing::info!(controller = spec.name, "off: {reason}");
+                ctx.metrics.set_controller_running(spec.name, false);
+            }
+        }
+    }
     // Not one of upstream's controllers: it runs, under the main Lease,
     // whenever the provider observes Services.
     match ccm_controllers::start_service_observer(&ctx) {
