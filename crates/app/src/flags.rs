@@ -232,6 +232,8 @@ pub(crate) fn parse_for(
     let mut settings = validate(provider, flags)?;
     settings.provider_controllers =
         provider::settings(&matches, extras, enabled, &settings.cluster_cidrs)?;
+    let enabled = settings.provider_controllers.enabled.clone();
+    settings.notes.retain(|n| provider::keeps_note(n, &enabled));
     let notes = settings.provider_controllers.notes.clone();
     settings.notes.extend(notes);
     Ok(Command::Run(Box::new(settings)))

@@ -386,7 +386,12 @@ fn build_provider<F: ProviderFactory>(
             F::NAME
         )));
     }
-    if settings.allocate_node_cidrs {
+    let runs_nodeipam = settings
+        .provider_controllers
+        .enabled
+        .iter()
+        .any(|c| c.kind == cloud_provider::ProviderControllerKind::NodeIpam);
+    if settings.allocate_node_cidrs && !runs_nodeipam {
         tracing::info!(
             "--allocate-node-cidrs: this CCM runs no node-IPAM controller; pod CIDRs come from kube-controller-manager"
         );

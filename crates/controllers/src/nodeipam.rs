@@ -18,7 +18,8 @@
 //!   retried with backoff, at most [`MAX_RETRIES`](crate::tagging::MAX_RETRIES)
 //!   times, each counted in `<prefix>_nodeipam_controller_work_item_errors_total`.
 //! - No free IPv4 range: a `CIDRNotAvailable` Warning on the node, as
-//!   upstream, and a retry with backoff.
+//!   upstream, and a retry with backoff; a failed patch (but a conflict): a
+//!   `CIDRAssignmentFailed` Warning.
 
 mod ranges;
 
@@ -29,7 +30,7 @@ use std::time::Duration;
 
 use ccm_runtime::controller::{self, ControllerConfig, Triggers};
 use ccm_runtime::{
-    Action, BatchCall, Batcher, Context, Events, Informer, ReconcileError, WatchEvent,
+    Action, BatchCall, Batcher, Context, Events, Informer, ReconcileError, Retry, WatchEvent,
 };
 use cloud_provider::k8s_openapi::api::core::v1::Node;
 use cloud_provider::{CloudProvider, PodCidr, PodCidrs, ProviderController, RateLimiter};
@@ -202,6 +203,8 @@ impl NodeIpam {
                 self.failures.lock().remove(&uid);
                 Ok(action)
             }
+            // A delay the cloud asked for (throttling) is no failure.
+            Err(err) if matches!(err.retry(), Retry::After(_)) => Err(err),
             Err(err) => {
                 let failures = {
                     let mut failures = self.failures.lock();
@@ -258,6 +261,16 @@ impl NodeIpam {
         {
             if let (Some(ranges), Some(net)) = (&self.ipv4, ipv4) {
                 ranges.lock().release(net);
+            }
+            let conflict = matches!(&err, kube::Error::Api(status) if status.code == 409);
+            if !conflict {
+                self.events
+                    .warning(
+                        &node.object_ref(&()),
+                        "CIDRAssignmentFailed",
+                        format!("Node {name} status is now: CIDRAssignmentFailed"),
+                    )
+                    .await;
             }
             return Err(err.into());
         }

@@ -28,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ccm_runtime::controller::{self, ControllerConfig, Triggers};
-use ccm_runtime::{Action, BatchCall, Batcher, Context, ReconcileError, WatchEvent};
+use ccm_runtime::{Action, BatchCall, Batcher, Context, ReconcileError, Retry, WatchEvent};
 use cloud_provider::k8s_openapi::api::core::v1::Node;
 use cloud_provider::{
     CloudError, CloudProvider, InstanceTags, ProviderController, RateLimiter, TagOutcome,
@@ -178,6 +178,8 @@ impl Tagging {
                 self.failures.lock().remove(&uid);
                 Ok(action)
             }
+            // A delay the cloud asked for (throttling) is no failure.
+            Err(err) if matches!(err.retry(), Retry::After(_)) => Err(err),
             Err(err) => {
                 let failures = {
                     let mut failures = self.failures.lock();

@@ -123,6 +123,17 @@ pub(crate) fn augment(mut command: Command, extras: &[ProviderController]) -> Co
     command
 }
 
+/// Whether `notes` (about flags that mean nothing here) still hold with
+/// `enabled`: with a node-IPAM controller on, pod-CIDR allocation flags
+/// are no longer inert.
+pub(crate) fn keeps_note(note: &str, enabled: &[ProviderController]) -> bool {
+    let ipam = enabled
+        .iter()
+        .any(|c| c.kind == ProviderControllerKind::NodeIpam);
+    !(ipam
+        && (note.starts_with("--allocate-node-cidrs") || note.starts_with("--cidr-allocator-type")))
+}
+
 /// Takes the provider controllers' names out of `--controllers`: the rest
 /// is for [`super::parse_controllers`]. A name is on when named and not
 /// also named with `-`.

@@ -175,6 +175,24 @@ fn nodeipam_defaults_to_ipv6_only_with_upstreams_mask() {
 }
 
 #[test]
+fn with_nodeipam_on_pod_cidr_allocation_is_no_longer_called_inert() {
+    let off = ok(&["--allocate-node-cidrs"]);
+    assert!(
+        off.notes
+            .iter()
+            .any(|n| n.starts_with("--allocate-node-cidrs"))
+    );
+    let on = ok(&["--allocate-node-cidrs", "--controllers=*,nodeipam"]);
+    assert!(
+        !on.notes
+            .iter()
+            .any(|n| n.starts_with("--allocate-node-cidrs")),
+        "{:?}",
+        on.notes
+    );
+}
+
+#[test]
 fn dual_stack_needs_one_ipv4_cluster_cidr_the_mask_fits() {
     bad(
         EXTRAS,
