@@ -188,31 +188,48 @@ async fn untagging_a_gone_instance_is_not_found_and_never_fails_the_others() {
 }
 
 #[tokio::test]
-async fn a_thousand_nodes_cost_one_create_tags_and_five_describe_network_interfaces() {
+async fn a_thousand_nodes_cost_one_create_tags_one_delete_tags_and_five_describe_network_interfaces()
+ {
     let create = mock!(Ec2::create_tags)
         .match_requests(|r| r.resources().len() <= 1000)
         .then_output(|| CreateTagsOutput::builder().build());
+    let delete = mock!(Ec2::delete_tags)
+        .match_requests(|r| r.resources().len() <= 1000)
+        .then_output(|| DeleteTagsOutput::builder().build());
     let describe = interfaces_of_every_instance();
-    let provider = provider(&[&create, &describe], &[]);
+    let provider = provider(&[&create, &delete, &describe], &[]);
     let ids: Vec<String> = (0..1000).map(|i| pid(&format!("i-{i:017x}"))).collect();
-    let tagged = provider.tag_instances(&ids, &tags()).await.expect("tagged");
-    assert!(
-        tagged
+    let done = |answers: Vec<Result<TagOutcome, cloud_provider::CloudError>>| {
+        answers
             .iter()
             .all(|a| a.as_ref().ok() == Some(&TagOutcome::Done))
-    );
+    };
+    assert!(done(
+        provider.tag_instances(&ids, &tags()).await.expect("tagged")
+    ));
+    assert!(done(
+        provider
+            .untag_instances(&ids, &tags())
+            .await
+            .expect("untagged")
+    ));
     // The controller hands the provider at most max_batch_size IDs a call.
     let batch = PodCidrs::max_batch_size(&provider).get();
     for chunk in ids.chunks(batch) {
         provider.pod_cidrs_of(chunk).await.expect("looked up");
     }
-    let (tag_calls, describe_calls) = (create.num_calls(), describe.num_calls());
+    let (tag_calls, untag_calls, describe_calls) =
+        (create.num_calls(), delete.num_calls(), describe.num_calls());
     println!(
         "figure: tag 1000 joining nodes: {tag_calls} CreateTags (upstream: 1000, one per node; 20 with --tagging-controller-enable-batching, 50 a call)"
+    );
+    println!(
+        "figure: untag 1000 deleted nodes: {untag_calls} DeleteTags (upstream: 1000, one per node)"
     );
     println!(
         "figure: set 1000 pod CIDRs: {describe_calls} DescribeNetworkInterfaces (upstream: 1000, one per node)"
     );
     assert_eq!(tag_calls, 1000usize.div_ceil(1000));
+    assert_eq!(untag_calls, 1000usize.div_ceil(1000));
     assert_eq!(describe_calls, 1000usize.div_ceil(200));
 }
