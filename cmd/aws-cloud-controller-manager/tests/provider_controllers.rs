@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use ccm_test_support::eventually;
 use kube::api::DeleteParams;
+use support::ccm::launch;
 use support::objects::{create_node, is_initialized, kubelet_node, nodes};
 use support::{E2e, aws};
 
@@ -176,5 +177,47 @@ async fn nodeipam_reads_the_nodes_interfaces_and_leaves_pod_cidrs_alone() -> any
     );
     let node = nodes(&e2e.client).get(&plain.private_dns_name).await?;
     assert_eq!(node.spec.and_then(|s| s.pod_cidrs), None);
+    Ok(())
+}
+
+#[tokio::test]
+async fn bad_provider_controller_flags_exit_64_with_one_line_naming_the_flag() -> anyhow::Result<()>
+{
+    for (name, flags, expected) in [
+        (
+            "no-tags",
+            &["--controllers=*,tagging", "--resources=instance"][..],
+            "aws-cloud-controller-manager: --tags must not be empty and must be a form of key=value",
+        ),
+        (
+            "bad-resource",
+            &[
+                "--controllers=*,tagging",
+                "--tags=team=platform",
+                "--resources=volume",
+            ][..],
+            "aws-cloud-controller-manager: --resources: volume is not a supported resource. Current supported resources [instance]",
+        ),
+        (
+            "bad-mask",
+            &[
+                "--controllers=*,nodeipam",
+                "--dualstack",
+                "--cluster-cidr=10.244.0.0/16",
+                "--node-cidr-mask-size=8",
+            ][..],
+            "aws-cloud-controller-manager: --node-cidr-mask-size=8: must be between the --cluster-cidr prefix length (16) and 32",
+        ),
+    ] {
+        // Unreachable on purpose: bad flags are refused before any connection.
+        let mut args = vec![
+            "--master=http://127.0.0.1:9".to_owned(),
+            "--secure-port=0".to_owned(),
+        ];
+        args.extend(flags.iter().map(|f| (*f).to_owned()));
+        let (status, output) = launch(name, &args).run_to_exit().await?;
+        assert_eq!(status.code(), Some(64), "{name}: {output}");
+        assert_eq!(output.lines().collect::<Vec<_>>(), [expected], "{name}");
+    }
     Ok(())
 }

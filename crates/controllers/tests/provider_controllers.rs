@@ -314,3 +314,26 @@ async fn a_dual_stack_node_gets_an_ipv4_range_then_its_prefix() {
         "IPv4 first, the old node's range skipped"
     );
 }
+
+#[tokio::test]
+async fn a_throttled_tag_call_is_retried_after_the_clouds_delay_and_counts_no_error() {
+    let cloud = TestCloud::new(1000);
+    cloud.add_instance(&pid(1), &[], None);
+    cloud.throttle_tags(2);
+    let mut h = Harness::new(cloud.clone()).await;
+    h.create("node-1", Some(&pid(1)), &[]).await;
+    h.start(&TAGGING, &ControllerSettings::default(), &tags())
+        .await;
+    eventually("tagged once the cloud lets it", WAIT, || async {
+        h.label("node-1").await.map(|_| ())
+    })
+    .await
+    .unwrap();
+    assert_eq!(cloud.calls("tag").len(), 3, "two throttled, then tagged");
+    assert_eq!(cloud.tags(&pid(1)).len(), 2);
+    let metrics = h.metrics.encode(None);
+    assert!(
+        !metrics.contains("cloudprovider_test_tagging_controller_work_item_errors_total{"),
+        "throttling is no work-item error: {metrics}"
+    );
+}

@@ -4,10 +4,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::num::NonZeroUsize;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use cloud_provider::ipnet::IpNet;
-use cloud_provider::{BatchResult, CloudProvider, InstanceTags, PodCidr, PodCidrs, TagOutcome};
+use cloud_provider::{
+    BatchResult, CloudError, CloudProvider, InstanceTags, PodCidr, PodCidrs, TagOutcome,
+};
 use parking_lot::Mutex;
 
 pub(crate) const LABEL: &str = "example.com/tagged";
@@ -20,6 +23,8 @@ struct State {
     prefixes: HashMap<String, IpNet>,
     /// `(operation, batch size)`.
     calls: Vec<(&'static str, usize)>,
+    /// Tag calls still to answer `Throttled`.
+    throttle_tags: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -56,6 +61,11 @@ impl TestCloud {
         }
     }
 
+    /// The next `n` tag calls answer `Throttled` for 100 ms.
+    pub(crate) fn throttle_tags(&self, n: usize) {
+        self.state.lock().throttle_tags = n;
+    }
+
     pub(crate) fn tags(&self, provider_id: &str) -> BTreeMap<String, String> {
         self.state
             .lock()
@@ -89,6 +99,12 @@ impl TestCloud {
     ) -> BatchResult<TagOutcome> {
         let mut state = self.state.lock();
         state.calls.push((operation, ids.len()));
+        if add && state.throttle_tags > 0 {
+            state.throttle_tags -= 1;
+            return Err(CloudError::Throttled {
+                retry_after: Duration::from_millis(100),
+            });
+        }
         Ok(ids
             .iter()
             .map(|id| {
