@@ -16,8 +16,9 @@ use ccm_test_support::eventually;
 use cloud::{LABEL, TestCloud};
 use cloud_provider::{ProviderController, ProviderControllerKind};
 use k8s_openapi::api::core::v1::{Node, NodeSpec};
+use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use test_apiserver::TestApiServer;
 use tokio_util::sync::CancellationToken;
 
@@ -336,4 +337,46 @@ async fn a_throttled_tag_call_is_retried_after_the_clouds_delay_and_counts_no_er
         !metrics.contains("cloudprovider_test_tagging_controller_work_item_errors_total{"),
         "throttling is no work-item error: {metrics}"
     );
+}
+
+#[tokio::test]
+async fn with_every_ipv4_range_taken_a_dual_stack_node_gets_cidr_not_available() {
+    let cloud = TestCloud::new(200);
+    cloud.add_instance(&pid(1), &[], Some("2600:1f14:1:8000::/80"));
+    let mut h = Harness::new(cloud.clone()).await;
+    h.create(
+        "old",
+        Some(&pid(0)),
+        &["10.244.0.0/24", "2600:1f14:0:8000::/80"],
+    )
+    .await;
+    let settings = ControllerSettings {
+        // One /24 range in all, which the old node holds.
+        cluster_cidrs: vec!["10.244.0.0/24".parse().unwrap()],
+        ..ControllerSettings::default()
+    };
+    let own = ProviderControllerSettings {
+        dual_stack: true,
+        ..ProviderControllerSettings::default()
+    };
+    h.start(&NODEIPAM, &settings, &own).await;
+    h.create("new", Some(&pid(1)), &[]).await;
+    let events: Api<Event> = Api::all(h.server.client());
+    eventually(
+        "a CIDRNotAvailable Warning on the new node",
+        WAIT,
+        || async {
+            let list = events.list(&ListParams::default()).await.ok()?;
+            list.items
+                .into_iter()
+                .find(|e| {
+                    e.reason.as_deref() == Some("CIDRNotAvailable")
+                        && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("new")
+                })
+                .map(|e| assert_eq!(e.type_.as_deref(), Some("Warning")))
+        },
+    )
+    .await
+    .unwrap();
+    assert!(h.pod_cidrs("new").await.is_empty(), "no half assignment");
 }
