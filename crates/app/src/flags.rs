@@ -8,7 +8,7 @@ mod feature_gates;
 mod generic;
 mod global;
 mod migration;
-mod provider;
+pub(crate) mod provider;
 #[cfg(test)]
 mod provider_tests;
 mod serving;
@@ -195,62 +195,13 @@ pub(crate) fn parse(
     provider: &str,
     args: impl IntoIterator<Item = String>,
 ) -> Result<Command, String> {
-    parse_for(provider, &[], args)
-}
-
-/// [`parse`] for a provider that adds the controllers `extras`: their names
-/// in `--controllers` and their flags are accepted too.
-///
-/// # Errors
-/// One line naming the flag and what is wrong with it.
-pub(crate) fn parse_for(
-    provider: &str,
-    extras: &[cloud_provider::ProviderController],
-    args: impl IntoIterator<Item = String>,
-) -> Result<Command, String> {
-    use clap::{CommandFactory, FromArgMatches};
-    let matches = provider::augment(Flags::command(), extras)
-        .try_get_matches_from(args)
-        .map_err(|err| one_line(&err))?;
-    let mut flags = Flags::from_arg_matches(&matches).map_err(|err| one_line(&err))?;
-    if flags.global.help {
-        return Ok(Command::Help(help_for(extras)));
-    }
-    match flags.global.version.as_deref() {
-        None | Some("false") => {}
-        Some("true") => return Ok(Command::Version { raw: false }),
-        Some("raw") => return Ok(Command::Version { raw: true }),
-        Some(other) if other.starts_with('v') => {}
-        Some(other) => {
-            return Err(format!(
-                "--version: `{other}` is not true, false, raw or a version such as v1.33.0"
-            ));
-        }
-    }
-    let (generic, enabled) = provider::split_controllers(&flags.generic.controllers, extras);
-    flags.generic.controllers = generic;
-    let mut settings = validate(provider, flags)?;
-    settings.provider_controllers =
-        provider::settings(&matches, extras, enabled, &settings.cluster_cidrs)?;
-    let enabled = settings.provider_controllers.enabled.clone();
-    settings.notes.retain(|n| provider::keeps_note(n, &enabled));
-    let notes = settings.provider_controllers.notes.clone();
-    settings.notes.extend(notes);
-    Ok(Command::Run(Box::new(settings)))
+    provider::parse_for(provider, &[], args)
 }
 
 /// `--help`: the flags by upstream's sections.
 #[cfg(test)]
 pub(crate) fn help() -> String {
-    help_for(&[])
-}
-
-/// `--help` of a binary whose provider adds the controllers `extras`.
-pub(crate) fn help_for(extras: &[cloud_provider::ProviderController]) -> String {
-    use clap::CommandFactory;
-    provider::augment(Flags::command(), extras)
-        .render_help()
-        .to_string()
+    provider::help_for(&[])
 }
 
 /// clap's error as one line: its first line, without the `error: ` prefix.

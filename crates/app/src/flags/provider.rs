@@ -14,7 +14,7 @@ use clap::{ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use cloud_provider::{ProviderController, ProviderControllerKind};
 use ipnet::IpNet;
 
-use super::parse_bool;
+use super::{Command as Parsed, Flags, one_line, parse_bool, validate};
 
 /// The only resource upstream's tagging controller tags.
 const INSTANCE: &str = "instance";
@@ -97,6 +97,53 @@ pub(crate) struct NodeIpamFlags {
     node_cidr_mask_size: i32,
 }
 
+/// [`super::parse`] for a provider that adds the controllers `extras`: their names
+/// in `--controllers` and their flags are accepted too.
+///
+/// # Errors
+/// One line naming the flag and what is wrong with it.
+pub(crate) fn parse_for(
+    provider: &str,
+    extras: &[ProviderController],
+    args: impl IntoIterator<Item = String>,
+) -> Result<Parsed, String> {
+    use clap::CommandFactory;
+    let matches = augment(Flags::command(), extras)
+        .try_get_matches_from(args)
+        .map_err(|err| one_line(&err))?;
+    let mut flags = Flags::from_arg_matches(&matches).map_err(|err| one_line(&err))?;
+    if flags.global.help {
+        return Ok(Parsed::Help(help_for(extras)));
+    }
+    match flags.global.version.as_deref() {
+        None | Some("false") => {}
+        Some("true") => return Ok(Parsed::Version { raw: false }),
+        Some("raw") => return Ok(Parsed::Version { raw: true }),
+        Some(other) if other.starts_with('v') => {}
+        Some(other) => {
+            return Err(format!(
+                "--version: `{other}` is not true, false, raw or a version such as v1.33.0"
+            ));
+        }
+    }
+    let (generic, enabled) = split_controllers(&flags.generic.controllers, extras);
+    flags.generic.controllers = generic;
+    let mut settings = validate(provider, flags)?;
+    settings.provider_controllers =
+        provider_settings(&matches, extras, enabled, &settings.cluster_cidrs)?;
+    let enabled = settings.provider_controllers.enabled.clone();
+    settings.notes.retain(|n| keeps_note(n, &enabled));
+    let notes = settings.provider_controllers.notes.clone();
+    settings.notes.extend(notes);
+    Ok(Parsed::Run(Box::new(settings)))
+}
+
+/// `--help` of a binary whose provider adds the controllers `extras`.
+pub(crate) fn help_for(extras: &[ProviderController]) -> String {
+    use clap::CommandFactory;
+    augment(Flags::command(), extras).render_help().to_string()
+}
+
 /// The provider controllers `--controllers` enables, and their settings.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct ProviderSettings {
@@ -112,7 +159,7 @@ fn has(extras: &[ProviderController], kind: ProviderControllerKind) -> bool {
 }
 
 /// `command` with the flags of the provider's controllers.
-pub(crate) fn augment(mut command: Command, extras: &[ProviderController]) -> Command {
+fn augment(mut command: Command, extras: &[ProviderController]) -> Command {
     if has(extras, ProviderControllerKind::InstanceTagging) {
         command = TaggingFlags::augment_args(command.next_help_heading("Tagging controller flags"));
     }
@@ -126,7 +173,7 @@ pub(crate) fn augment(mut command: Command, extras: &[ProviderController]) -> Co
 /// Whether `notes` (about flags that mean nothing here) still hold with
 /// `enabled`: with a node-IPAM controller on, pod-CIDR allocation flags
 /// are no longer inert.
-pub(crate) fn keeps_note(note: &str, enabled: &[ProviderController]) -> bool {
+fn keeps_note(note: &str, enabled: &[ProviderController]) -> bool {
     let ipam = enabled
         .iter()
         .any(|c| c.kind == ProviderControllerKind::NodeIpam);
@@ -135,9 +182,9 @@ pub(crate) fn keeps_note(note: &str, enabled: &[ProviderController]) -> bool {
 }
 
 /// Takes the provider controllers' names out of `--controllers`: the rest
-/// is for [`super::parse_controllers`]. A name is on when named and not
+/// is for `parse_controllers`. A name is on when named and not
 /// also named with `-`.
-pub(crate) fn split_controllers(
+fn split_controllers(
     items: &[String],
     extras: &[ProviderController],
 ) -> (Vec<String>, Vec<ProviderController>) {
@@ -172,7 +219,7 @@ pub(crate) fn split_controllers(
 ///
 /// # Errors
 /// One line naming the flag.
-pub(crate) fn settings(
+fn provider_settings(
     matches: &ArgMatches,
     extras: &[ProviderController],
     enabled: Vec<ProviderController>,

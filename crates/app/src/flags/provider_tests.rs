@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use ccm_controllers::{ControllerId, QueueRate};
 use cloud_provider::{ProviderController, ProviderControllerKind};
 
-use super::{Command, Settings, help_for, parse_for};
+use super::provider::{help_for, parse_for};
+use super::{Command, Settings};
 
 const EXTRAS: &[ProviderController] = &[
     ProviderController {
