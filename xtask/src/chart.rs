@@ -98,19 +98,61 @@ fn rules_of(docs: &[Value]) -> anyhow::Result<Vec<rbac::Rule>> {
     rbac::bound_rules(docs, render::NAMESPACE, account)
 }
 
+/// The workload's `--controllers=` argument.
+fn controllers_arg(docs: &[Value]) -> anyhow::Result<String> {
+    let workload = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment" || d["kind"] == "DaemonSet")
+        .context("the chart rendered no Deployment or DaemonSet")?;
+    strings(&workload["spec"]["template"]["spec"]["containers"][0]["args"])
+        .into_iter()
+        .find(|a| a.starts_with("--controllers="))
+        .context("the workload has no --controllers argument")
+}
+
+/// What the kubelet-serving-csr-approver needs, and no more.
+fn csr_approver_rules() -> Vec<rbac::Rule> {
+    let rule = |resource: &str, names: &[&str], verbs: &[&str]| rbac::Rule {
+        api_groups: vec!["certificates.k8s.io".to_owned()],
+        resources: vec![resource.to_owned()],
+        resource_names: names.iter().map(|n| (*n).to_owned()).collect(),
+        verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
+        namespace: None,
+        bootstrap: false,
+    };
+    vec![
+        rule("certificatesigningrequests", &[], &["get", "list", "watch"]),
+        rule("certificatesigningrequests/approval", &[], &["update"]),
+        rule("signers", &["kubernetes.io/kubelet-serving"], &["approve"]),
+    ]
+}
+
 fn rbac_against_reality(renders: &[(PathBuf, Vec<Value>)]) -> anyhow::Result<()> {
     let (_, docs) = renders
         .iter()
         .find(|(path, _)| file_name(path) == SCENARIO_VALUES)
         .with_context(|| format!("no ci/{SCENARIO_VALUES} to run the RBAC scenario with"))?;
     let rules = rules_of(docs)?;
-    // No provider has RBAC extras yet, so every example must bind exactly
-    // the rules the scenario proves; one that needs more must prove it too.
+    // No provider has RBAC extras, so every example must bind exactly the
+    // rules the scenario proves; one that turns on the (default-off)
+    // kubelet-serving-csr-approver binds exactly its rules on top, which
+    // the fake binary's csr_approver suite proves under that render.
     for (path, other) in renders {
+        let (approver, rest): (Vec<rbac::Rule>, Vec<rbac::Rule>) = rules_of(other)?
+            .into_iter()
+            .partition(|rule| rule.api_groups.iter().any(|g| g == "certificates.k8s.io"));
         ensure!(
-            rules_of(other)? == rules,
+            rest == rules,
             "{} binds other RBAC rules than {SCENARIO_VALUES}, which the scenario checks",
             file_name(path)
+        );
+        let on = controllers_arg(other)?.contains("kubelet-serving-csr-approver");
+        let expected = if on { csr_approver_rules() } else { Vec::new() };
+        ensure!(
+            approver == expected,
+            "{} runs {} the kubelet-serving-csr-approver and binds these certificates.k8s.io rules, which do not fit: {approver:?}",
+            file_name(path),
+            if on { "with" } else { "without" }
         );
     }
     let deployment = render::find(docs, "Deployment")?;

@@ -128,9 +128,10 @@ impl Drop for Cluster {
     }
 }
 
-/// The chart's ServiceAccount and RBAC for each provider, as the example
-/// values render them, written to `dir/<provider>.yaml` (a JSON `List`,
-/// which kubectl applies as it is).
+/// The chart's ServiceAccount and RBAC for each example values file
+/// `ci/<name>-values.yaml` (a provider, or a provider's variant such as
+/// `fake-csr-approver`), written to `dir/<name>.yaml` (a JSON `List`, which
+/// kubectl applies as it is).
 pub(crate) fn write_chart_rbac(dir: &Path) -> anyhow::Result<()> {
     use crate::chart::render;
     const KINDS: &[&str] = &[
@@ -143,10 +144,15 @@ pub(crate) fn write_chart_rbac(dir: &Path) -> anyhow::Result<()> {
     crate::tools::helm::ensure()?;
     crate::tools::kubernetes_validate::ensure()?;
     std::fs::create_dir_all(dir)?;
-    for provider in crate::image::PROVIDERS {
-        let values = render::chart_dir()
-            .join("ci")
-            .join(format!("{provider}-values.yaml"));
+    for values in render::ci_values()? {
+        let Some(name) = values
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix("-values.yaml"))
+            .map(str::to_owned)
+        else {
+            continue;
+        };
         let yaml = render::template(Some(&values), &[], "1.33.0")?
             .map_err(|e| anyhow::anyhow!("helm template -f {}: {e}", values.display()))?;
         let items: Vec<Value> = render::documents(&yaml)?
@@ -155,7 +161,7 @@ pub(crate) fn write_chart_rbac(dir: &Path) -> anyhow::Result<()> {
             .collect();
         let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
         std::fs::write(
-            dir.join(format!("{provider}.yaml")),
+            dir.join(format!("{name}.yaml")),
             serde_json::to_vec_pretty(&list)?,
         )?;
     }
@@ -204,7 +210,11 @@ pub(crate) fn run_suites() -> anyhow::Result<()> {
     }
     // (package, test targets (all when empty), tests to skip).
     let per_test: [(&str, &[&str], &[&str]); 3] = [
-        ("cmd/fake-cloud-controller-manager", &["e2e"], &[]),
+        (
+            "cmd/fake-cloud-controller-manager",
+            &["e2e", "csr_approver"],
+            &[],
+        ),
         // Refused before any connection: no API server involved.
         (
             "cmd/aws-cloud-controller-manager",

@@ -67,7 +67,11 @@ cloud-controller-manager/provider: {{ .Values.provider }}
 {{- $args = append $args (printf "--cloud-config=/etc/kubernetes/cloud-config/%s" .Values.cloudConfig.key) }}
 {{- end }}
 {{- $args = append $args (printf "--cluster-name=%s" .Values.clusterName) }}
-{{- $args = append $args (printf "--controllers=%s" (join "," .Values.controllers)) }}
+{{- $controllers := .Values.controllers }}
+{{- if .Values.kubeletServingCSRApprover.enabled }}
+{{- $controllers = append $controllers "kubelet-serving-csr-approver" }}
+{{- end }}
+{{- $args = append $args (printf "--controllers=%s" (join "," $controllers)) }}
 {{- $args = append $args (printf "--leader-elect=%t" .Values.leaderElection.enabled) }}
 {{- if .Values.leaderElection.enabled }}
 {{- $args = append $args (printf "--leader-elect-resource-namespace=%s" .Release.Namespace) }}
@@ -160,4 +164,19 @@ cloud-controller-manager/provider: {{ .Values.provider }}
 {{- with .Values.extraEnv }}
 {{ toYaml . }}
 {{- end }}
+{{- end }}
+
+{{/*
+The kubelet-serving-csr-approver's rules: read the requests, write decisions
+through the approval subresource, approve for the kubelet-serving signer
+only (kube-apiserver's CertificateApproval admission checks this one).
+*/}}
+{{- define "ccm.csrApproverDecisionRules" -}}
+- apiGroups: ["certificates.k8s.io"]
+  resources: ["certificatesigningrequests/approval"]
+  verbs: ["update"]
+- apiGroups: ["certificates.k8s.io"]
+  resources: ["signers"]
+  resourceNames: ["kubernetes.io/kubelet-serving"]
+  verbs: ["approve"]
 {{- end }}

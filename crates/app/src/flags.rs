@@ -478,7 +478,8 @@ fn inert_notes(generic: &generic::Generic, global: &global::Global) -> Vec<Strin
 }
 
 /// Upstream's `--controllers` rules: `*` enables every default controller,
-/// `name` enables one, `-name` disables one (and wins).
+/// `name` enables one (also one that is off by default), `-name` disables
+/// one (and wins).
 fn parse_controllers(items: &[String]) -> Result<BTreeSet<ControllerId>, String> {
     let mut enabled = BTreeSet::new();
     let mut disabled = BTreeSet::new();
@@ -506,7 +507,7 @@ fn parse_controllers(items: &[String]) -> Result<BTreeSet<ControllerId>, String>
         };
     }
     if all {
-        enabled.extend(ControllerId::ALL);
+        enabled.extend(ControllerId::DEFAULT);
     }
     Ok(enabled.difference(&disabled).copied().collect())
 }

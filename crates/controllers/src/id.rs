@@ -17,17 +17,36 @@ pub enum ControllerId {
     /// Labels PersistentVolumes with their cloud volume's zone and region
     /// (what kube-apiserver's `PersistentVolumeLabel` admission plugin did).
     PersistentVolumeLabel,
+    /// Approves kubelet serving certificate requests whose names and
+    /// addresses the cloud confirms. Not upstream's, and off unless named.
+    KubeletServingCsrApprover,
 }
 
 impl ControllerId {
     /// Every controller, in start order.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
+        Self::CloudNode,
+        Self::CloudNodeLifecycle,
+        Self::Service,
+        Self::Route,
+        Self::PersistentVolumeLabel,
+        Self::KubeletServingCsrApprover,
+    ];
+
+    /// The controllers `--controllers=*` enables: all but those that must
+    /// be named.
+    pub const DEFAULT: [Self; 5] = [
         Self::CloudNode,
         Self::CloudNodeLifecycle,
         Self::Service,
         Self::Route,
         Self::PersistentVolumeLabel,
     ];
+
+    /// Whether `*` enables it.
+    pub fn is_default(self) -> bool {
+        Self::DEFAULT.contains(&self)
+    }
 
     /// Upstream's canonical name, such as `cloud-node-controller`.
     pub fn name(self) -> &'static str {
@@ -37,6 +56,7 @@ impl ControllerId {
             Self::Service => "service-lb-controller",
             Self::Route => "node-route-controller",
             Self::PersistentVolumeLabel => "persistentvolume-label-controller",
+            Self::KubeletServingCsrApprover => "kubelet-serving-csr-approver",
         }
     }
 
@@ -48,6 +68,7 @@ impl ControllerId {
             Self::Service => "service",
             Self::Route => "route",
             Self::PersistentVolumeLabel => "persistentvolume-label",
+            Self::KubeletServingCsrApprover => "kubelet-serving-csr-approver",
         }
     }
 
@@ -61,6 +82,9 @@ impl ControllerId {
             Self::Route => "route-controller",
             // The name upstream's in-tree PersistentVolumeLabel controller used.
             Self::PersistentVolumeLabel => "pvl-controller",
+            // Not upstream's: an account of its own, which holds the
+            // approval rights and nothing else.
+            Self::KubeletServingCsrApprover => "kubelet-serving-csr-approver",
         }
     }
 
@@ -97,6 +121,11 @@ mod tests {
             ControllerId::parse("persistentvolume-label"),
             Some(ControllerId::PersistentVolumeLabel)
         );
+        assert_eq!(
+            ControllerId::parse("kubelet-serving-csr-approver"),
+            Some(ControllerId::KubeletServingCsrApprover)
+        );
+        assert!(!ControllerId::KubeletServingCsrApprover.is_default());
         assert_eq!(ControllerId::parse("nodeipam"), None);
     }
 }

@@ -5,7 +5,9 @@
 //! controller up and returns the future that runs it, or says why the
 //! controller is off (its cloud capability is absent, or the flags turn it
 //! off). `persistentvolume-label` labels PersistentVolumes with their
-//! cloud volume's zone and region. Controllers never call a cloud SDK: they use the provider through
+//! cloud volume's zone and region; `kubelet-serving-csr-approver` (ours,
+//! off unless named) approves kubelet serving certificates whose names the
+//! cloud confirms. Controllers never call a cloud SDK: they use the provider through
 //! the context's metered, fenced wrapper.
 //!
 //! [`start_provider_controller`] starts a controller a provider adds
@@ -17,6 +19,7 @@
 //! whole set of Services.
 
 mod calls;
+mod csr_approver;
 mod id;
 mod node;
 mod node_lifecycle;
@@ -71,5 +74,6 @@ pub fn start(id: ControllerId, ctx: &Context, settings: &ControllerSettings) -> 
         ControllerId::Service => service::start(ctx, settings),
         ControllerId::Route => route::start(ctx, settings),
         ControllerId::PersistentVolumeLabel => pv_label::start(ctx, settings),
+        ControllerId::KubeletServingCsrApprover => csr_approver::start(ctx, settings),
     }
 }

@@ -29,6 +29,9 @@ pub struct ControllerSettings {
     /// deleted when its instance is not found (new instances can take a
     /// while to appear in a cloud's API).
     pub new_node_grace: Duration,
+    /// Not a flag: how long a kubelet serving certificate request waits for
+    /// its node to exist and be initialized before it is denied.
+    pub csr_initialization_wait: Duration,
 }
 
 impl Default for ControllerSettings {
@@ -44,6 +47,7 @@ impl Default for ControllerSettings {
             route_reconciliation_period: Duration::from_secs(10),
             node_sync_period: Duration::ZERO,
             new_node_grace: Duration::from_secs(300),
+            csr_initialization_wait: Duration::from_secs(10 * 60),
         }
     }
 }

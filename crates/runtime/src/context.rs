@@ -3,7 +3,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use futures::future::join3;
+use futures::future::join4;
+use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, Service};
 use kube::api::Api;
 use tokio_util::sync::CancellationToken;
@@ -19,6 +20,7 @@ pub struct Informers {
     nodes: OnceLock<Arc<Informer<Node>>>,
     services: OnceLock<Arc<Informer<Service>>>,
     persistent_volumes: OnceLock<Arc<Informer<PersistentVolume>>>,
+    csrs: OnceLock<Arc<Informer<CertificateSigningRequest>>>,
 }
 
 impl std::fmt::Debug for Informers {
@@ -27,6 +29,7 @@ impl std::fmt::Debug for Informers {
             .field("nodes", &self.nodes.get())
             .field("services", &self.services.get())
             .field("persistent_volumes", &self.persistent_volumes.get())
+            .field("csrs", &self.csrs.get())
             .finish()
     }
 }
@@ -39,6 +42,7 @@ impl Informers {
             nodes: OnceLock::new(),
             services: OnceLock::new(),
             persistent_volumes: OnceLock::new(),
+            csrs: OnceLock::new(),
         }
     }
 
@@ -59,6 +63,13 @@ impl Informers {
     /// The PersistentVolume informer (a cluster-scoped kind).
     pub fn persistent_volumes(&self) -> Arc<Informer<PersistentVolume>> {
         self.persistent_volumes
+            .get_or_init(|| Arc::new(Informer::new(Api::all(self.client.clone()))))
+            .clone()
+    }
+
+    /// The CertificateSigningRequest informer (a cluster-scoped kind).
+    pub fn certificate_signing_requests(&self) -> Arc<Informer<CertificateSigningRequest>> {
+        self.csrs
             .get_or_init(|| Arc::new(Informer::new(Api::all(self.client.clone()))))
             .clone()
     }
@@ -89,9 +100,16 @@ impl Informers {
                 None => Ok(()),
             }
         };
-        // Boxed: three informers' futures side by side are large.
-        let (a, b, c) = Box::pin(join3(nodes, services, volumes)).await;
-        a.and(b).and(c)
+        let csrs = self.csrs.get().cloned();
+        let csrs = async {
+            match csrs {
+                Some(informer) => informer.run(shutdown.clone()).await,
+                None => Ok(()),
+            }
+        };
+        // Boxed: four informers' futures side by side are large.
+        let (a, b, c, d) = Box::pin(join4(nodes, services, volumes, csrs)).await;
+        a.and(b).and(c).and(d)
     }
 
     /// Waits until every started informer has its first full list.
@@ -104,6 +122,9 @@ impl Informers {
         }
         if let Some(volumes) = self.persistent_volumes.get() {
             volumes.wait_until_ready().await;
+        }
+        if let Some(csrs) = self.csrs.get() {
+            csrs.wait_until_ready().await;
         }
     }
 }

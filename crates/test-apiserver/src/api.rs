@@ -6,7 +6,7 @@ mod discovery;
 mod params;
 mod read;
 mod render;
-mod route;
+pub(crate) mod route;
 mod testapi;
 mod watch;
 mod write;
@@ -51,14 +51,7 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
             .map(str::to_owned)
     };
     let user_agent = header(header::USER_AGENT).unwrap_or_default();
-    let authorization = header(header::AUTHORIZATION);
-    let (user, admitted) = auth::admit(
-        &shared,
-        &parts.method,
-        &path,
-        &params,
-        authorization.as_deref(),
-    );
+    let (user, admitted) = auth::admit(&shared, &parts.method, &path, &params, &parts.headers);
     let mut record = RequestRecord {
         verb: parts.method.as_str().to_ascii_lowercase(),
         method: parts.method.as_str().to_owned(),
@@ -100,8 +93,8 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
                         &shared,
                         &request,
                         &params,
-                        accept.as_deref(),
-                        content_type.as_deref(),
+                        (accept.as_deref(), content_type.as_deref()),
+                        user.as_ref(),
                         body,
                     )
                     .await
@@ -205,8 +198,8 @@ async fn serve_resource(
     shared: &Arc<Shared>,
     req: &ResourceRequest,
     params: &Params,
-    accept: Option<&str>,
-    content_type: Option<&str>,
+    (accept, content_type): (Option<&str>, Option<&str>),
+    user: Option<&UserInfo>,
     body: Incoming,
 ) -> Result<Response<Body>, ApiError> {
     if req.subresource == Subresource::Token {
@@ -218,6 +211,9 @@ async fn serve_resource(
             body,
         )?;
         return Ok(json_value_response(code, &answer));
+    }
+    if req.subresource == Subresource::Approval && matches!(req.verb, Verb::Update | Verb::Patch) {
+        auth::approval::check(shared, req, user)?;
     }
     let list = matches!(req.verb, Verb::List | Verb::DeleteCollection);
     let repr = render::negotiate(accept, list)?;
@@ -232,7 +228,7 @@ async fn serve_resource(
             params,
             content_type,
             &read_body(body).await?,
-            repr,
+            (repr, user),
         )?,
         Verb::Update => write::update(
             shared,

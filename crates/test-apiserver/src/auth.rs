@@ -7,8 +7,10 @@
 //! Without a token file there is no authentication: every request is an
 //! administrator, as this server always was.
 
+pub(crate) mod approval;
 mod attributes;
 mod bootstrap;
+mod impersonation;
 mod rbac;
 pub(crate) mod reviews;
 pub(crate) mod tokens;
@@ -231,20 +233,27 @@ pub(crate) fn decide(shared: &Shared, user: &UserInfo, attrs: &Attributes) -> rb
     rbac::authorize(&shared.store.lock(), user, attrs)
 }
 
-/// Authenticates and authorizes a request before it is routed, as
-/// kube-apiserver's filters do: answers its user (`None` when
+/// Authenticates, impersonates and authorizes a request before it is
+/// routed, as kube-apiserver's filters do: answers its user (`None` when
 /// authentication is off) and whether it may go on.
 pub(crate) fn admit(
     shared: &Shared,
     method: &Method,
     path: &str,
     params: &Params,
-    authorization: Option<&str>,
+    headers: &http::HeaderMap,
 ) -> (Option<UserInfo>, Result<(), ApiError>) {
+    let authorization = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
     let user = match shared.auth.authenticate(&shared.store, authorization) {
         Ok(Some(user)) => user,
         Ok(None) => return (None, Ok(())),
         Err(e) => return (None, Err(e)),
+    };
+    let user = match impersonation::apply(shared, user.clone(), headers) {
+        Ok(acting) => acting,
+        Err(e) => return (Some(user), Err(e)),
     };
     let attrs = Attributes::of_request(method, path, params);
     let decision = decide(shared, &user, &attrs);

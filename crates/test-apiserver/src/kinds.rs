@@ -2,13 +2,16 @@
 //! typed decoding, defaults, allocation, and which fields create and update
 //! may set.
 
+pub(crate) mod csr;
 pub(crate) mod event;
 mod pod;
 mod rbac;
 mod secret;
 pub(crate) mod service;
 
-use k8s_openapi::api::{coordination, core::v1 as core, discovery, events, rbac::v1 as rbac_v1};
+use k8s_openapi::api::{
+    certificates, coordination, core::v1 as core, discovery, events, rbac::v1 as rbac_v1,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -45,6 +48,9 @@ pub(crate) fn normalize(kind: Kind, value: &Value) -> Result<Value, serde_json::
         Kind::ClusterRole => roundtrip::<rbac_v1::ClusterRole>(value),
         Kind::RoleBinding => roundtrip::<rbac_v1::RoleBinding>(value),
         Kind::ClusterRoleBinding => roundtrip::<rbac_v1::ClusterRoleBinding>(value),
+        Kind::CertificateSigningRequest => {
+            roundtrip::<certificates::v1::CertificateSigningRequest>(value)
+        }
     }
 }
 
@@ -164,6 +170,7 @@ pub(crate) fn prepare_create(
         Kind::Role | Kind::ClusterRole | Kind::RoleBinding | Kind::ClusterRoleBinding => {
             rbac::prepare(kind, obj, None)?;
         }
+        Kind::CertificateSigningRequest => csr::prepare_create(obj)?,
         _ => {}
     }
     Ok(())
@@ -218,6 +225,7 @@ pub(crate) fn prepare_update(
         Kind::Role | Kind::ClusterRole | Kind::RoleBinding | Kind::ClusterRoleBinding => {
             rbac::prepare(kind, new, Some(old))?;
         }
+        Kind::CertificateSigningRequest => csr::prepare_update(new, old),
         _ => {}
     }
     Ok(())
@@ -227,8 +235,10 @@ pub(crate) fn prepare_update(
 /// and for Pods their owner references (kube-apiserver's status strategies).
 pub(crate) fn prepare_status_update(kind: Kind, new: &mut Value, old: &Value) {
     meta::set_top(new, "spec", meta::top(old, "spec").clone());
-    if kind == Kind::Pod {
-        meta::copy(new, old, "ownerReferences");
+    match kind {
+        Kind::Pod => meta::copy(new, old, "ownerReferences"),
+        Kind::CertificateSigningRequest => csr::prepare_status_update(new, old),
+        _ => {}
     }
 }
 

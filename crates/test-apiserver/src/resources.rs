@@ -20,6 +20,7 @@ pub(crate) enum Kind {
     ClusterRole,
     RoleBinding,
     ClusterRoleBinding,
+    CertificateSigningRequest,
 }
 
 /// One REST resource: where it lives in the URL space and how it is stored.
@@ -87,7 +88,7 @@ pub(crate) const VERBS: &[&str] = &[
 ];
 
 /// How many collections the store keeps.
-pub(crate) const STORAGE_COUNT: usize = 16;
+pub(crate) const STORAGE_COUNT: usize = 17;
 
 #[allow(
     clippy::too_many_arguments,
@@ -121,7 +122,7 @@ const fn resource(
 
 /// Every resource served, in discovery order.
 #[rustfmt::skip]
-pub(crate) static RESOURCES: [ResourceType; 17] = [
+pub(crate) static RESOURCES: [ResourceType; 18] = [
     resource(Kind::Namespace, "", "v1", "Namespace", "namespaces", "namespace", &["ns"], false, &["status", "finalize"], 0),
     resource(Kind::Node, "", "v1", "Node", "nodes", "node", &["no"], false, &["status"], 1),
     resource(Kind::Service, "", "v1", "Service", "services", "service", &["svc"], true, &["status"], 2),
@@ -139,10 +140,13 @@ pub(crate) static RESOURCES: [ResourceType; 17] = [
     resource(Kind::ClusterRole, RBAC_GROUP, "v1", "ClusterRole", "clusterroles", "clusterrole", &[], false, &[], 13),
     resource(Kind::RoleBinding, RBAC_GROUP, "v1", "RoleBinding", "rolebindings", "rolebinding", &[], true, &[], 14),
     resource(Kind::Role, RBAC_GROUP, "v1", "Role", "roles", "role", &[], true, &[], 15),
+    resource(Kind::CertificateSigningRequest, CERTIFICATES_GROUP, "v1", "CertificateSigningRequest", "certificatesigningrequests", "certificatesigningrequest", &["csr"], false, &["status", "approval"], 16),
 ];
 
 /// The RBAC API group.
 pub(crate) const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+/// The API group of certificate signing requests.
+pub(crate) const CERTIFICATES_GROUP: &str = "certificates.k8s.io";
 
 /// A resource that only answers `create` and stores nothing: the reviews
 /// of the authentication and authorization groups.
@@ -189,6 +193,7 @@ pub(crate) const GROUPS: &[&str] = &[
     "events.k8s.io",
     "discovery.k8s.io",
     RBAC_GROUP,
+    CERTIFICATES_GROUP,
     "authentication.k8s.io",
     "authorization.k8s.io",
 ];

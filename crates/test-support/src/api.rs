@@ -230,6 +230,26 @@ impl ApiServer {
         }
     }
 
+    /// The administrator acting as `user` in `groups` (impersonation
+    /// headers, which an administrator may send), for requests a test must
+    /// make as someone else: a node's certificate request, for one.
+    ///
+    /// # Errors
+    /// When the administrator's kubeconfig cannot be read.
+    pub async fn client_impersonating(
+        &self,
+        user: &str,
+        groups: &[&str],
+    ) -> anyhow::Result<kube::Client> {
+        let kubeconfig = kube::config::Kubeconfig::read_from(self.kubeconfig_path())?;
+        let mut config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+        config.auth_info.impersonate = Some(user.to_owned());
+        config.auth_info.impersonate_groups =
+            Some(groups.iter().map(|g| (*g).to_owned()).collect());
+        Ok(kube::Client::try_from(config)?)
+    }
+
     /// A kubeconfig with every right.
     pub fn kubeconfig_path(&self) -> &Path {
         match self {
@@ -242,7 +262,9 @@ impl ApiServer {
     /// for `provider` with the chart's RBAC applied, and a fresh token of
     /// it from TokenRequest. The objects come from [`RBAC_DIR_ENV`] when it
     /// is set, else from `helm template` with the chart's
-    /// `ci/<provider>-values.yaml` and the helm xtask installs.
+    /// `ci/<provider>-values.yaml` and the helm xtask installs. `provider`
+    /// may also name a provider's variant among the example values, such
+    /// as `fake-csr-approver`.
     ///
     /// # Errors
     /// When the chart's RBAC is unavailable (the error says how to get it)

@@ -262,12 +262,13 @@ impl CloudControllerManagerConfiguration {
 }
 
 /// `Generic.Controllers`. Upstream echoes the flag's words with aliases made
-/// canonical; Settings keep the resolved set, so every controller on is
+/// canonical; Settings keep the resolved set, so exactly the default set is
 /// `["*"]` (the default) and anything else the enabled controllers' names.
 fn controllers(s: &Settings) -> Vec<&'static str> {
-    if ccm_controllers::ControllerId::ALL
+    if s.controllers
         .iter()
-        .all(|id| s.controllers.contains(id))
+        .copied()
+        .eq(ccm_controllers::ControllerId::DEFAULT)
     {
         vec!["*"]
     } else {

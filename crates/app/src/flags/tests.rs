@@ -40,7 +40,7 @@ fn defaults_match_upstream() {
     assert_eq!(s.cluster_name, "kubernetes");
     assert_eq!(
         s.controllers,
-        ControllerId::ALL.into_iter().collect::<BTreeSet<_>>()
+        ControllerId::DEFAULT.into_iter().collect::<BTreeSet<_>>()
     );
     assert!(s.configure_cloud_routes);
     assert!(!s.allocate_node_cidrs);
@@ -123,6 +123,12 @@ fn controller_selection() {
     let s = ok(&["--controllers=*,-route"]);
     assert!(!s.controllers.contains(&ControllerId::Route) && s.controllers.len() == 4);
     assert!(s.controllers.contains(&ControllerId::PersistentVolumeLabel));
+    assert!(
+        !s.controllers
+            .contains(&ControllerId::KubeletServingCsrApprover)
+    );
+    let s = ok(&["--controllers=*,kubelet-serving-csr-approver"]);
+    assert_eq!(s.controllers.len(), 6);
     let s = ok(&["--controllers=service,cloud-node-controller"]);
     assert_eq!(
         s.controllers,

@@ -11,8 +11,9 @@ use super::config::{ConfigError, ControllerLeader, MigrationConfig};
 use super::{LeaderMigration, Plan};
 use crate::flags::{Command, parse};
 
+/// What `--controllers=*` enables.
 fn all() -> BTreeSet<ControllerId> {
-    ControllerId::ALL.into_iter().collect()
+    ControllerId::DEFAULT.into_iter().collect()
 }
 
 fn set<const N: usize>(ids: [ControllerId; N]) -> BTreeSet<ControllerId> {

@@ -132,6 +132,7 @@ fn resource(
         Some(s) if rt.subresources.contains(&s) => match s {
             "status" => Subresource::Status,
             "token" => Subresource::Token,
+            "approval" => Subresource::Approval,
             _ => Subresource::Finalize,
         },
         Some(_) => return Err(ApiError::no_such_path()),
@@ -144,7 +145,9 @@ fn resource(
     .ok_or_else(|| ApiError::method_not_allowed(method.as_str(), &rt.qualified_plural()))?;
     let allowed = match subresource {
         Subresource::Main => true,
-        Subresource::Status => matches!(verb, Verb::Get | Verb::Update | Verb::Patch),
+        Subresource::Status | Subresource::Approval => {
+            matches!(verb, Verb::Get | Verb::Update | Verb::Patch)
+        }
         Subresource::Finalize => verb == Verb::Update,
         Subresource::Token => verb == Verb::Create,
     };

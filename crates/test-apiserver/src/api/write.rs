@@ -10,10 +10,13 @@ use super::params::Params;
 use super::read::{Selection, list_body};
 use super::render::{self, Representation};
 use super::route::ResourceRequest;
+use crate::auth::UserInfo;
+use crate::kinds;
 use crate::patch::{self, PatchType};
 use crate::registry::{
     self, DeleteOptions, FieldValidation, Outcome, Target, UpdateError, WriteOptions, Written,
 };
+use crate::resources::Kind;
 use crate::server::Shared;
 use crate::status::ApiError;
 use crate::store::StoredObject;
@@ -53,16 +56,21 @@ fn reply(req: &ResourceRequest, repr: Representation, outcome: Outcome) -> Reply
     (outcome.code, body, outcome.warnings)
 }
 
+/// POST; `requester` is who asks (`None` when authentication is off), which
+/// a CertificateSigningRequest records.
 pub(crate) fn create(
     shared: &Shared,
     req: &ResourceRequest,
     params: &Params,
     content_type: Option<&str>,
     body: &[u8],
-    repr: Representation,
+    (repr, requester): (Representation, Option<&UserInfo>),
 ) -> Result<Reply, ApiError> {
     let opts = write_options(params)?;
-    let decoded = registry::decode(req.rt, json_body(content_type, body)?, opts.validation)?;
+    let mut decoded = registry::decode(req.rt, json_body(content_type, body)?, opts.validation)?;
+    if req.rt.kind_id == Kind::CertificateSigningRequest {
+        kinds::csr::set_requester(&mut decoded.value, requester);
+    }
     let outcome = registry::create(
         &mut shared.store.lock(),
         req.rt,

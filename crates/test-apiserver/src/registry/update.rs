@@ -31,6 +31,9 @@ pub(crate) enum Subresource {
     /// `serviceaccounts/<name>/token`: create only, answered by the
     /// authentication module; never an update.
     Token,
+    /// `certificatesigningrequests/<name>/approval`: only the conditions
+    /// (Approved, Denied) change.
+    Approval,
 }
 
 impl Subresource {
@@ -40,6 +43,7 @@ impl Subresource {
             Self::Status => "status",
             Self::Finalize => "finalize",
             Self::Token => "token",
+            Self::Approval => "approval",
         }
     }
 }
@@ -227,6 +231,12 @@ fn shape(
         }
         Subresource::Status => kinds::prepare_status_update(stored_type.kind_id, next, old),
         Subresource::Finalize => meta::set_top(next, "status", meta::top(old, "status").clone()),
+        Subresource::Approval => {
+            let now = jiff::Timestamp::now()
+                .strftime("%Y-%m-%dT%H:%M:%SZ")
+                .to_string();
+            kinds::csr::prepare_approval(next, old, &now)?;
+        }
         Subresource::Token => {
             return Err(ApiError::method_not_allowed("PUT", "serviceaccounts/token"));
         }

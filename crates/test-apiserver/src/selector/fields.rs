@@ -68,6 +68,7 @@ const SERVICE: &[Selectable] = &[
 ];
 const SECRET: &[Selectable] = &[("type", "/type", "")];
 const NAMESPACE: &[Selectable] = &[("status.phase", "/status/phase", "")];
+const CSR: &[Selectable] = &[("spec.signerName", "/spec/signerName", "")];
 
 /// The selectable fields of `kind` besides `metadata.name` and
 /// `metadata.namespace`, or `None` for kinds without field-label conversion
@@ -82,6 +83,7 @@ fn selectable(kind: Kind) -> Option<&'static [Selectable]> {
         Kind::Secret => Some(SECRET),
         Kind::Namespace => Some(NAMESPACE),
         Kind::Service => Some(SERVICE),
+        Kind::CertificateSigningRequest => Some(CSR),
         Kind::Endpoints
         | Kind::ConfigMap
         | Kind::PersistentVolume

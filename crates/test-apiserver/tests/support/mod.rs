@@ -95,6 +95,27 @@ impl Target {
         Ok(Client::try_from(config)?)
     }
 
+    /// The administrator's client acting as `user` in `groups`
+    /// (impersonation headers).
+    pub(crate) fn client_impersonating(
+        &self,
+        user: &str,
+        groups: &[&str],
+    ) -> anyhow::Result<Client> {
+        let mut config = match self {
+            Self::Memory(server) => {
+                let mut config = kube::Config::new(server.url().parse()?);
+                config.auth_info = serde_json::from_value(json!({ "token": ADMIN_TOKEN }))?;
+                config
+            }
+            Self::Cluster(_, config) => (**config).clone(),
+        };
+        config.auth_info.impersonate = Some(user.to_owned());
+        config.auth_info.impersonate_groups =
+            Some(groups.iter().map(|g| (*g).to_owned()).collect());
+        Ok(Client::try_from(config)?)
+    }
+
     /// The in-memory server, for assertions only it can answer.
     pub(crate) fn server(&self) -> Option<&TestApiServer> {
         match self {
