@@ -60,7 +60,7 @@ fn provider_controllers_are_off_unless_named_even_with_a_star() {
     assert!(names(&s).is_empty());
     let s = ok(&["--controllers=*"]);
     assert!(names(&s).is_empty());
-    assert_eq!(s.controllers.len(), ControllerId::ALL.len());
+    assert_eq!(s.controllers.len(), ControllerId::DEFAULT.len());
 }
 
 #[test]
@@ -71,7 +71,7 @@ fn star_and_tagging_runs_the_generic_ones_and_tagging() {
         "--resources=instance",
     ]);
     assert_eq!(names(&s), ["tagging"]);
-    assert_eq!(s.controllers.len(), ControllerId::ALL.len());
+    assert_eq!(s.controllers.len(), ControllerId::DEFAULT.len());
     assert_eq!(
         s.provider_controllers.settings.tags,
         BTreeMap::from([
