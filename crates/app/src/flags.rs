@@ -8,6 +8,9 @@ mod feature_gates;
 mod generic;
 mod global;
 mod migration;
+pub(crate) mod provider;
+#[cfg(test)]
+mod provider_tests;
 mod serving;
 #[cfg(test)]
 mod tests;
@@ -150,6 +153,8 @@ pub(crate) struct Settings {
     pub(crate) leader_migration: crate::migration::LeaderMigration,
     /// `--profiling`, `--contention-profiling`.
     pub(crate) debugging: debugging::Debugging,
+    /// The provider's own controllers `--controllers` enables, and their flags.
+    pub(crate) provider_controllers: provider::ProviderSettings,
     /// Lines logged once at startup at INFO: flags that mean nothing here
     /// (and why), upstream's deprecation notices.
     pub(crate) notes: Vec<String>,
@@ -185,32 +190,18 @@ pub(crate) enum Command {
 ///
 /// # Errors
 /// One line naming the flag and what is wrong with it.
+#[cfg(test)]
 pub(crate) fn parse(
     provider: &str,
     args: impl IntoIterator<Item = String>,
 ) -> Result<Command, String> {
-    let flags = Flags::try_parse_from(args).map_err(|err| one_line(&err))?;
-    if flags.global.help {
-        return Ok(Command::Help(help()));
-    }
-    match flags.global.version.as_deref() {
-        None | Some("false") => {}
-        Some("true") => return Ok(Command::Version { raw: false }),
-        Some("raw") => return Ok(Command::Version { raw: true }),
-        Some(other) if other.starts_with('v') => {}
-        Some(other) => {
-            return Err(format!(
-                "--version: `{other}` is not true, false, raw or a version such as v1.33.0"
-            ));
-        }
-    }
-    validate(provider, flags).map(|settings| Command::Run(Box::new(settings)))
+    provider::parse_for(provider, &[], args)
 }
 
 /// `--help`: the flags by upstream's sections.
+#[cfg(test)]
 pub(crate) fn help() -> String {
-    use clap::CommandFactory;
-    Flags::command().render_help().to_string()
+    provider::help_for(&[])
 }
 
 /// clap's error as one line: its first line, without the `error: ` prefix.
@@ -402,6 +393,7 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         feature_gates,
         leader_migration: leader_migration.settings(generic.leader_elect)?,
         debugging,
+        provider_controllers: provider::ProviderSettings::default(),
         notes,
     })
 }

@@ -54,7 +54,7 @@ pub fn run_with<F: ProviderFactory>(args: Vec<String>, env: Environment) -> Exit
         clippy::print_stderr,
         reason = "the entry point reports to the terminal"
     )]
-    let settings = match flags::parse(F::NAME, args) {
+    let settings = match flags::provider::parse_for(F::NAME, F::PROVIDER_CONTROLLERS, args) {
         Ok(flags::Command::Run(settings)) => settings,
         Ok(flags::Command::Help(text)) => {
             print!("{text}");

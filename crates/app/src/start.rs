@@ -203,6 +203,22 @@ pub(crate) async fn run<F: ProviderFactory>(
             }
         }
     }
+    // The provider's own controllers (AWS's tagging, nodeipam), under the
+    // main Lease.
+    for spec in &settings.provider_controllers.enabled {
+        let own = &settings.provider_controllers.settings;
+        match ccm_controllers::start_provider_controller(spec, &ctx, &controller_settings, own) {
+            Started::Running(future) => {
+                tracing::info!(controller = spec.name, "started");
+                ctx.metrics.set_controller_running(spec.name, true);
+                controllers.push(tokio::spawn(future));
+            }
+            Started::Off(reason) => {
+                tracing::info!(controller = spec.name, "off: {reason}");
+                ctx.metrics.set_controller_running(spec.name, false);
+            }
+        }
+    }
     // Not one of upstream's controllers: it runs, under the main Lease,
     // whenever the provider observes Services.
     match ccm_controllers::start_service_observer(&ctx) {
@@ -370,7 +386,12 @@ fn build_provider<F: ProviderFactory>(
             F::NAME
         )));
     }
-    if settings.allocate_node_cidrs {
+    let runs_nodeipam = settings
+        .provider_controllers
+        .enabled
+        .iter()
+        .any(|c| c.kind == cloud_provider::ProviderControllerKind::NodeIpam);
+    if settings.allocate_node_cidrs && !runs_nodeipam {
         tracing::info!(
             "--allocate-node-cidrs: this CCM runs no node-IPAM controller; pod CIDRs come from kube-controller-manager"
         );

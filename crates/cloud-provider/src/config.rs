@@ -145,6 +145,12 @@ pub trait ProviderFactory {
     /// The name `--cloud-provider` accepts for this provider.
     const NAME: &'static str;
 
+    /// Controllers this provider adds to the generic ones, each off unless
+    /// `--controllers` names it (upstream's `ControllersDisabledByDefault`).
+    /// Their names are accepted by `--controllers`, and their flags on the
+    /// command line, only in this provider's binary.
+    const PROVIDER_CONTROLLERS: &'static [crate::ProviderController] = &[];
+
     /// Builds the provider from the `--cloud-config` file, if one was given,
     /// and the environment.
     ///

@@ -14,6 +14,10 @@
 //! [`Instances::max_batch_size`], so that N nodes cost ceil(N / batch) cloud
 //! calls instead of N.
 //!
+//! A provider may also add controllers of its own to the generic ones
+//! ([`ProviderController`], declared by its factory), each backed by a
+//! capability: [`InstanceTags`] and [`PodCidrs`].
+//!
 //! [`annotations`] helps providers warn about annotation keys they do not
 //! know ([`LoadBalancerWarning`]) instead of failing.
 //!
@@ -29,9 +33,12 @@
 pub mod annotations;
 mod config;
 mod error;
+mod instance_tags;
 mod instances;
 mod load_balancer;
+mod pod_cidrs;
 mod provider;
+mod provider_controllers;
 mod rate_limit;
 mod routes;
 mod services;
@@ -39,12 +46,15 @@ mod volumes;
 
 pub use config::{CloudConfig, ConfigError, Environment, ProviderFactory};
 pub use error::{BoxError, CloudError};
+pub use instance_tags::{InstanceTags, TagOutcome};
 pub use instances::{BatchResult, InstanceMetadata, Instances, NodeAddress, NodeAddressType};
 pub use load_balancer::{
     EnsuredLoadBalancer, IpMode, LoadBalancer, LoadBalancerIngress, LoadBalancerStatus,
     LoadBalancerWarning, PortStatus, default_load_balancer_name,
 };
+pub use pod_cidrs::{PodCidr, PodCidrs};
 pub use provider::{CloudProvider, InitContext};
+pub use provider_controllers::{ProviderController, ProviderControllerKind};
 pub use rate_limit::{InvalidRateLimit, RateLimiter};
 pub use routes::{Route, Routes};
 pub use services::ServiceObserver;

@@ -4,7 +4,9 @@
 
 use async_trait::async_trait;
 
-use crate::{CloudError, Instances, LoadBalancer, Routes, ServiceObserver, Volumes};
+use crate::{
+    CloudError, InstanceTags, Instances, LoadBalancer, PodCidrs, Routes, ServiceObserver, Volumes,
+};
 
 /// What a provider learns about its cluster when it is initialized.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,6 +81,20 @@ pub trait CloudProvider: Send + Sync + std::fmt::Debug + 'static {
     /// Volume labels, if this cloud has volumes (see [`Volumes`]); the
     /// persistentvolume-label controller runs only when this is `Some`.
     fn volumes(&self) -> Option<&dyn Volumes> {
+        None
+    }
+
+    /// Tags on nodes' instances, if this cloud has them; the provider's
+    /// [`ProviderControllerKind::InstanceTagging`](crate::ProviderControllerKind::InstanceTagging)
+    /// controller needs it.
+    fn instance_tags(&self) -> Option<&dyn InstanceTags> {
+        None
+    }
+
+    /// Pod CIDRs the cloud delegates to nodes, if it does; the provider's
+    /// [`ProviderControllerKind::NodeIpam`](crate::ProviderControllerKind::NodeIpam)
+    /// controller needs it.
+    fn pod_cidrs(&self) -> Option<&dyn PodCidrs> {
         None
     }
 

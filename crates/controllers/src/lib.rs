@@ -10,6 +10,10 @@
 //! cloud confirms. Controllers never call a cloud SDK: they use the provider through
 //! the context's metered, fenced wrapper.
 //!
+//! [`start_provider_controller`] starts a controller a provider adds
+//! (`tagging`, `nodeipam`): the behaviour is here and cloud-agnostic, the
+//! cloud's part behind the capability its kind needs.
+//!
 //! [`start_service_observer`] is the one controller that is not upstream's:
 //! it runs whenever the provider offers a `ServiceObserver`, feeding it the
 //! whole set of Services.
@@ -19,11 +23,14 @@ mod csr_approver;
 mod id;
 mod node;
 mod node_lifecycle;
+mod nodeipam;
+mod provider_controllers;
 mod pv_label;
 mod route;
 mod service;
 mod service_observer;
 mod settings;
+mod tagging;
 mod taints;
 mod writes;
 
@@ -32,6 +39,8 @@ use futures::future::BoxFuture;
 use ccm_runtime::Context;
 
 pub use id::ControllerId;
+pub use nodeipam::dual_stack_cluster_cidr;
+pub use provider_controllers::{ProviderControllerSettings, QueueRate, start_provider_controller};
 pub use route::check_cluster_cidrs;
 pub use service_observer::{SERVICE_OBSERVER, start_service_observer};
 pub use settings::ControllerSettings;

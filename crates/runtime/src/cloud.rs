@@ -18,6 +18,8 @@ use tokio::time::Instant;
 use crate::metrics::{CloudCallLabels, Metrics, OperationLabels};
 use crate::pacer::Pacer;
 
+mod provider_controllers;
+
 /// Whether this process may change the cloud right now.
 ///
 /// The leader-election crate's handle implements this in the app; tests use
@@ -137,21 +139,39 @@ impl MeteredCloud {
         operation: &'static str,
         call: impl Future<Output = Result<T, CloudError>>,
     ) -> Result<T, CloudError> {
-        if let Err(reason) = self.fence.check() {
-            self.metrics.activity.cloud_call();
-            self.metrics
-                .cloud_calls
-                .get_or_create(&CloudCallLabels {
-                    operation: operation.into(),
-                    outcome: "fenced".into(),
-                })
-                .inc();
-            return Err(CloudError::Retry {
-                after: FENCED_RETRY,
-                reason: format!("refusing to change the cloud: {reason}"),
-            });
-        }
+        self.check_fence(operation)?;
         self.observe(operation, None, call).await
+    }
+
+    /// The fence's answer for a mutation, counted as `fenced` when it
+    /// refuses.
+    fn check_fence(&self, operation: &'static str) -> Result<(), CloudError> {
+        let Err(reason) = self.fence.check() else {
+            return Ok(());
+        };
+        self.metrics.activity.cloud_call();
+        self.metrics
+            .cloud_calls
+            .get_or_create(&CloudCallLabels {
+                operation: operation.into(),
+                outcome: "fenced".into(),
+            })
+            .inc();
+        Err(CloudError::Retry {
+            after: FENCED_RETRY,
+            reason: format!("refusing to change the cloud: {reason}"),
+        })
+    }
+
+    /// [`MeteredCloud::mutate`] for a batch call over `batch` objects.
+    async fn mutate_batch<T>(
+        &self,
+        operation: &'static str,
+        batch: usize,
+        call: impl Future<Output = Result<T, CloudError>>,
+    ) -> Result<T, CloudError> {
+        self.check_fence(operation)?;
+        self.observe(operation, Some(batch), call).await
     }
 
     fn instances_inner(&self) -> Result<&dyn Instances, CloudError> {
@@ -214,6 +234,18 @@ impl CloudProvider for MeteredCloud {
 
     fn volumes(&self) -> Option<&dyn Volumes> {
         self.inner.volumes().map(|_| self as &dyn Volumes)
+    }
+
+    fn instance_tags(&self) -> Option<&dyn cloud_provider::InstanceTags> {
+        self.inner
+            .instance_tags()
+            .map(|_| self as &dyn cloud_provider::InstanceTags)
+    }
+
+    fn pod_cidrs(&self) -> Option<&dyn cloud_provider::PodCidrs> {
+        self.inner
+            .pod_cidrs()
+            .map(|_| self as &dyn cloud_provider::PodCidrs)
     }
 
     fn encode_metrics(&self, out: &mut String) {

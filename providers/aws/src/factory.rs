@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use cloud_provider::{CloudConfig, CloudProvider, ConfigError, Environment, ProviderFactory};
+use cloud_provider::{
+    CloudConfig, CloudProvider, ConfigError, Environment, ProviderController,
+    ProviderControllerKind, ProviderFactory,
+};
 
 use crate::{AwsConfig, AwsProvider, PROVIDER_NAME};
 
@@ -14,6 +17,21 @@ pub struct AwsProviderFactory;
 
 impl ProviderFactory for AwsProviderFactory {
     const NAME: &'static str = PROVIDER_NAME;
+
+    /// Upstream's two AWS-only controllers, off unless `--controllers`
+    /// names them (`--controllers=*,tagging`).
+    const PROVIDER_CONTROLLERS: &'static [ProviderController] = &[
+        ProviderController {
+            name: "tagging",
+            kind: ProviderControllerKind::InstanceTagging,
+            metrics_prefix: "cloudprovider_aws",
+        },
+        ProviderController {
+            name: "nodeipam",
+            kind: ProviderControllerKind::NodeIpam,
+            metrics_prefix: "cloudprovider_aws",
+        },
+    ];
 
     fn build(
         config: Option<&CloudConfig>,

@@ -38,9 +38,11 @@ mod clients;
 mod config;
 mod credentials;
 mod factory;
+mod instance_tags;
 mod instances;
 mod load_balancer;
 mod metrics;
+mod pod_cidrs;
 mod provider;
 mod provider_id;
 mod routes;
@@ -56,6 +58,7 @@ pub mod test_util;
 
 pub use config::{AwsConfig, IpFamily, ServiceOverride};
 pub use factory::AwsProviderFactory;
+pub use instance_tags::TAGGED_LABEL;
 pub use load_balancer::annotations;
 pub use provider::AwsProvider;
 pub use tagging::{

@@ -6,6 +6,7 @@
 
 mod instances;
 mod load_balancers;
+mod provider_controllers;
 mod routes;
 mod throttling;
 

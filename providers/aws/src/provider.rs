@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use aws_config::meta::region::ProvideRegion;
 use aws_sdk_ec2::config::Region;
 use cloud_provider::{
-    CloudError, CloudProvider, ConfigError, Environment, InitContext, Instances, LoadBalancer,
-    Routes, Volumes,
+    CloudError, CloudProvider, ConfigError, Environment, InitContext, InstanceTags, Instances,
+    LoadBalancer, PodCidrs, Routes, Volumes,
 };
 use tokio::sync::OnceCell;
 
@@ -221,6 +221,14 @@ impl CloudProvider for AwsProvider {
     }
 
     fn volumes(&self) -> Option<&dyn Volumes> {
+        Some(self)
+    }
+
+    fn instance_tags(&self) -> Option<&dyn InstanceTags> {
+        Some(self)
+    }
+
+    fn pod_cidrs(&self) -> Option<&dyn PodCidrs> {
         Some(self)
     }
 
