@@ -15,7 +15,7 @@
 //!   on, sets `spec.podCIDR` and `spec.podCIDRs`; an IPv4 range whose patch
 //!   failed is given back.
 //! - An instance without a usable prefix (none, several, not found yet) is
-//!   retried with backoff, at most [`MAX_RETRIES`](crate::tagging::MAX_RETRIES)
+//!   retried with backoff, at most [`MAX_RETRIES`](crate::provider_controllers::MAX_RETRIES)
 //!   times, each counted in `<prefix>_nodeipam_controller_work_item_errors_total`.
 //! - No free IPv4 range: a `CIDRNotAvailable` Warning on the node, as
 //!   upstream, and a retry with backoff; a failed patch (but a conflict): a
@@ -23,14 +23,13 @@
 
 mod ranges;
 
-use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ccm_runtime::controller::{self, ControllerConfig, Triggers};
 use ccm_runtime::{
-    Action, BatchCall, Batcher, Context, Events, Informer, ReconcileError, Retry, WatchEvent,
+    Action, BatchCall, Batcher, Context, Events, Informer, ReconcileError, WatchEvent,
 };
 use cloud_provider::k8s_openapi::api::core::v1::Node;
 use cloud_provider::{CloudProvider, PodCidr, PodCidrs, ProviderController, RateLimiter};
@@ -41,10 +40,8 @@ use kube::{Resource, ResourceExt};
 use parking_lot::Mutex;
 
 use crate::Started;
-use crate::provider_controllers::{ProviderControllerSettings, WorkItemErrors};
-use crate::provider_controllers::{RETRIES_EXHAUSTED, TOTAL_ERRORS};
+use crate::provider_controllers::{ProviderControllerSettings, RetryBudget, WorkItemErrors};
 use crate::settings::ControllerSettings;
-use crate::tagging::MAX_RETRIES;
 use ranges::Ipv4Ranges;
 
 /// How long the first node of a burst waits for others to share its call.
@@ -60,9 +57,7 @@ struct NodeIpam {
     /// Dual-stack mode's IPv4 ranges.
     ipv4: Option<Arc<Mutex<Ipv4Ranges>>>,
     rate: Option<Arc<RateLimiter>>,
-    errors: WorkItemErrors,
-    /// Node UID → failures since its last success.
-    failures: Mutex<HashMap<String, u32>>,
+    retries: RetryBudget,
 }
 
 /// The IPv4 cluster CIDR dual-stack mode allocates from, checked against
@@ -128,8 +123,11 @@ pub(crate) fn start(
             .nodeipam_rate
             .and_then(|r| RateLimiter::new(r.qps, r.burst).ok())
             .map(Arc::new),
-        errors: WorkItemErrors::register(&ctx.metrics, spec.metrics_prefix, "nodeipam"),
-        failures: Mutex::default(),
+        retries: RetryBudget::new(WorkItemErrors::register(
+            &ctx.metrics,
+            spec.metrics_prefix,
+            "nodeipam",
+        )),
     });
     let config = ControllerConfig {
         name: spec.name,
@@ -197,31 +195,9 @@ impl NodeIpam {
         else {
             return Ok(Action::await_change());
         };
-        let uid = node.uid().unwrap_or_default();
-        match self.assign(&node, &provider_id).await {
-            Ok(action) => {
-                self.failures.lock().remove(&uid);
-                Ok(action)
-            }
-            // A delay the cloud asked for (throttling) is no failure.
-            Err(err) if matches!(err.retry(), Retry::After(_)) => Err(err),
-            Err(err) => {
-                let failures = {
-                    let mut failures = self.failures.lock();
-                    let n = failures.entry(uid.clone()).or_default();
-                    *n += 1;
-                    *n
-                };
-                if failures > MAX_RETRIES {
-                    self.failures.lock().remove(&uid);
-                    self.errors.record(RETRIES_EXHAUSTED, &provider_id);
-                    tracing::error!(node = %node.name_any(), error = %err, "no pod CIDR after {MAX_RETRIES} retries; not retried until the node changes");
-                    return Ok(Action::await_change());
-                }
-                self.errors.record(TOTAL_ERRORS, &provider_id);
-                Err(err)
-            }
-        }
+        let result = self.assign(&node, &provider_id).await;
+        self.retries
+            .settle(&node, &provider_id, result, "no pod CIDR after")
     }
 
     async fn assign(&self, node: &Node, provider_id: &str) -> Result<Action, ReconcileError> {

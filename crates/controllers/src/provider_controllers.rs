@@ -9,6 +9,7 @@
 //!   the cloud's prefix, and in dual-stack mode an IPv4 range too.
 
 mod metrics;
+mod retries;
 
 use std::collections::BTreeMap;
 
@@ -19,6 +20,7 @@ use crate::settings::ControllerSettings;
 use crate::{Started, nodeipam, tagging};
 
 pub(crate) use metrics::{RETRIES_EXHAUSTED, TOTAL_ERRORS, WorkItemErrors};
+pub(crate) use retries::{MAX_RETRIES, RetryBudget};
 
 /// A client-side limit on how fast a controller takes up nodes (upstream's
 /// `--*-controller-rate-limit` and `--*-controller-burst-limit`).

@@ -22,13 +22,13 @@
 mod checksum;
 mod removal;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ccm_runtime::controller::{self, ControllerConfig, Triggers};
-use ccm_runtime::{Action, BatchCall, Batcher, Context, ReconcileError, Retry, WatchEvent};
+use ccm_runtime::{Action, BatchCall, Batcher, Context, ReconcileError, WatchEvent};
 use cloud_provider::k8s_openapi::api::core::v1::Node;
 use cloud_provider::{
     CloudError, CloudProvider, InstanceTags, ProviderController, RateLimiter, TagOutcome,
@@ -36,17 +36,14 @@ use cloud_provider::{
 use futures::FutureExt;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use parking_lot::Mutex;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
 use crate::Started;
-use crate::provider_controllers::{ProviderControllerSettings, WorkItemErrors};
-use crate::provider_controllers::{RETRIES_EXHAUSTED, TOTAL_ERRORS};
+use crate::provider_controllers::{ProviderControllerSettings, RetryBudget, WorkItemErrors};
 
 /// How long the first node of a burst waits for others to share its call.
 const BATCH_WINDOW: Duration = Duration::from_millis(100);
-/// Upstream's `maxRequeuingCount`: retries before a node is given up on.
-pub(crate) const MAX_RETRIES: u32 = 9;
+pub(crate) use crate::provider_controllers::MAX_RETRIES;
 /// Upstream's grace for `CreateTags` to see a new instance.
 const NEW_NODE_GRACE: Duration = Duration::from_secs(300);
 
@@ -59,10 +56,8 @@ struct Tagging {
     label: &'static str,
     checksum: String,
     rate: Option<Arc<RateLimiter>>,
-    errors: WorkItemErrors,
+    retries: RetryBudget,
     initial_delay: Histogram,
-    /// Node UID → failures since its last success.
-    failures: Mutex<HashMap<String, u32>>,
 }
 
 pub(crate) fn start(
@@ -99,9 +94,8 @@ pub(crate) fn start(
         label,
         checksum: checksum::of(&settings.tags),
         rate: rate.clone(),
-        errors: errors.clone(),
+        retries: RetryBudget::new(errors.clone()),
         initial_delay,
-        failures: Mutex::default(),
     });
     let informer = ctx.informers.nodes();
     let removals = removal::Removals::spawn(untag, rate, errors, ctx.metrics.activity());
@@ -172,31 +166,9 @@ impl Tagging {
             // The cloud-node controller sets it; that change brings the node back.
             return Ok(Action::await_change());
         };
-        let uid = node.uid().unwrap_or_default();
-        match self.tag(&node, &provider_id, current.is_none()).await {
-            Ok(action) => {
-                self.failures.lock().remove(&uid);
-                Ok(action)
-            }
-            // A delay the cloud asked for (throttling) is no failure.
-            Err(err) if matches!(err.retry(), Retry::After(_)) => Err(err),
-            Err(err) => {
-                let failures = {
-                    let mut failures = self.failures.lock();
-                    let n = failures.entry(uid.clone()).or_default();
-                    *n += 1;
-                    *n
-                };
-                if failures > MAX_RETRIES {
-                    self.failures.lock().remove(&uid);
-                    self.errors.record(RETRIES_EXHAUSTED, &provider_id);
-                    tracing::error!(node = %node.name_any(), error = %err, "tagging failed {MAX_RETRIES} times; not retried until the node changes");
-                    return Ok(Action::await_change());
-                }
-                self.errors.record(TOTAL_ERRORS, &provider_id);
-                Err(err)
-            }
-        }
+        let result = self.tag(&node, &provider_id, current.is_none()).await;
+        self.retries
+            .settle(&node, &provider_id, result, "tagging failed")
     }
 
     async fn tag(
