@@ -34,10 +34,10 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ccm_runtime::controller::{self, ControllerConfig, Triggers};
+use ccm_runtime::controller::Triggers;
 use ccm_runtime::{Action, Batcher, Context, Events, ReconcileError, WatchEvent};
 use cloud_provider::{CloudError, CloudProvider, InstanceMetadata};
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use k8s_openapi::api::certificates::v1::{
     CertificateSigningRequest, CertificateSigningRequestCondition,
 };
@@ -138,25 +138,17 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
         initialization_wait: settings.csr_initialization_wait,
     });
     let informer = ctx.informers.certificate_signing_requests();
-    let config = ControllerConfig {
-        name: ControllerId::KubeletServingCsrApprover.name(),
-        concurrency: 0,
-    };
     let triggers = Triggers {
         objects: Some(triggered.boxed()),
         all: None,
     };
-    match controller::run(
-        config,
+    crate::run_controller(
+        ControllerId::KubeletServingCsrApprover.name(),
         &informer,
         triggers,
-        ctx.metrics.clone(),
-        ctx.shutdown.clone(),
+        ctx,
         move |csr| state.clone().reconcile(csr),
-    ) {
-        Ok(future) => Started::Running(future.boxed()),
-        Err(err) => Started::Off(err.to_string()),
-    }
+    )
 }
 
 /// Whether `csr` already carries a decision.

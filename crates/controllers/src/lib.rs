@@ -77,3 +77,42 @@ pub fn start(id: ControllerId, ctx: &Context, settings: &ControllerSettings) -> 
         ControllerId::KubeletServingCsrApprover => csr_approver::start(ctx, settings),
     }
 }
+
+/// Runs `reconcile` over `informer`'s objects with the framework's run loop
+/// (unbounded concurrency), as the [`Started`] a controller's `start`
+/// answers: off, with why, when the informer already runs.
+fn run_controller<K, F, Fut>(
+    name: &'static str,
+    informer: &ccm_runtime::Informer<K>,
+    triggers: ccm_runtime::controller::Triggers<K>,
+    ctx: &Context,
+    reconcile: F,
+) -> Started
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+    F: Fn(std::sync::Arc<K>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ccm_runtime::Action, ccm_runtime::ReconcileError>> + Send + 'static,
+{
+    use futures::FutureExt;
+    let config = ccm_runtime::controller::ControllerConfig {
+        name,
+        concurrency: 0,
+    };
+    match ccm_runtime::controller::run(
+        config,
+        informer,
+        triggers,
+        ctx.metrics.clone(),
+        ctx.shutdown.clone(),
+        reconcile,
+    ) {
+        Ok(future) => Started::Running(future.boxed()),
+        Err(err) => Started::Off(err.to_string()),
+    }
+}

@@ -27,7 +27,7 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ccm_runtime::controller::{self, ControllerConfig, Triggers};
+use ccm_runtime::controller::Triggers;
 use ccm_runtime::{
     Action, BatchCall, Batcher, Context, Events, Informer, ReconcileError, WatchEvent,
 };
@@ -129,21 +129,13 @@ pub(crate) fn start(
             "nodeipam",
         )),
     });
-    let config = ControllerConfig {
-        name: spec.name,
-        concurrency: 0,
-    };
-    match controller::run(
-        config,
+    crate::run_controller(
+        spec.name,
         &informer,
         Triggers::default(),
-        ctx.metrics.clone(),
-        ctx.shutdown.clone(),
+        ctx,
         move |node| state.clone().reconcile(node),
-    ) {
-        Ok(future) => Started::Running(future.boxed()),
-        Err(err) => Started::Off(err.to_string()),
-    }
+    )
 }
 
 /// `pod_cidrs`, as the batcher takes it: one call at a time, so nodes

@@ -31,7 +31,7 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ccm_runtime::controller::{self, ControllerConfig, Triggers};
+use ccm_runtime::controller::Triggers;
 use ccm_runtime::{Action, BatchCall, Batcher, Context, Events, MeteredCloud, ReconcileError};
 use cloud_provider::{CloudProvider, Volumes};
 use futures::FutureExt;
@@ -81,21 +81,13 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
         resync: settings.node_status_update_frequency,
     });
     let informer = ctx.informers.persistent_volumes();
-    let config = ControllerConfig {
-        name: ControllerId::PersistentVolumeLabel.name(),
-        concurrency: 0,
-    };
-    match controller::run(
-        config,
+    crate::run_controller(
+        ControllerId::PersistentVolumeLabel.name(),
         &informer,
         Triggers::default(),
-        ctx.metrics.clone(),
-        ctx.shutdown.clone(),
+        ctx,
         move |pv| state.clone().reconcile(pv),
-    ) {
-        Ok(future) => Started::Running(future.boxed()),
-        Err(err) => Started::Off(err.to_string()),
-    }
+    )
 }
 
 /// `volumes_labels`, as the batcher takes it.

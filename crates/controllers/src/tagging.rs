@@ -27,7 +27,7 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ccm_runtime::controller::{self, ControllerConfig, Triggers};
+use ccm_runtime::controller::Triggers;
 use ccm_runtime::{Action, BatchCall, Batcher, Context, ReconcileError, WatchEvent};
 use cloud_provider::k8s_openapi::api::core::v1::Node;
 use cloud_provider::{
@@ -106,21 +106,13 @@ pub(crate) fn start(
     }) {
         return Started::Off(err.to_string());
     }
-    let config = ControllerConfig {
-        name: spec.name,
-        concurrency: 0,
-    };
-    match controller::run(
-        config,
+    crate::run_controller(
+        spec.name,
         &informer,
         Triggers::default(),
-        ctx.metrics.clone(),
-        ctx.shutdown.clone(),
+        ctx,
         move |node| state.clone().reconcile(node),
-    ) {
-        Ok(future) => Started::Running(future.boxed()),
-        Err(err) => Started::Off(err.to_string()),
-    }
+    )
 }
 
 /// One call at a time: nodes queued meanwhile fill the next batch.
