@@ -4,10 +4,14 @@
 use std::time::Instant;
 
 use crate::cmd::{cargo, run};
+use crate::disk::LowWater;
 use crate::tools;
 
 /// Every check CI runs: installs missing tools, fmt, clippy, docs, all tests.
 ///
+/// Builds as a fresh machine does, once: no incremental caches, test
+/// binaries without debug info (CI's disk is finite: the run warns up front
+/// when the disk looks too small, and prints the most it took at the end).
 /// Installs missing tools, then runs: cargo fmt --check, clippy (warnings denied),
 /// rustdoc of the interface crate (warnings denied), every test in the workspace,
 /// the real-cluster suites (tier 5: kube-apiserver and etcd built from their Go
@@ -54,9 +58,11 @@ fn task(args: &[&str]) -> anyhow::Result<()> {
     crate::run_task(std::iter::once("xtask").chain(args.iter().copied()))
 }
 
-/// The steps run so far and how long each took.
-#[derive(Default)]
-struct Steps(Vec<(&'static str, f64)>);
+/// The steps run so far and how long each took, and the disk they used.
+struct Steps {
+    done: Vec<(&'static str, f64)>,
+    disk: LowWater,
+}
 
 impl Steps {
     fn time(
@@ -66,7 +72,7 @@ impl Steps {
     ) -> anyhow::Result<()> {
         let started = Instant::now();
         let result = step();
-        self.0.push((name, started.elapsed().as_secs_f64()));
+        self.done.push((name, started.elapsed().as_secs_f64()));
         if result.is_err() {
             self.print();
         }
@@ -75,15 +81,20 @@ impl Steps {
 
     fn print(&self) {
         println!("\nxtask ci: step durations");
-        for (name, secs) in &self.0 {
+        for (name, secs) in &self.done {
             println!("  {name:<28} {secs:>7.1} s");
         }
+        println!("xtask ci: {}", self.disk.summary());
     }
 }
 
 pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     let real_cluster = !options.skip_real_cluster;
-    let mut steps = Steps::default();
+    crate::cmd::build_once();
+    let mut steps = Steps {
+        done: Vec::new(),
+        disk: LowWater::start(&crate::cmd::repo_root()),
+    };
     steps.time("rust components", tools::ensure_rust)?;
     steps.time("fmt", || run(cargo().args(["fmt", "--all", "--check"])))?;
     steps.time("clippy", || {

