@@ -75,6 +75,7 @@ async fn registered_nodes_are_initialized_from_their_instances() -> anyhow::Resu
 
     // The AWS metrics keep upstream's names, next to the framework's.
     let metrics = e2e.ccm.metrics().await?;
+    ccm_test_support::monitoring::check_chart_metrics_exported(&metrics, &[])?;
     let calls = aws::calls(&metrics);
     println!("AWS calls to initialize 3 nodes: {calls:?}");
     assert!(

@@ -105,7 +105,7 @@ async fn nodes_and_load_balancers(target: Target) {
         nodes.create(&PostParams::default(), &node).await.unwrap();
     }
     let dir = tempfile::tempdir().unwrap();
-    let _ccm = start_ccm(&target.credentials, &cluster, dir.path()).await;
+    let ccm = start_ccm(&target.credentials, &cluster, dir.path()).await;
 
     for name in &names {
         let node = eventually("node initialized", WAIT, || async {
@@ -206,6 +206,17 @@ async fn nodes_and_load_balancers(target: Target) {
     })
     .await
     .expect("a bounded wait");
+
+    // What the chart's alert rules and dashboard query is exported.
+    let metrics = ccm.metrics().await.expect("/metrics");
+    ccm_test_support::monitoring::check_chart_metrics_exported(
+        &metrics,
+        &[(
+            "ccm_route_nodes_missing_routes",
+            "this run passes --configure-cloud-routes=false",
+        )],
+    )
+    .unwrap();
 
     for name in &names {
         let _ = nodes.delete(name, &DeleteParams::default()).await;

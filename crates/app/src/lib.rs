@@ -21,6 +21,7 @@
 mod client;
 mod debug;
 mod flags;
+mod leader_metrics;
 mod logging;
 mod migration;
 mod server;

@@ -100,6 +100,13 @@ pub(crate) async fn run<F: ProviderFactory>(
     };
 
     let metrics = Metrics::new();
+    if let Some(le) = &settings.leader_election {
+        let collector = crate::leader_metrics::LeaderMetrics {
+            handle: leader.clone(),
+            name: le.lease_name.clone(),
+        };
+        metrics.register(|registry| registry.register_collector(Box::new(collector)));
+    }
     let cloud = Arc::new(MeteredCloud::new(
         provider,
         metrics.clone(),

@@ -20,6 +20,7 @@
 mod addresses;
 mod labels;
 mod refresh;
+mod uninitialized;
 
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
@@ -73,6 +74,9 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
             "Seconds from node creation until the cloud-node controller removed its uninitialized taint",
             taint_removal_delay.clone(),
         );
+        registry.register_collector(Box::new(uninitialized::Uninitialized {
+            nodes: ctx.informers.nodes().store(),
+        }));
     });
     let state = Arc::new(NodeController {
         api: Api::all(ctx.client.clone()),

@@ -47,6 +47,7 @@ use kube::api::Api;
 use kube::{Resource, ResourceExt};
 use parking_lot::Mutex;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::Notify;
 
 use self::condition::{Conditions, Network, Pending};
@@ -71,6 +72,8 @@ struct RouteController {
     conditions: Conditions,
     events: Events,
     syncs: Counter,
+    /// Nodes left without all their routes by the last completed pass.
+    missing: Gauge,
 }
 
 /// Why `--cluster-cidr` cannot be used (upstream's checks).
@@ -109,11 +112,17 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
     }
 
     let syncs = Counter::default();
+    let missing = Gauge::default();
     ctx.metrics.register(|registry| {
         registry.register(
             "route_controller_route_sync",
             "A metric counting the amount of times routes have been synced with the cloud provider.",
             syncs.clone(),
+        );
+        registry.register(
+            "ccm_route_nodes_missing_routes",
+            "Nodes the last route pass left without a route for each pod CIDR (NetworkUnavailable=True)",
+            missing.clone(),
         );
     });
     let trigger = Arc::new(Notify::new());
@@ -143,6 +152,7 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
         conditions: Conditions::new(Api::all(ctx.client.clone()), pending),
         events: Events::new(ctx.client.clone(), EVENT_SOURCE, Some(ctx.identity.clone())),
         syncs,
+        missing,
     };
     let schedule = Schedule {
         trigger,
@@ -196,14 +206,17 @@ impl RouteController {
         }));
         let nodes = join_all(plan.nodes.into_iter().map(|node| self.converge(node)));
         let (deleted, converged) = futures::future::join(deletes, nodes).await;
+        let missing = converged.iter().filter(|(_, missing)| *missing).count();
+        self.missing.set(i64::try_from(missing).unwrap_or(i64::MAX));
         deleted
             .into_iter()
-            .chain(converged)
+            .chain(converged.into_iter().map(|(outcome, _)| outcome))
             .fold(PassOutcome::default(), PassOutcome::and)
     }
 
-    /// Creates one node's missing routes, then sets its condition.
-    async fn converge(&self, plan: NodePlan) -> PassOutcome {
+    /// Creates one node's missing routes, then sets its condition; says
+    /// whether the node is left without all its routes.
+    async fn converge(&self, plan: NodePlan) -> (PassOutcome, bool) {
         let node = &plan.node;
         let reference = node.object_ref(&());
         let mut outcome = PassOutcome::default();
@@ -226,10 +239,11 @@ impl RouteController {
                 .warning(&reference, "FailedToCreateRoute", note)
                 .await;
         }
-        let state = if outcome.failures == 0 && plan.unmanaged.is_empty() {
-            Network::RouteCreated
-        } else {
+        let missing = outcome.failures > 0 || !plan.unmanaged.is_empty();
+        let state = if missing {
             Network::NoRouteCreated
+        } else {
+            Network::RouteCreated
         };
         match self.conditions.ensure(node, state).await {
             Ok(true) if !plan.unmanaged.is_empty() => {
@@ -242,7 +256,7 @@ impl RouteController {
                 outcome = outcome.and(PassOutcome::failed(None));
             }
         }
-        outcome
+        (outcome, missing)
     }
 
     /// Explains, once per condition change, why a pod CIDR has no route.

@@ -36,6 +36,7 @@ mod load_balancer;
 mod node_sync;
 mod records;
 mod spec;
+mod states;
 mod status;
 mod writes;
 
@@ -47,6 +48,7 @@ use ccm_runtime::{Action, Context, Events, Informer, MeteredCloud, ReconcileErro
 use cloud_provider::CloudProvider;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Node, Service};
+use kube::runtime::reflector::Store;
 use parking_lot::{Mutex, MutexGuard};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
@@ -71,17 +73,25 @@ struct ServiceMetrics {
     node_sync_errors: Counter,
     /// Seconds one update of a load balancer's nodes took.
     update_latency: Histogram,
+    /// Services whose last load-balancer sync failed (ours, with
+    /// `states::States` reading them at scrape time).
+    failing: states::Failing,
 }
 
 impl ServiceMetrics {
     /// Registers upstream's metrics; returns them and the node-sync latency.
-    fn register(ctx: &Context) -> (Self, Histogram) {
+    fn register(
+        ctx: &Context,
+        services: Store<Service>,
+        failing: states::Failing,
+    ) -> (Self, Histogram) {
         // 1 s to 16384 s, as upstream.
         let buckets = || Histogram::new(exponential_buckets(1.0, 2.0, 15));
         let metrics = Self {
             syncs: Counter::default(),
             node_sync_errors: Counter::default(),
             update_latency: buckets(),
+            failing,
         };
         let node_sync_latency = buckets();
         ctx.metrics.register(|registry| {
@@ -105,6 +115,10 @@ impl ServiceMetrics {
                 "A metric measuring the latency for updating each load balancer hosts.",
                 metrics.update_latency.clone(),
             );
+            registry.register_collector(Box::new(states::States {
+                services,
+                failing: metrics.failing.clone(),
+            }));
         });
         (metrics, node_sync_latency)
     }
@@ -136,11 +150,14 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
             changed.send_modify(|generation| *generation += 1);
         }
     };
+    let failing = states::Failing::default();
     let service_hook = {
         let records = records.clone();
+        let failing = failing.clone();
         move |event: &WatchEvent<Service>| {
             if let WatchEvent::Delete(service) = event {
                 records.lock().forget(&key_of(service));
+                failing.forget(service);
             }
         }
     };
@@ -151,7 +168,7 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
         return Started::Off(err.to_string());
     }
 
-    let (metrics, node_sync_latency) = ServiceMetrics::register(ctx);
+    let (metrics, node_sync_latency) = ServiceMetrics::register(ctx, services.store(), failing);
     let round = Arc::new(Round::new(node_sync_latency));
     let state = Arc::new(ServiceController {
         cloud: ctx.cloud.clone(),
@@ -223,6 +240,7 @@ impl ServiceController {
         let key = key_of(&service);
         if !spec::is_ours(&service) {
             self.records().forget(&key);
+            self.metrics.failing.forget(&service);
             return Ok(Action::await_change());
         }
         let nodes = NodeSet::from_store(&self.nodes.store());
@@ -249,6 +267,7 @@ impl ServiceController {
             }
         };
         self.round.done(&key);
+        self.metrics.failing.record(&service, result.is_ok());
         let mut records = self.records();
         match &result {
             Ok(()) => records.succeeded(&key),

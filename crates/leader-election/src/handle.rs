@@ -2,6 +2,7 @@
 //! check before they leave the process.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -31,6 +32,7 @@ pub struct LeaderHandle {
 struct Shared {
     term: Mutex<Term>,
     leading: watch::Sender<bool>,
+    renew_failures: AtomicU64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -74,6 +76,7 @@ impl LeaderHandle {
             shared: Arc::new(Shared {
                 term: Mutex::new(term),
                 leading,
+                renew_failures: AtomicU64::new(0),
             }),
         }
     }
@@ -122,6 +125,17 @@ impl LeaderHandle {
     /// use it to start and stop work, and `fence` to guard each mutation.
     pub fn watch(&self) -> watch::Receiver<bool> {
         self.shared.leading.subscribe()
+    }
+
+    /// Renewals of the Lease that failed while leading (an API error, or the
+    /// renew deadline passing), since the process started.
+    pub fn renew_failures(&self) -> u64 {
+        self.shared.renew_failures.load(Ordering::Relaxed)
+    }
+
+    /// Counts one failed renewal (see [`LeaderHandle::renew_failures`]).
+    pub(crate) fn count_renew_failure(&self) {
+        self.shared.renew_failures.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Records a successful acquisition or renewal: leads until `deadline`.

@@ -12,6 +12,7 @@ mod api;
 mod ccm;
 mod certificates;
 mod control_plane;
+pub mod monitoring;
 mod objects;
 mod pki;
 mod rbac;

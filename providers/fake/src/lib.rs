@@ -40,8 +40,8 @@ pub use factory::FakeProviderFactory;
 pub use faults::InjectedError;
 pub use instance::{Instance, InstanceState};
 pub use load_balancer::{
-    ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_HOSTNAME, ANNOTATION_LOAD_BALANCER_ID,
-    ANNOTATION_TYPE,
+    ANNOTATION_FAIL, ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_HOSTNAME,
+    ANNOTATION_LOAD_BALANCER_ID, ANNOTATION_TYPE,
 };
 pub use state::{FakeLoadBalancer, ForwardedPort, OwnedRoute};
 pub use volumes::{CSI_DRIVER, FakeVolume};

@@ -21,6 +21,10 @@ pub const ANNOTATION_HEALTHCHECK_INTERVAL: &str =
 /// The fake's name for a Service's load balancer, recorded on the Service
 /// (as DigitalOcean records its load-balancer ID).
 pub const ANNOTATION_LOAD_BALANCER_ID: &str = "service.beta.kubernetes.io/fake-load-balancer-id";
+/// Every load-balancer call for the Service fails with this message: an
+/// outage of one load balancer that a test switches off by removing it
+/// (`cargo xtask monitoring` fires its alert this way).
+pub const ANNOTATION_FAIL: &str = "service.beta.kubernetes.io/fake-load-balancer-fail";
 /// Report this hostname as the ingress instead of an IP.
 pub const ANNOTATION_HOSTNAME: &str = "service.beta.kubernetes.io/fake-load-balancer-hostname";
 
@@ -45,6 +49,11 @@ fn annotation<'a>(service: &'a Service, key: &str) -> Option<&'a str> {
 /// Checks the Service's annotations, as a real provider must, before any
 /// change.
 fn validate(service: &Service) -> Result<(), CloudError> {
+    if let Some(message) = annotation(service, ANNOTATION_FAIL) {
+        return Err(CloudError::msg(format!(
+            "the fake cloud fails this load balancer's calls: {message}"
+        )));
+    }
     match annotation(service, ANNOTATION_TYPE) {
         None | Some("" | "nlb") => {}
         Some("external") => return Err(CloudError::ImplementedElsewhere),

@@ -4,8 +4,8 @@ mod support;
 
 use cloud_provider::{CloudError, LoadBalancer};
 use provider_fake::{
-    ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_HOSTNAME, ANNOTATION_LOAD_BALANCER_ID,
-    ANNOTATION_TYPE, FakeCloud, Operation,
+    ANNOTATION_FAIL, ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_HOSTNAME,
+    ANNOTATION_LOAD_BALANCER_ID, ANNOTATION_TYPE, FakeCloud, Operation,
 };
 use support::{node, service};
 
@@ -94,6 +94,26 @@ async fn malformed_annotation_is_invalid_input_and_changes_nothing() {
         other => panic!("expected InvalidInput, got {other:?}"),
     }
     assert!(cloud.load_balancers().is_empty());
+}
+
+#[tokio::test]
+async fn the_fail_annotation_fails_every_call_until_removed() {
+    let cloud = FakeCloud::default();
+    let failing = service("web", UID, &[(ANNOTATION_FAIL, "outage")]);
+    let err = cloud
+        .ensure_load_balancer("c1", &failing, &[node("n1")])
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "error");
+    assert!(err.to_string().contains("outage"), "{err}");
+    assert!(cloud.get_load_balancer("c1", &failing).await.is_err());
+    assert!(cloud.load_balancers().is_empty());
+    let healed = service("web", UID, &[]);
+    cloud
+        .ensure_load_balancer("c1", &healed, &[node("n1")])
+        .await
+        .expect("without the annotation the call succeeds");
+    assert_eq!(cloud.load_balancers().len(), 1);
 }
 
 #[tokio::test]

@@ -183,6 +183,7 @@ impl<S: LeaseStore> Campaign<S> {
                 () = sleep(self.config.retry_period) => {}
             }
             if Instant::now() >= valid_until {
+                self.handle.count_renew_failure();
                 return Err(self.lost(last_error));
             }
             let attempt = tokio::select! {
@@ -207,9 +208,13 @@ impl<S: LeaseStore> Campaign<S> {
                 Ok(Attempt::Failed(error)) => {
                     let error_chain = chain(&error);
                     warn!(error = %error_chain, "failed to renew leader lease; retrying");
+                    self.handle.count_renew_failure();
                     last_error = Some(error);
                 }
-                Err(_) => return Err(self.lost(last_error)),
+                Err(_) => {
+                    self.handle.count_renew_failure();
+                    return Err(self.lost(last_error));
+                }
             }
         }
     }
