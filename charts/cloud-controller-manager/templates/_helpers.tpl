@@ -180,3 +180,11 @@ only (kube-apiserver's CertificateApproval admission checks this one).
   resourceNames: ["kubernetes.io/kubelet-serving"]
   verbs: ["approve"]
 {{- end }}
+
+{{/*
+PromQL label matchers picking this release's series: monitoring.rules.selector,
+or the job the ServiceMonitor's Service gives them.
+*/}}
+{{- define "ccm.monitoringSelector" -}}
+{{- .Values.monitoring.rules.selector | default (printf "job=%q" (printf "%s-metrics" (include "ccm.fullname" .))) -}}
+{{- end }}
