@@ -6,7 +6,7 @@
 mod rbac;
 pub(crate) mod render;
 mod scenario;
-mod validate;
+pub(crate) mod validate;
 
 use std::path::{Path, PathBuf};
 

@@ -17,7 +17,9 @@ use crate::tools;
 /// the real-cluster suites (tier 5: kube-apiserver and etcd built from their Go
 /// modules, cached by version outside the clone; the test API server's contract
 /// suite and every end-to-end suite against them, the CCMs under the chart's
-/// RBAC), `cargo xtask sandbox --check`, `cargo xtask chart`, and
+/// RBAC), `cargo xtask sandbox --check`, `cargo xtask chart`,
+/// `cargo xtask monitoring` (the alert rules and dashboard against a real
+/// Prometheus), and
 /// `cargo xtask image --check` for each provider's image (the second,
 /// reproducibility compile for the AWS binary only: --no-rebuild for the
 /// others, whose second compile would check the same toolchain, flags and
@@ -37,6 +39,11 @@ const SANDBOX: &[&str] = &["sandbox", "--check"];
 /// The Helm chart: lint, strict schemas, and its RBAC against the requests a
 /// real CCM sends.
 const CHART: &[&str] = &["chart"];
+
+/// The chart's alert rules and dashboard: promtool's check and rule unit
+/// tests, and a real Prometheus over the sandbox's CCM, bounded to three
+/// minutes.
+const MONITORING: &[&str] = &["monitoring", "--timeout=180"];
 
 /// The provider whose binary CI compiles a second time and compares byte
 /// for byte: the largest, and the one operators of the Go CCM most use.
@@ -122,6 +129,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     }
     steps.time("sandbox --check", || task(SANDBOX))?;
     steps.time("chart", || task(CHART))?;
+    steps.time("monitoring", || task(MONITORING))?;
     steps.time("image tools", tools::ensure_image)?;
     for provider in crate::image::PROVIDERS {
         steps.time("image --check", || task(&image(provider)))?;
@@ -149,7 +157,7 @@ mod tests {
             images.iter().any(|args| !args.contains(&"--no-rebuild")),
             "one provider's image is checked for reproducibility"
         );
-        for args in [SANDBOX, CHART]
+        for args in [SANDBOX, CHART, MONITORING]
             .into_iter()
             .chain(images.iter().map(|args| &args[..]))
         {

@@ -24,6 +24,7 @@ mod disk;
 mod e2e;
 mod http;
 mod image;
+mod monitoring;
 mod processes;
 mod sandbox;
 mod timestamp;
@@ -62,6 +63,7 @@ enum Task {
     E2e(e2e::Options),
     Bench(bench::Options),
     Cluster(cluster::Options),
+    Monitoring(monitoring::Options),
     Ci(ci::Options),
     UpstreamFlags(upstream_flags::Options),
 }
@@ -76,6 +78,7 @@ impl Task {
             Self::E2e(_) => "e2e",
             Self::Bench(_) => "bench",
             Self::Cluster(_) => "cluster",
+            Self::Monitoring(_) => "monitoring",
             Self::Ci(_) => "ci",
             Self::UpstreamFlags(_) => "upstream-flags",
         }
@@ -89,6 +92,7 @@ impl Task {
             Self::E2e(options) => e2e::main(&options),
             Self::Bench(options) => bench::main(&options),
             Self::Cluster(options) => cluster::main(&options),
+            Self::Monitoring(options) => monitoring::main(&options),
             Self::Ci(options) => ci::main(&options),
             Self::UpstreamFlags(options) => upstream_flags::main(&options),
         }

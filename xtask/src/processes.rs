@@ -115,6 +115,23 @@ impl Processes {
         Ok(SocketAddr::from(([127, 0, 0, 1], port)))
     }
 
+    /// Starts `command` as `name`, its stdout and stderr in
+    /// `<dir>/<name>.log`.
+    pub(crate) fn start(
+        &mut self,
+        name: &'static str,
+        command: &mut Command,
+    ) -> anyhow::Result<()> {
+        let log = File::create(self.dir.join(format!("{name}.log")))?;
+        let child = command
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("starting {name}"))?;
+        self.children.push((name, child));
+        Ok(())
+    }
+
     /// Fails when a process has exited.
     pub(crate) fn check_alive(&mut self) -> anyhow::Result<()> {
         for (name, child) in &mut self.children {

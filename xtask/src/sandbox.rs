@@ -2,7 +2,7 @@
 //! fake cloud — the project's main job, for a newcomer with nothing but this
 //! repository.
 
-mod access;
+pub(crate) mod access;
 mod kubectl;
 pub(crate) mod status;
 pub(crate) mod volumes;

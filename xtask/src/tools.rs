@@ -14,6 +14,7 @@ pub(crate) mod kubernetes_validate;
 mod moto;
 pub(crate) mod musl;
 mod prism;
+pub(crate) mod prometheus;
 mod rust;
 pub(crate) mod skopeo;
 pub(crate) mod umoci;

@@ -79,6 +79,15 @@ pub(crate) fn template(
     sets: &[&str],
     kube_version: &str,
 ) -> anyhow::Result<Result<String, String>> {
+    template_all(values.as_slice(), sets, kube_version)
+}
+
+/// [`template`] with several values files, later ones winning.
+pub(crate) fn template_all(
+    values: &[&Path],
+    sets: &[&str],
+    kube_version: &str,
+) -> anyhow::Result<Result<String, String>> {
     let mut cmd = helm_command()?;
     cmd.args(["template", RELEASE]).arg(chart_dir()).args([
         "--namespace",
@@ -86,7 +95,7 @@ pub(crate) fn template(
         "--kube-version",
         kube_version,
     ]);
-    if let Some(values) = values {
+    for values in values {
         cmd.arg("-f").arg(values);
     }
     for set in sets {

@@ -11,7 +11,7 @@ use crate::tools::kubernetes_validate;
 
 /// Kinds whose schemas are not Kubernetes' own (CRDs); kubernetes-validate
 /// warns that it has none and they pass unchecked.
-const CUSTOM_KINDS: &[&str] = &["ServiceMonitor"];
+const CUSTOM_KINDS: &[&str] = &["ServiceMonitor", "PrometheusRule"];
 
 /// The lowest Kubernetes release we support: the `v1_XX` feature of
 /// k8s-openapi in the root Cargo.toml, as `1.XX.0`.
