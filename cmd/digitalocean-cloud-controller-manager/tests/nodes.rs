@@ -91,6 +91,18 @@ async fn nodes_are_initialized_from_their_droplets() {
             .collect();
         assert_eq!(cloud_addresses(&node), addresses, "{name}");
     }
+
+    // After a short run, what the chart's alert rules and dashboard query
+    // is exported.
+    let metrics = cluster.ccm.metrics().await.expect("/metrics");
+    ccm_test_support::monitoring::check_chart_metrics_exported(
+        &metrics,
+        &[(
+            "ccm_route_nodes_missing_routes",
+            "DigitalOcean has no routes: the route controller is off",
+        )],
+    )
+    .expect("the chart's queries are exported");
     cluster.assert_contract_clean();
 }
 

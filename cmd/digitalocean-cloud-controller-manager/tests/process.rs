@@ -59,14 +59,6 @@ async fn the_route_controller_is_off_because_digitalocean_has_no_routes() {
     let ccm = ccm::start(&server, &do_env(&account), &args).await.unwrap();
 
     let metrics = ccm.metrics().await.unwrap();
-    ccm_test_support::monitoring::check_chart_metrics_exported(
-        &metrics,
-        &[(
-            "ccm_route_nodes_missing_routes",
-            "DigitalOcean has no routes: the route controller is off",
-        )],
-    )
-    .unwrap();
     for (controller, running) in [
         ("route", 0),
         ("cloud-node", 1),
