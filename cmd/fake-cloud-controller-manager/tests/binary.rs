@@ -45,6 +45,11 @@ async fn assert_usage_error(args: &[&str], expected: &str) {
 async fn bad_input_exits_64_with_one_line_naming_what_and_where() {
     assert_usage_error(&["--node-monitor-period=5x"], "--node-monitor-period").await;
     assert_usage_error(&["--no-such-flag"], "--no-such-flag").await;
+    // Longer than Go's durations: upstream refuses it too; it once made the
+    // route and service controllers panic on a clock overflow.
+    for flag in ["--route-reconciliation-period", "--node-sync-period"] {
+        assert_usage_error(&[&format!("{flag}=5000000000000000h")], flag).await;
+    }
     assert_usage_error(
         &["--cloud-config=/nonexistent/cloud.toml"],
         "--cloud-config /nonexistent/cloud.toml: cannot read it",
@@ -195,13 +200,28 @@ async fn serves_health_readiness_and_metrics_and_releases_the_lease_on_sigterm()
         .map(|r| {
             if r.resource == "leases" {
                 format!("lease:{}", r.user_agent)
+            } else if r.verb == "list" || r.verb == "watch" {
+                format!("{} {}", r.verb, r.user_agent)
             } else {
                 r.user_agent
             }
         })
         .collect();
+    // The informers list and watch with a client of their own, as
+    // upstream's shared-informers.
+    for verb in ["list", "watch"] {
+        assert!(
+            agents.contains(&format!(
+                "{verb} fake-cloud-controller-manager/0.1.0/shared-informers"
+            )),
+            "{agents:?}"
+        );
+    }
     assert!(
-        agents.contains("fake-cloud-controller-manager/0.1.0"),
+        agents
+            .iter()
+            .filter(|a| a.starts_with("list ") || a.starts_with("watch "))
+            .all(|a| a.ends_with("/shared-informers")),
         "{agents:?}"
     );
     assert!(
@@ -305,4 +325,86 @@ async fn a_backlog_of_writes_never_delays_lease_renewals() {
             .any(|r| r.resource == "nodes" && r.verb == "patch"),
         "the backlog of node writes was draining meanwhile"
     );
+}
+
+#[tokio::test]
+async fn a_panicking_controller_stops_the_process_naming_it_and_releases_the_lease() {
+    let server = TestApiServer::start().await.unwrap();
+    let mut ccm = start(server.kubeconfig_path(), &[]).await;
+    assert!(lease_holder(&server).await.is_some(), "it leads");
+
+    // The fake provider panics on this Service's load balancer: a provider
+    // bug inside the service controller's reconcile.
+    let service: k8s_openapi::api::core::v1::Service = serde_json::from_value(serde_json::json!({
+        "metadata": {
+            "name": "boom",
+            "namespace": "default",
+            "annotations": {
+                "service.beta.kubernetes.io/fake-load-balancer-panic": "a provider bug"
+            },
+        },
+        "spec": { "type": "LoadBalancer", "ports": [{ "port": 80 }] },
+    }))
+    .unwrap();
+    Api::<k8s_openapi::api::core::v1::Service>::namespaced(server.client(), "default")
+        .create(&kube::api::PostParams::default(), &service)
+        .await
+        .unwrap();
+
+    let status = ccm.wait(WAIT).await.expect("the process stops by itself");
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "a non-zero exit: {}",
+        ccm.log_tail()
+    );
+    let log = ccm.log();
+    let last = log.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("fake-cloud-controller-manager: controller service panicked: ")
+            && last.contains("a provider bug"),
+        "the last line names the controller and the panic: {last}"
+    );
+    assert_eq!(
+        lease_holder(&server).await,
+        None,
+        "the lease was released, so a standby takes over at once"
+    );
+}
+
+#[tokio::test]
+async fn readyz_fails_while_a_watch_makes_no_progress() {
+    let server = TestApiServer::start().await.unwrap();
+    let ccm = start(server.kubeconfig_path(), &[]).await;
+    assert_eq!(ccm.get("/readyz").await.unwrap().0, 200);
+
+    // Every node watch fails from now on, and the open one is cut.
+    server.fail_next(
+        RequestMatch::verb(Verb::Watch).resource("nodes"),
+        Failure::internal_error(),
+        1_000_000,
+    );
+    server.close_all_watches();
+    let body = wait_for(&ccm, "/readyz", |status, body| {
+        status == 503 && body.contains("the Node watch makes no progress")
+    })
+    .await;
+    assert!(body.starts_with("not ready: "), "{body}");
+    assert_eq!(
+        ccm.get("/healthz").await.unwrap().0,
+        200,
+        "alive, only not ready"
+    );
+
+    // Once watches work again and an event arrives, it is ready again.
+    server.clear_faults();
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(server.client());
+    let node: k8s_openapi::api::core::v1::Node =
+        serde_json::from_value(serde_json::json!({ "metadata": { "name": "after-the-outage" } }))
+            .unwrap();
+    nodes
+        .create(&kube::api::PostParams::default(), &node)
+        .await
+        .unwrap();
+    wait_for(&ccm, "/readyz", |status, _| status == 200).await;
 }

@@ -16,8 +16,9 @@ pub(crate) use qps::QpsLayer;
 /// has a `source()` that a chain printer would show a second time.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ClientError {
-    /// The kubeconfig file could not be read or parsed.
-    #[error("--kubeconfig {path}: {error}")]
+    /// The kubeconfig file could not be read or parsed. The message never
+    /// quotes the file (see [`kubeconfig_message`]).
+    #[error("--kubeconfig {path}: {}", kubeconfig_message(error))]
     Kubeconfig {
         path: String,
         error: kube::config::KubeconfigError,
@@ -92,6 +93,39 @@ pub(crate) fn build(
     })
 }
 
+/// A kubeconfig error in one line that quotes nothing of the file: the
+/// parser's message shows the offending lines (a bearer token, a client
+/// key) and may quote a value, so only its first line is kept, with every
+/// quoted value replaced by `…`.
+pub(crate) fn kubeconfig_message(error: &kube::config::KubeconfigError) -> String {
+    redact_quotes(error.to_string().lines().next().unwrap_or_default())
+}
+
+fn redact_quotes(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut open: Option<char> = None;
+    for c in line.chars() {
+        match open {
+            Some(quote) if c == quote => {
+                out.push('…');
+                out.push(c);
+                open = None;
+            }
+            Some(_) => {}
+            None => {
+                out.push(c);
+                if matches!(c, '"' | '`') {
+                    open = Some(c);
+                }
+            }
+        }
+    }
+    if open.is_some() {
+        out.push('…');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,6 +167,40 @@ users:
             overridden.auth_info.token.is_some(),
             "credentials from the file"
         );
+    }
+
+    #[tokio::test]
+    async fn a_malformed_kubeconfig_is_one_line_that_never_echoes_its_secrets() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in [
+            (
+                "syntax",
+                "apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    token: SUPERSECRET123\n  bad: [unclosed\nclusters: {}\n",
+            ),
+            (
+                "type",
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1\n    insecure-skip-tls-verify: SUPERSECRET123\n",
+            ),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            let err = config(Some(&path), None).await.unwrap_err().to_string();
+            assert!(!err.contains("SUPERSECRET123"), "{name}: {err}");
+            assert_eq!(err.lines().count(), 1, "{name}: {err}");
+            assert!(
+                err.starts_with(&format!("--kubeconfig {}: ", path.display())),
+                "{name}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn quoted_values_are_redacted() {
+        assert_eq!(
+            redact_quotes("invalid type: string \"s3cret\", expected a boolean"),
+            "invalid type: string \"…\", expected a boolean"
+        );
+        assert_eq!(redact_quotes("unknown `x` and `y"), "unknown `…` and `…");
     }
 
     #[tokio::test]

@@ -27,6 +27,7 @@ mod migration;
 mod server;
 mod serving;
 mod start;
+mod supervisor;
 
 use std::process::ExitCode;
 

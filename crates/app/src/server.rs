@@ -1,15 +1,15 @@
 //! The HTTPS endpoints: `/healthz`, `/livez`, `/readyz`, `/metrics`, served
 //! by [`crate::serving`] behind delegated authentication and authorization.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use ccm_runtime::Metrics;
+use ccm_runtime::{Informers, Metrics};
 use cloud_provider::CloudProvider;
 use leader_election::{LeaderHandle, NotLeader};
 use tokio_util::sync::CancellationToken;
@@ -21,6 +21,8 @@ pub(crate) struct Health {
     pub(crate) initialized: AtomicBool,
     /// This process leads and its controllers' caches are filled.
     pub(crate) synced: AtomicBool,
+    /// The leader's informers, whose watches must make progress.
+    pub(crate) informers: OnceLock<Arc<Informers>>,
 }
 
 #[derive(Clone)]
@@ -100,19 +102,33 @@ fn health(leading: bool, fence: Result<(), NotLeader>) -> (StatusCode, String) {
     }
 }
 
-/// Ready once initialized; a leader also needs its caches filled. Standby
-/// replicas are ready: they serve metrics and wait to lead.
+/// Ready once initialized; a leader also needs its caches filled and every
+/// watch making progress (no error without an event since, for
+/// `WATCH_ERROR_WINDOW`). Standby replicas are ready: they serve metrics
+/// and wait to lead.
 async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     if !state.health.initialized.load(Ordering::SeqCst) {
-        return (StatusCode::SERVICE_UNAVAILABLE, "not ready: initializing\n");
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: initializing\n".to_owned(),
+        );
     }
     if state.leader.is_leader() && !state.health.synced.load(Ordering::SeqCst) {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: filling caches\n",
+            "not ready: filling caches\n".to_owned(),
         );
     }
-    (StatusCode::OK, "ok\n")
+    if state.leader.is_leader()
+        && let Some(informers) = state.health.informers.get()
+        && let Some((kind, error)) = informers.watch_errors().into_iter().next()
+    {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: the {kind} watch makes no progress: {error}\n"),
+        );
+    }
+    (StatusCode::OK, "ok\n".to_owned())
 }
 
 async fn metrics_text(State(state): State<AppState>) -> impl IntoResponse {

@@ -17,6 +17,7 @@ use crate::flags::Settings;
 use crate::migration::Migration;
 use crate::server::{self, Health};
 use crate::serving::{self, ReviewClients, Serving};
+use crate::supervisor::Supervisor;
 
 /// How a run ends badly.
 #[derive(Debug)]
@@ -75,6 +76,20 @@ pub(crate) async fn run<F: ProviderFactory>(
         &user_agent,
     )
     .map_err(|e| Failure::Usage(e.to_string()))?;
+    // The shared informers list and watch with a client of their own, as
+    // upstream's `shared-informers`, and without kube's transport retries:
+    // a watch must see "too large resource version" at once to relist.
+    let informer_client = {
+        let mut config = config.clone();
+        config.default_retry = false;
+        client::build(
+            config,
+            settings.kube_api_qps,
+            settings.kube_api_burst,
+            &format!("{user_agent}/shared-informers"),
+        )
+        .map_err(|e| Failure::Usage(e.to_string()))?
+    };
     let controller_clients = if settings.use_service_account_credentials {
         controller_clients(&settings, &config, &client, &user_agent)?
     } else {
@@ -113,6 +128,7 @@ pub(crate) async fn run<F: ProviderFactory>(
         Arc::new(LeaderFence(leader.clone())),
     ));
     let health = Arc::new(Health::default());
+    let mut supervisor = Supervisor::default();
     if let Some(serving) = &settings.serving {
         let addr = serving.addr;
         let listener = serving::bind(addr, serving.permit_port_sharing).map_err(|e| {
@@ -145,10 +161,8 @@ pub(crate) async fn run<F: ProviderFactory>(
             crate::debug::routes(&settings, F::NAME),
             shutdown.clone(),
         );
-        tokio::spawn(async move {
-            if let Err(err) = served.await {
-                tracing::error!(error = %err, "the health and metrics server stopped");
-            }
+        supervisor.spawn("the health and metrics server", async move {
+            served.await.map_err(|e| e.to_string())
         });
     }
 
@@ -170,12 +184,31 @@ pub(crate) async fn run<F: ProviderFactory>(
     tracing::info!(%identity, "waiting to lead");
     let mut leading = leader.watch();
     tokio::select! {
+        biased;
+        () = shutdown.cancelled() => {
+            stop_tasks(supervisor).await;
+            return finish(elector_task, &release).await;
+        }
         result = leading.wait_for(|leads| *leads) => {
             if result.is_err() {
                 return Err(Failure::Runtime("leader election stopped before this process led".into()));
             }
         }
-        () = shutdown.cancelled() => return finish(elector_task, &release).await,
+        joined = elector_ended(&mut elector_task) => {
+            shutdown.cancel();
+            stop_tasks(supervisor).await;
+            return Err(Failure::Runtime(format!(
+                "leader election stopped before this process led: {joined}"
+            )));
+        }
+        why = supervisor.first_ended() => {
+            let asked = shutdown.is_cancelled();
+            shutdown.cancel();
+            stop_tasks(supervisor).await;
+            let finished = finish(elector_task, &release).await;
+            // A task that ends because shutdown was asked for is no failure.
+            return if asked { finished } else { Err(Failure::Runtime(why)) };
+        }
     }
     tracing::info!(%identity, "leading: starting controllers");
 
@@ -185,11 +218,11 @@ pub(crate) async fn run<F: ProviderFactory>(
         metrics,
         cluster_name: settings.cluster_name.clone(),
         identity,
-        informers: Arc::new(Informers::new(client)),
+        informers: Arc::new(Informers::new(informer_client)),
         shutdown: shutdown.clone(),
     };
+    let _ = health.informers.set(ctx.informers.clone());
     let controller_settings = controller_settings(&settings);
-    let mut controllers = Vec::new();
     for (n, id) in plan.main.iter().enumerate() {
         // Upstream's --controller-start-interval: a pause between starts.
         if n > 0 && !settings.controller_start_interval.is_zero() {
@@ -202,7 +235,7 @@ pub(crate) async fn run<F: ProviderFactory>(
             Started::Running(future) => {
                 tracing::info!(controller = %id, "started");
                 ctx.metrics.set_controller_running(id.alias(), true);
-                controllers.push(tokio::spawn(future));
+                supervisor.spawn_unit(format!("controller {id}"), future);
             }
             Started::Off(reason) => {
                 tracing::info!(controller = %id, "off: {reason}");
@@ -218,7 +251,7 @@ pub(crate) async fn run<F: ProviderFactory>(
             Started::Running(future) => {
                 tracing::info!(controller = spec.name, "started");
                 ctx.metrics.set_controller_running(spec.name, true);
-                controllers.push(tokio::spawn(future));
+                supervisor.spawn_unit(format!("controller {}", spec.name), future);
             }
             Started::Off(reason) => {
                 tracing::info!(controller = spec.name, "off: {reason}");
@@ -232,16 +265,17 @@ pub(crate) async fn run<F: ProviderFactory>(
         Started::Running(future) => {
             tracing::info!(controller = SERVICE_OBSERVER, "started");
             ctx.metrics.set_controller_running(SERVICE_OBSERVER, true);
-            controllers.push(tokio::spawn(future));
+            supervisor.spawn_unit(format!("controller {SERVICE_OBSERVER}"), future);
         }
         Started::Off(reason) => tracing::debug!(controller = SERVICE_OBSERVER, "off: {reason}"),
     }
     let informers = ctx.informers.clone();
     let informers_stop = shutdown.clone();
-    tokio::spawn(async move {
-        if let Err(err) = informers.run(informers_stop).await {
-            tracing::error!(error = %err, "informers stopped");
-        }
+    supervisor.spawn("the informers", async move {
+        informers
+            .run(informers_stop)
+            .await
+            .map_err(|e| e.to_string())
     });
     let informers = ctx.informers.clone();
     let synced = health.clone();
@@ -261,43 +295,74 @@ pub(crate) async fn run<F: ProviderFactory>(
     )
     .map_err(|e| Failure::Usage(e.to_string()))?;
 
-    if let Some(task) = elector_task.as_mut() {
-        tokio::select! {
-            () = shutdown.cancelled() => {}
-            lost = migration.lost() => {
-                shutdown.cancel();
-                release.cancel();
-                return Err(Failure::Runtime(lost));
-            }
-            joined = task => {
-                // The elector only stops on its own when leadership is lost.
-                shutdown.cancel();
-                release.cancel();
-                return match joined {
-                    Ok(Err(err)) => Err(Failure::Runtime(err.to_string())),
-                    Ok(Ok(())) => Err(Failure::Runtime("leader election ended unexpectedly".into())),
-                    Err(err) => Err(Failure::Runtime(format!("leader election panicked: {err}"))),
-                };
+    let failed = tokio::select! {
+        biased;
+        () = shutdown.cancelled() => None,
+        lost = migration.lost() => {
+            shutdown.cancel();
+            release.cancel();
+            return Err(Failure::Runtime(lost));
+        }
+        joined = elector_ended(&mut elector_task) => {
+            // The elector only stops on its own when leadership is lost.
+            shutdown.cancel();
+            release.cancel();
+            return Err(Failure::Runtime(joined));
+        }
+        why = supervisor.first_ended() => {
+            // A task that ends because shutdown was asked for is no failure.
+            if shutdown.is_cancelled() {
+                None
+            } else {
+                tracing::error!("{why}; stopping, so that a standby takes over");
+                Some(why)
             }
         }
-    } else {
-        shutdown.cancelled().await;
-    }
+    };
+    shutdown.cancel();
     tracing::info!("stopping controllers");
-    let stopped = futures::future::join_all(controllers);
-    if tokio::time::timeout(SHUTDOWN_GRACE, stopped).await.is_err() {
-        tracing::warn!("controllers did not stop within {SHUTDOWN_GRACE:?}");
-    }
+    stop_tasks(supervisor).await;
     // The migration Lease goes first: the main one guards the whole process.
     let migrated = migration.stop().await.map_err(Failure::Runtime);
     let finished = finish(elector_task, &release).await;
-    migrated.and(finished)
+    match failed {
+        Some(why) => Err(Failure::Runtime(why)),
+        None => migrated.and(finished),
+    }
+}
+
+/// Waits up to [`SHUTDOWN_GRACE`] for every task to stop (shutdown was
+/// asked for).
+async fn stop_tasks(supervisor: Supervisor) {
+    if tokio::time::timeout(SHUTDOWN_GRACE, supervisor.join_all())
+        .await
+        .is_err()
+    {
+        tracing::warn!("controllers did not stop within {SHUTDOWN_GRACE:?}");
+    }
+}
+
+/// The elector task.
+type ElectorTask = tokio::task::JoinHandle<Result<(), leader_election::Error>>;
+
+/// Waits for the elector to end, and says how; never resolves without one.
+async fn elector_ended(task: &mut Option<ElectorTask>) -> String {
+    let Some(handle) = task.as_mut() else {
+        return std::future::pending().await;
+    };
+    let joined = handle.await;
+    *task = None;
+    match joined {
+        Ok(Err(err)) => err.to_string(),
+        Ok(Ok(())) => "leader election ended unexpectedly".into(),
+        Err(err) => format!("leader election panicked: {err}"),
+    }
 }
 
 /// Releases the lease (the controllers have stopped) and waits for the
 /// elector to finish.
 async fn finish(
-    elector_task: Option<tokio::task::JoinHandle<Result<(), leader_election::Error>>>,
+    elector_task: Option<ElectorTask>,
     release: &CancellationToken,
 ) -> Result<(), Failure> {
     release.cancel();
@@ -332,9 +397,10 @@ async fn review_clients(
             Some(path) => client::config(Some(path), None)
                 .await
                 .map_err(|e| match e {
-                    client::ClientError::Kubeconfig { path, error } => {
-                        Failure::Usage(format!("{flag} {path}: {error}"))
-                    }
+                    client::ClientError::Kubeconfig { path, error } => Failure::Usage(format!(
+                        "{flag} {path}: {}",
+                        client::kubeconfig_message(&error)
+                    )),
                     other => Failure::Usage(format!("{flag}: {other}")),
                 })?,
             None => main.clone(),

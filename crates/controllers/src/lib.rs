@@ -20,6 +20,7 @@
 
 mod calls;
 mod csr_approver;
+mod deadline;
 mod id;
 mod node;
 mod node_lifecycle;

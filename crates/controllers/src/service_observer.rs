@@ -32,6 +32,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::Started;
+use crate::deadline::far_deadline;
 
 /// The name the controller goes by in logs and metrics.
 pub const SERVICE_OBSERVER: &str = "service-observer";
@@ -39,8 +40,6 @@ pub const SERVICE_OBSERVER: &str = "service-observer";
 const QUIET: Duration = Duration::from_secs(1);
 /// The longest a change waits for the Services to become quiet.
 const MAX_DELAY: Duration = Duration::from_secs(10);
-/// A deadline this far away stands for "never".
-const FAR_FUTURE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
 /// Sets up the service-observer controller when the context's provider
 /// offers a [`ServiceObserver`], and says why it is off otherwise.
@@ -160,11 +159,6 @@ fn retry_delay(err: &CloudError, backoff: &FailureBackoff<()>) -> Duration {
     err.requested_delay().unwrap_or_else(|| backoff.fail(()))
 }
 
-/// `now + period`, or a deadline that never comes when that overflows.
-fn far_deadline(now: Instant, period: Duration) -> Instant {
-    now.checked_add(period).unwrap_or_else(|| now + FAR_FUTURE)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,15 +180,5 @@ mod tests {
         );
         backoff.reset(&());
         assert_eq!(retry_delay(&other, &backoff), Duration::from_secs(5));
-    }
-
-    #[test]
-    fn an_endless_period_never_overflows() {
-        let now = Instant::now();
-        assert!(far_deadline(now, Duration::MAX) > now + Duration::from_secs(3600));
-        assert_eq!(
-            far_deadline(now, Duration::from_secs(5)),
-            now + Duration::from_secs(5)
-        );
     }
 }

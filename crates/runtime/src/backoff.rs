@@ -48,6 +48,12 @@ impl<K: Hash + Eq> FailureBackoff<K> {
         self.failures.lock().remove(key);
     }
 
+    /// Forgets the failures of every key `gone` matches (objects deleted
+    /// while they were backing off), so the map does not grow with them.
+    pub fn forget_where(&self, gone: impl Fn(&K) -> bool) {
+        self.failures.lock().retain(|key, _| !gone(key));
+    }
+
     /// Consecutive failures recorded for `key`.
     pub fn failures(&self, key: &K) -> u32 {
         self.failures.lock().get(key).copied().unwrap_or(0)
@@ -57,6 +63,18 @@ impl<K: Hash + Eq> FailureBackoff<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failures_of_deleted_objects_are_forgotten() {
+        let backoff = FailureBackoff::controller_default();
+        backoff.fail("default/gone");
+        backoff.fail("default/gone");
+        backoff.fail("default/kept");
+        backoff.forget_where(|key| *key == "default/gone");
+        assert_eq!(backoff.failures(&"default/gone"), 0);
+        assert_eq!(backoff.failures(&"default/kept"), 1);
+        assert_eq!(backoff.failures.lock().len(), 1, "no entry is left behind");
+    }
 
     #[test]
     fn doubles_from_five_seconds_to_five_minutes_and_resets() {

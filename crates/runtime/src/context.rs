@@ -35,7 +35,15 @@ impl std::fmt::Debug for Informers {
 }
 
 impl Informers {
-    /// No informers yet; they will use `client`.
+    /// The client the informers list and watch with.
+    pub fn client(&self) -> &kube::Client {
+        &self.client
+    }
+
+    /// No informers yet; they will use `client`. Give them one that does
+    /// not retry 504s itself: kube's default retry layer would hide
+    /// "too large resource version" from the watch for minutes (15 tries,
+    /// growing delays) before the informer could relist.
     pub fn new(client: kube::Client) -> Self {
         Self {
             client,
@@ -44,6 +52,26 @@ impl Informers {
             persistent_volumes: OnceLock::new(),
             csrs: OnceLock::new(),
         }
+    }
+
+    /// Each started informer whose watch cannot make progress, as
+    /// `(kind, its last error)`.
+    pub fn watch_errors(&self) -> Vec<(&'static str, String)> {
+        [
+            ("Node", self.nodes.get().and_then(|i| i.watch_error())),
+            ("Service", self.services.get().and_then(|i| i.watch_error())),
+            (
+                "PersistentVolume",
+                self.persistent_volumes.get().and_then(|i| i.watch_error()),
+            ),
+            (
+                "CertificateSigningRequest",
+                self.csrs.get().and_then(|i| i.watch_error()),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(kind, error)| error.map(|error| (kind, error)))
+        .collect()
     }
 
     /// The Node informer.

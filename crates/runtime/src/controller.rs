@@ -237,6 +237,9 @@ where
                     controller::Error::ReconcilerFailed(..) => {}
                     controller::Error::ObjectNotFound(obj) => {
                         gone.queue.gone(&obj.name, obj.namespace.as_deref());
+                        gone.backoff.forget_where(|key| {
+                            key.name == obj.name && key.namespace == obj.namespace
+                        });
                         tracing::debug!(controller = name, %obj, "object gone before its reconcile");
                     }
                     other => tracing::warn!(controller = name, error = %other, "controller stream error"),

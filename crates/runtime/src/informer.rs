@@ -1,7 +1,10 @@
 //! One watch and one cache per resource kind, shared by every controller.
 
+mod relist;
+
 use std::fmt::Debug;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use kube::Resource;
@@ -11,6 +14,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Called with every watch event after the cache applied it: applies,
@@ -57,7 +61,14 @@ where
     writer: Mutex<Option<reflector::store::Writer<K>>>,
     hooks: Mutex<Vec<EventHook<K>>>,
     ready: watch::Sender<bool>,
+    /// The last watch error and when, until an event arrives.
+    last_error: Mutex<Option<(Instant, String)>>,
 }
+
+/// How long a watch error counts against readiness without a newer one:
+/// longer than the watch's longest backoff (30 s), so a watch that keeps
+/// failing is never seen healthy between two tries.
+pub const WATCH_ERROR_WINDOW: Duration = Duration::from_secs(60);
 
 impl<K> Debug for Informer<K>
 where
@@ -84,7 +95,18 @@ where
             writer: Mutex::new(Some(writer)),
             hooks: Mutex::new(Vec::new()),
             ready: watch::Sender::new(false),
+            last_error: Mutex::new(None),
         }
+    }
+
+    /// Why the watch cannot make progress: its last error, when no event
+    /// arrived since and it is under [`WATCH_ERROR_WINDOW`] old.
+    pub fn watch_error(&self) -> Option<String> {
+        self.last_error
+            .lock()
+            .as_ref()
+            .filter(|(at, _)| at.elapsed() < WATCH_ERROR_WINDOW)
+            .map(|(_, error)| error.clone())
     }
 
     /// Waits until the cache holds its first complete list. Any number of
@@ -140,7 +162,9 @@ where
 
     /// Lists and watches until `shutdown`, keeping the cache current and
     /// feeding subscribers and hooks. Watch errors are retried with
-    /// client-go's backoff and logged.
+    /// client-go's backoff and logged; as client-go does, the watch starts
+    /// over with a fresh list on 410 Gone, when the server calls its
+    /// resourceVersion too large, and after errors that keep repeating.
     ///
     /// # Errors
     /// [`InformerError::AlreadyStarted`] when called twice.
@@ -152,21 +176,27 @@ where
             .take()
             .ok_or_else(|| InformerError::AlreadyStarted { kind: kind.clone() })?;
         let hooks = std::mem::take(&mut *self.hooks.lock());
-        let events = watcher(self.api.clone(), watcher::Config::default())
-            .default_backoff()
-            .reflect_shared(writer)
-            .for_each(|event| {
-                match event {
-                    Ok(event) => {
-                        if matches!(event, watcher::Event::InitDone) {
-                            self.ready.send_replace(true);
-                        }
-                        hooks.iter().for_each(|hook| hook(&event));
+        let api = self.api.clone();
+        let events = relist::restarting(kind.clone(), move || {
+            watcher(api.clone(), watcher::Config::default()).default_backoff()
+        })
+        .reflect_shared(writer)
+        .for_each(|event| {
+            match event {
+                Ok(event) => {
+                    *self.last_error.lock() = None;
+                    if matches!(event, watcher::Event::InitDone) {
+                        self.ready.send_replace(true);
                     }
-                    Err(err) => tracing::warn!(%kind, error = %err, "watch failed; retrying"),
+                    hooks.iter().for_each(|hook| hook(&event));
                 }
-                futures::future::ready(())
-            });
+                Err(err) => {
+                    tracing::warn!(%kind, error = %err, "watch failed; retrying");
+                    *self.last_error.lock() = Some((Instant::now(), err.to_string()));
+                }
+            }
+            futures::future::ready(())
+        });
         tokio::select! {
             () = events => {}
             () = shutdown.cancelled() => {}

@@ -171,3 +171,97 @@ async fn the_runner_never_exceeds_its_concurrency_and_records_metrics() {
     reconciles.await.unwrap();
     run.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn a_watch_relists_when_a_restarted_api_server_is_behind_its_resource_version() {
+    let first = TestApiServer::start().await.unwrap();
+    let addr = first.addr();
+    // The client outlives the server: it reconnects to the same address.
+    // As the app builds the informers' client: no transport retries.
+    let mut config = kube::Config::new(first.url().parse().unwrap());
+    config.default_retry = false;
+    let client = kube::Client::try_from(config).unwrap();
+    let api: Api<Node> = Api::all(first.client());
+    for i in 0..20 {
+        api.create(&PostParams::default(), &node(&format!("before-{i}")))
+            .await
+            .unwrap();
+    }
+    let informers = Arc::new(Informers::new(client));
+    let nodes = informers.nodes();
+    let shutdown = CancellationToken::new();
+    let run = tokio::spawn({
+        let informers = informers.clone();
+        let shutdown = shutdown.clone();
+        async move { informers.run(shutdown).await }
+    });
+    tokio::time::timeout(Duration::from_secs(5), nodes.wait_until_ready())
+        .await
+        .expect("the first list");
+    assert_eq!(nodes.store().len(), 20);
+
+    // The server restarts with its storage behind the watch's
+    // resourceVersion (an etcd restore): one node, a low resourceVersion.
+    first.shutdown();
+    // While nothing answers, the watch says why it makes no progress.
+    let down = tokio::time::Instant::now() + Duration::from_secs(10);
+    while nodes.watch_error().is_none() {
+        assert!(
+            tokio::time::Instant::now() < down,
+            "no watch error while the server was down"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The old listener closes once its aborted task is dropped.
+    let mut second = None;
+    for _ in 0..50 {
+        match TestApiServer::builder().bind(addr).start().await {
+            Ok(server) => {
+                second = Some(server);
+                break;
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    let second = second.expect("the address is free again within 5 s");
+    Api::<Node>::all(second.client())
+        .create(&PostParams::default(), &node("after-restart"))
+        .await
+        .unwrap();
+
+    let restarted = tokio::time::Instant::now();
+    let deadline = restarted + Duration::from_secs(30);
+    loop {
+        let names: Vec<String> = nodes
+            .store()
+            .state()
+            .iter()
+            .filter_map(|n| n.metadata.name.clone())
+            .collect();
+        if names == ["after-restart"] {
+            println!("relisted {:?} after the restart", restarted.elapsed());
+            assert_eq!(nodes.watch_error(), None, "progress again");
+            assert!(informers.watch_errors().is_empty());
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the cache never relisted from the restarted server: {names:?}; its requests: {:?}",
+            second
+                .requests()
+                .iter()
+                .map(|r| format!("{} {} {}", r.verb, r.resource, r.status))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        second
+            .requests()
+            .iter()
+            .any(|r| r.resource == "nodes" && r.verb == "list"),
+        "a fresh list from the restarted server"
+    );
+    shutdown.cancel();
+    run.await.unwrap().unwrap();
+}

@@ -41,7 +41,7 @@ pub use faults::InjectedError;
 pub use instance::{Instance, InstanceState};
 pub use load_balancer::{
     ANNOTATION_FAIL, ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_HOSTNAME,
-    ANNOTATION_LOAD_BALANCER_ID, ANNOTATION_TYPE,
+    ANNOTATION_LOAD_BALANCER_ID, ANNOTATION_PANIC, ANNOTATION_TYPE,
 };
 pub use state::{FakeLoadBalancer, ForwardedPort, OwnedRoute};
 pub use volumes::{CSI_DRIVER, FakeVolume};

@@ -25,6 +25,10 @@ pub const ANNOTATION_LOAD_BALANCER_ID: &str = "service.beta.kubernetes.io/fake-l
 /// outage of one load balancer that a test switches off by removing it
 /// (`cargo xtask monitoring` fires its alert this way).
 pub const ANNOTATION_FAIL: &str = "service.beta.kubernetes.io/fake-load-balancer-fail";
+/// The fake provider panics on any load-balancer call for the Service: a
+/// provider bug, for the tests that prove a panicking controller stops the
+/// process instead of leaving it half alive.
+pub const ANNOTATION_PANIC: &str = "service.beta.kubernetes.io/fake-load-balancer-panic";
 /// Report this hostname as the ingress instead of an IP.
 pub const ANNOTATION_HOSTNAME: &str = "service.beta.kubernetes.io/fake-load-balancer-hostname";
 
@@ -49,6 +53,10 @@ fn annotation<'a>(service: &'a Service, key: &str) -> Option<&'a str> {
 /// Checks the Service's annotations, as a real provider must, before any
 /// change.
 fn validate(service: &Service) -> Result<(), CloudError> {
+    // A deliberate provider bug, asked for by the Service.
+    if let Some(message) = annotation(service, ANNOTATION_PANIC) {
+        panic!("the fake cloud panics on this load balancer: {message}");
+    }
     if let Some(message) = annotation(service, ANNOTATION_FAIL) {
         return Err(CloudError::msg(format!(
             "the fake cloud fails this load balancer's calls: {message}"

@@ -54,8 +54,18 @@ pub(crate) fn parse(text: &str) -> Result<Duration, String> {
         total += value * seconds_per_unit;
         rest = &rest[unit_len..];
     }
+    if total > GO_MAX_SECONDS {
+        return Err(format!(
+            "`{text}` is longer than Go allows ({GO_MAX}), so upstream refuses it too"
+        ));
+    }
     Duration::try_from_secs_f64(total).map_err(|_| format!("`{text}` is too long"))
 }
+
+/// The longest duration Go's `time.ParseDuration` accepts (2^63 - 1 ns),
+/// as it prints it; anything longer is an error upstream too.
+const GO_MAX: &str = "2562047h47m16.854775807s";
+const GO_MAX_SECONDS: f64 = 9_223_372_036.854_775;
 
 #[cfg(test)]
 mod tests {
@@ -80,5 +90,23 @@ mod tests {
         assert!(parse("fast").unwrap_err().contains("not a duration"));
         assert!(parse("1..5s").unwrap_err().contains("not a number"));
         assert!(parse("").is_err());
+    }
+
+    #[test]
+    fn durations_beyond_gos_maximum_are_refused_as_upstream_refuses_them() {
+        assert_eq!(parse("2562047h"), Ok(Duration::from_secs(2_562_047 * 3600)));
+        for text in [
+            "2562048h",
+            "5000000000000000h",
+            "99999999999999999999999999999999h",
+        ] {
+            let err = parse(text).unwrap_err();
+            assert!(err.contains("longer than Go allows"), "{text}: {err}");
+        }
+        assert!(
+            parse("2562048h")
+                .unwrap_err()
+                .contains("2562047h47m16.854775807s")
+        );
     }
 }

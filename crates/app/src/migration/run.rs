@@ -86,7 +86,7 @@ impl Migration {
                 ctx.metrics.clone(),
                 Arc::new(fence),
             )),
-            informers: Arc::new(Informers::new(ctx.client.clone())),
+            informers: Arc::new(Informers::new(ctx.informers.client().clone())),
             ..ctx.clone()
         };
         for id in &plan.migrated {

@@ -10,6 +10,8 @@ use futures::FutureExt;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use crate::deadline::far_deadline;
+
 /// How a pass went.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct PassOutcome {
@@ -88,7 +90,7 @@ impl Schedule {
                 let retry = backoff.fail(()).min(self.period);
                 outcome.wait_at_least.map_or(retry, |wait| retry.max(wait))
             };
-            next = Instant::now() + delay;
+            next = far_deadline(Instant::now(), delay);
         }
     }
 }

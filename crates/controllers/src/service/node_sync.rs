@@ -23,6 +23,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use super::eligible::NodeSet;
 use super::records::{Records, key_of};
 use super::spec;
+use crate::deadline::{FAR_FUTURE, far_deadline};
 
 /// How long the eligible set must stay unchanged before a pass.
 pub(crate) const QUIET: Duration = Duration::from_secs(1);
@@ -109,7 +110,9 @@ impl NodeSync {
         // The first list of nodes is not a change: every Service is
         // reconciled after the first list of Services anyway.
         self.changes.borrow_and_update();
-        let mut resync = tokio::time::interval_at(Instant::now() + self.period, self.period);
+        // A period no clock can add (an operator's "never") is a century.
+        let period = self.period.min(FAR_FUTURE);
+        let mut resync = tokio::time::interval_at(far_deadline(Instant::now(), period), period);
         resync.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
             let (why, _pass) = tokio::select! {
