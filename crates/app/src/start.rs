@@ -39,6 +39,10 @@ impl Fence for LeaderFence {
     fn check(&self) -> Result<(), Fenced> {
         self.0.fence().map_err(Fenced::new)
     }
+
+    fn lapses_at(&self) -> Option<tokio::time::Instant> {
+        self.0.valid_until()
+    }
 }
 
 pub(crate) async fn run<F: ProviderFactory>(

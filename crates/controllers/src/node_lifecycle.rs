@@ -37,6 +37,8 @@ type SeenReady = Arc<Mutex<HashSet<String>>>;
 
 struct Lifecycle {
     api: Api<Node>,
+    /// For the leadership check just before a node is deleted.
+    cloud: Arc<ccm_runtime::MeteredCloud>,
     informer: Arc<Informer<Node>>,
     exist: BatchCall<bool>,
     shutdown: BatchCall<bool>,
@@ -89,6 +91,7 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
     }
     let lifecycle = Lifecycle {
         api: Api::all(ctx.client.clone()),
+        cloud: ctx.cloud.clone(),
         informer,
         exist: calls::exist(ctx),
         shutdown: calls::shutdown(ctx),
@@ -188,6 +191,12 @@ impl Lifecycle {
             }),
             ..DeleteParams::default()
         };
+        // Fenced at the moment it leaves: the instance checks above took
+        // time, and a process that no longer leads must not delete.
+        if let Err(err) = self.cloud.check_leadership() {
+            tracing::info!(node = %name, "not deleting: {err}");
+            return;
+        }
         match self.api.delete(&name, &params).await {
             Ok(_) => tracing::info!(node = %name, "deleted: its instance no longer exists"),
             Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {

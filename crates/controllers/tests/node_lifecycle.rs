@@ -4,6 +4,7 @@
 mod support;
 
 use std::num::NonZeroUsize;
+use std::sync::Arc;
 use std::time::Duration;
 
 use ccm_controllers::ControllerId;
@@ -210,6 +211,38 @@ async fn checks_are_batched_and_ready_nodes_cost_nothing() {
     assert!(
         h.cloud.calls().iter().all(|c| c.batch_size.is_some()),
         "only batch calls"
+    );
+    h.stop().await;
+}
+
+/// A fence that never lets this process act: it does not lead.
+#[derive(Debug)]
+struct NotLeading;
+
+impl ccm_runtime::Fence for NotLeading {
+    fn check(&self) -> Result<(), ccm_runtime::Fenced> {
+        Err(ccm_runtime::Fenced::new("not the leader"))
+    }
+}
+
+#[tokio::test]
+async fn a_process_that_does_not_lead_never_deletes_a_node() {
+    let mut h = harness_with_instances(&["n1"]).await;
+    h.fence = Arc::new(NotLeading);
+    h.start(&[ControllerId::CloudNodeLifecycle], &fast_settings())
+        .await;
+    h.cloud.set_instance_state("n1", InstanceState::Terminated);
+    h.set_ready("n1", false).await;
+
+    // Lookups are reads and go on; the deletion is fenced as it leaves.
+    eventually("three lifecycle passes", WAIT, || async {
+        (h.cloud.count(Operation::InstancesExist) >= 3).then_some(())
+    })
+    .await
+    .expect("a bounded wait");
+    assert!(
+        h.nodes().get_opt("n1").await.unwrap().is_some(),
+        "the node of a gone instance stays while this process does not lead"
     );
     h.stop().await;
 }

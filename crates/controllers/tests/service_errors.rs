@@ -485,3 +485,110 @@ async fn failures_back_off_from_5_s_doubling_to_300_s_and_a_success_resets_it() 
     assert_eq!(gaps[9], Duration::from_secs(5));
     h.stop().await;
 }
+
+/// Leadership that the provider takes away during its call, as a lease
+/// lost while a slow cloud call ran.
+#[derive(Debug)]
+struct Leadership(std::sync::atomic::AtomicBool);
+
+impl ccm_runtime::Fence for Leadership {
+    fn check(&self) -> Result<(), ccm_runtime::Fenced> {
+        if self.0.load(std::sync::atomic::Ordering::SeqCst) {
+            Ok(())
+        } else {
+            Err(ccm_runtime::Fenced::new("not the leader"))
+        }
+    }
+}
+
+/// The fake, but leadership is lost while `ensure_load_balancer` runs.
+#[derive(Debug)]
+struct LosesLeadership {
+    fake: FakeCloud,
+    leadership: Arc<Leadership>,
+}
+
+#[async_trait::async_trait]
+impl LoadBalancer for LosesLeadership {
+    async fn get_load_balancer(
+        &self,
+        cluster: &str,
+        service: &Service,
+    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
+        self.fake.get_load_balancer(cluster, service).await
+    }
+    async fn ensure_load_balancer(
+        &self,
+        cluster: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<EnsuredLoadBalancer, CloudError> {
+        self.leadership
+            .0
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        self.fake
+            .ensure_load_balancer(cluster, service, nodes)
+            .await
+    }
+    async fn update_load_balancer(
+        &self,
+        cluster: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<(), CloudError> {
+        self.fake
+            .update_load_balancer(cluster, service, nodes)
+            .await
+    }
+    async fn ensure_load_balancer_deleted(
+        &self,
+        cluster: &str,
+        service: &Service,
+    ) -> Result<(), CloudError> {
+        self.fake
+            .ensure_load_balancer_deleted(cluster, service)
+            .await
+    }
+}
+
+impl CloudProvider for LosesLeadership {
+    fn provider_name(&self) -> &'static str {
+        "loses-leadership"
+    }
+    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
+        Some(self)
+    }
+}
+
+#[tokio::test]
+async fn a_finalizer_is_not_removed_once_leadership_is_lost() {
+    let fake = FakeCloud::default();
+    fake.set_auto_instances(true);
+    let leadership = Arc::new(Leadership(std::sync::atomic::AtomicBool::new(true)));
+    let provider = Arc::new(LosesLeadership {
+        fake: fake.clone(),
+        leadership: leadership.clone(),
+    });
+    let mut h = Harness::with_provider(fake, provider).await;
+    h.fence = leadership.clone();
+    h.create_node(&ready_node("n1")).await;
+    // Our finalizer on a Service the provider says another controller
+    // implements: a leader releases it; one that just lost the lease must
+    // not.
+    let mut service = annotated("ext", ANNOTATION_TYPE, "external");
+    service.metadata.finalizers = Some(vec![FINALIZER.to_owned()]);
+    h.create_service(&service).await;
+    h.start(&[ControllerId::Service], &fast_settings()).await;
+
+    eventually("the ensure that loses leadership", WAIT, || async {
+        (!leadership.0.load(std::sync::atomic::Ordering::SeqCst)).then_some(())
+    })
+    .await
+    .expect("a bounded wait");
+    h.settled().await;
+    assert!(
+        has_finalizer(&h.services().get("ext").await.unwrap()),
+        "the finalizer stays once this process no longer leads"
+    );
+    h.stop().await;
+}

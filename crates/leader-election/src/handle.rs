@@ -108,6 +108,16 @@ impl LeaderHandle {
         }
     }
 
+    /// When the current term ends unless the Lease is renewed: `None` for
+    /// a handle that always leads, now for one that does not lead.
+    pub fn valid_until(&self) -> Option<Instant> {
+        match *self.term() {
+            Term::Always => None,
+            Term::NotLeading => Some(Instant::now()),
+            Term::Until(deadline) => Some(deadline),
+        }
+    }
+
     /// Whether [`fence`](Self::fence) passes now.
     pub fn is_leader(&self) -> bool {
         self.fence().is_ok()

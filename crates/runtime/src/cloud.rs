@@ -31,6 +31,14 @@ pub trait Fence: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// [`Fenced`] when this process must not change the cloud now.
     fn check(&self) -> Result<(), Fenced>;
+
+    /// When the permission [`Fence::check`] gave lapses unless renewed
+    /// (the end of the current lease term); `None` when it never lapses.
+    /// A mutation still running then is cancelled unless `check` passes
+    /// again.
+    fn lapses_at(&self) -> Option<Instant> {
+        None
+    }
 }
 
 /// Why a [`Fence`] refused a mutation: the fence's own error (the
@@ -87,6 +95,20 @@ impl MeteredCloud {
         }
     }
 
+    /// The fence's answer for a Kubernetes write that destroys or releases
+    /// (a node's deletion, a finalizer's removal), checked just before it
+    /// is sent: the same `Retry` a fenced cloud mutation gets. Not counted
+    /// as a cloud call.
+    ///
+    /// # Errors
+    /// [`CloudError::Retry`] when this process must not write now.
+    pub fn check_leadership(&self) -> Result<(), CloudError> {
+        self.fence.check().map_err(|reason| CloudError::Retry {
+            after: FENCED_RETRY,
+            reason: format!("refusing to write: {reason}"),
+        })
+    }
+
     /// The wrapped provider.
     pub fn inner(&self) -> &Arc<dyn CloudProvider> {
         &self.inner
@@ -98,10 +120,30 @@ impl MeteredCloud {
         batch: Option<usize>,
         call: impl Future<Output = Result<T, CloudError>>,
     ) -> Result<T, CloudError> {
+        self.metered(operation, batch, false, call).await
+    }
+
+    /// [`MeteredCloud::observe`], for a mutation when `fenced`.
+    async fn metered<T>(
+        &self,
+        operation: &'static str,
+        batch: Option<usize>,
+        fenced: bool,
+        call: impl Future<Output = Result<T, CloudError>>,
+    ) -> Result<T, CloudError> {
         self.pacer.wait_turn().await;
+        // Checked once the call may go: a wait in the pacer can outlast the
+        // lease.
+        if fenced {
+            self.check_fence(operation)?;
+        }
         self.metrics.activity.cloud_call();
         let start = Instant::now();
-        let result = call.await;
+        let result = if fenced {
+            self.within_term(call).await
+        } else {
+            call.await
+        };
         match &result {
             Ok(_) => self.pacer.succeeded(),
             Err(CloudError::Throttled { retry_after }) => self.pacer.throttled(*retry_after),
@@ -139,8 +181,35 @@ impl MeteredCloud {
         operation: &'static str,
         call: impl Future<Output = Result<T, CloudError>>,
     ) -> Result<T, CloudError> {
+        // Refused at once when not leading; checked again after any wait.
         self.check_fence(operation)?;
-        self.observe(operation, None, call).await
+        self.metered(operation, None, true, call).await
+    }
+
+    /// Runs a fenced `call`, cancelling it when the lease term it started
+    /// in lapses without a renewal: no cloud change is still in flight
+    /// once another process may lead.
+    async fn within_term<T>(
+        &self,
+        call: impl Future<Output = Result<T, CloudError>>,
+    ) -> Result<T, CloudError> {
+        let mut call = std::pin::pin!(call);
+        loop {
+            let Some(lapses) = self.fence.lapses_at() else {
+                return call.await;
+            };
+            tokio::select! {
+                result = &mut call => return result,
+                () = tokio::time::sleep_until(lapses) => {
+                    if let Err(reason) = self.fence.check() {
+                        return Err(CloudError::Retry {
+                            after: FENCED_RETRY,
+                            reason: format!("cancelled while it ran: {reason}"),
+                        });
+                    }
+                }
+            }
+        }
     }
 
     /// The fence's answer for a mutation, counted as `fenced` when it
@@ -171,7 +240,7 @@ impl MeteredCloud {
         call: impl Future<Output = Result<T, CloudError>>,
     ) -> Result<T, CloudError> {
         self.check_fence(operation)?;
-        self.observe(operation, Some(batch), call).await
+        self.metered(operation, Some(batch), true, call).await
     }
 
     fn instances_inner(&self) -> Result<&dyn Instances, CloudError> {

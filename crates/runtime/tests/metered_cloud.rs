@@ -288,3 +288,105 @@ async fn volume_lookups_are_counted_and_timed_but_not_fenced() {
         Volumes::max_batch_size(&fake)
     );
 }
+
+/// A fence whose permission lapses at a set time unless renewed.
+#[derive(Debug)]
+struct Term {
+    until: parking_lot::Mutex<tokio::time::Instant>,
+}
+
+impl Fence for Term {
+    fn check(&self) -> Result<(), Fenced> {
+        if tokio::time::Instant::now() < *self.until.lock() {
+            Ok(())
+        } else {
+            Err(Fenced::new("the lease lapsed"))
+        }
+    }
+
+    fn lapses_at(&self) -> Option<tokio::time::Instant> {
+        Some(*self.until.lock())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_mutation_waiting_for_its_turn_is_fenced_when_it_would_leave_not_before() {
+    let fake = FakeCloud::default();
+    let metrics = Metrics::new();
+    let term = Arc::new(Term {
+        until: parking_lot::Mutex::new(tokio::time::Instant::now() + Duration::from_secs(2)),
+    });
+    let cloud = MeteredCloud::new(Arc::new(fake.clone()), metrics.clone(), term.clone());
+    let lb = cloud.load_balancer().unwrap();
+    // The cloud throttles once, asking for 5 s: the next call waits its
+    // turn in the pacer, beyond the lease term.
+    fake.fail_next(
+        Some(Operation::EnsureLoadBalancer),
+        InjectedError::Throttled {
+            retry_after: Duration::from_secs(5),
+        },
+        1,
+    );
+    let first = lb
+        .ensure_load_balancer("c", &service(), &[])
+        .await
+        .unwrap_err();
+    assert_eq!(first.kind(), "throttled");
+    let calls_before = fake.count(Operation::EnsureLoadBalancer);
+    let second = lb
+        .ensure_load_balancer("c", &service(), &[])
+        .await
+        .unwrap_err();
+    assert_eq!(second.kind(), "retry", "{second}");
+    assert_eq!(
+        fake.count(Operation::EnsureLoadBalancer),
+        calls_before,
+        "the call that waited past the term never reached the cloud"
+    );
+    assert_eq!(
+        metrics.cloud_call_count("ensure_load_balancer", "fenced"),
+        1
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_mutation_still_running_when_the_term_lapses_is_cancelled_unless_renewed() {
+    let fake = FakeCloud::default();
+    fake.set_latency(Duration::from_secs(10));
+    let metrics = Metrics::new();
+    let start = tokio::time::Instant::now();
+    let term = Arc::new(Term {
+        until: parking_lot::Mutex::new(start + Duration::from_secs(2)),
+    });
+    let cloud = MeteredCloud::new(Arc::new(fake.clone()), metrics.clone(), term.clone());
+    let lb = cloud.load_balancer().unwrap();
+    let err = lb
+        .ensure_load_balancer("c", &service(), &[])
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "retry", "{err}");
+    assert!(err.to_string().contains("cancelled while it ran"), "{err}");
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_secs(2),
+        "cancelled as the term lapsed"
+    );
+    assert!(fake.load_balancers().is_empty(), "no change landed");
+
+    // Renewed while it runs, it completes.
+    *term.until.lock() = tokio::time::Instant::now() + Duration::from_secs(2);
+    let renewer = {
+        let term = term.clone();
+        tokio::spawn(async move {
+            for _ in 0..10 {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                *term.until.lock() = tokio::time::Instant::now() + Duration::from_secs(2);
+            }
+        })
+    };
+    lb.ensure_load_balancer("c", &service(), &[])
+        .await
+        .expect("a renewed term lets the call finish");
+    assert_eq!(fake.load_balancers().len(), 1);
+    renewer.abort();
+}

@@ -33,6 +33,14 @@ impl Fence for BothLeases {
             .fence()
             .map_err(|err| Fenced::new(format!("migration lease {}: {err}", self.lease)))
     }
+
+    /// The earlier of the two terms' ends.
+    fn lapses_at(&self) -> Option<tokio::time::Instant> {
+        match (self.main.valid_until(), self.migration.valid_until()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 /// The migration Lease and its controllers, running in a task of their own.

@@ -143,6 +143,7 @@ impl ServiceController {
             return Ok(());
         }
         let mut versions = Versions::new(service);
+        self.cloud.check_leadership()?;
         if let Some(stored) = self.writes.remove_finalizer(service).await? {
             versions.wrote(&stored);
         }
@@ -276,6 +277,9 @@ impl ServiceController {
         let mut versions = Versions::new(service);
         let written = async {
             self.write_ingress(service, &[], &mut versions).await?;
+            // Fenced at the moment it leaves: once the finalizer is gone
+            // nothing guards the load balancer's deletion any more.
+            self.cloud.check_leadership()?;
             if let Some(stored) = self.writes.remove_finalizer(service).await? {
                 versions.wrote(&stored);
             }
