@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
-use crate::cmd::{cargo, run, target_dir};
+use crate::cmd::target_dir;
 use crate::processes::Processes;
 use access::Access;
 use status::Status;
@@ -60,14 +60,7 @@ fn cloud_config_text() -> String {
 
 pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     let timeout = Duration::from_secs(options.timeout);
-    run(cargo().args([
-        "build",
-        "--quiet",
-        "-p",
-        "ccm-test-apiserver",
-        "-p",
-        "fake-cloud-controller-manager",
-    ]))?;
+    crate::processes::build_sandbox_binaries()?;
     let target = target_dir();
     let dir = target.join("sandbox");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;

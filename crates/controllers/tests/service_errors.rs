@@ -235,6 +235,7 @@ async fn first_ensure_fails(injected: InjectedError) -> (Harness, Arc<Timed>) {
     let timed = Arc::new(Timed {
         fake: fake.clone(),
         at: Mutex::default(),
+        loses_leadership: None,
     });
     let mut h = Harness::with_provider(fake.clone(), timed.clone()).await;
     h.create_node(&ready_node("n1")).await;
@@ -360,11 +361,14 @@ async fn a_failed_deletion_keeps_the_finalizer_and_is_retried() {
     h.stop().await;
 }
 
-/// Records the clock at each ensure.
+/// The fake, recording the clock at each ensure and, when given
+/// `loses_leadership`, taking leadership away while the ensure runs (a
+/// lease lost during a slow cloud call).
 #[derive(Debug)]
 struct Timed {
     fake: FakeCloud,
     at: Mutex<Vec<tokio::time::Instant>>,
+    loses_leadership: Option<Arc<Leadership>>,
 }
 
 #[async_trait::async_trait]
@@ -383,6 +387,11 @@ impl LoadBalancer for Timed {
         nodes: &[Arc<Node>],
     ) -> Result<EnsuredLoadBalancer, CloudError> {
         self.at.lock().unwrap().push(tokio::time::Instant::now());
+        if let Some(leadership) = &self.loses_leadership {
+            leadership
+                .0
+                .store(false, std::sync::atomic::Ordering::SeqCst);
+        }
         self.fake
             .ensure_load_balancer(cluster, service, nodes)
             .await
@@ -443,6 +452,7 @@ async fn failures_back_off_from_5_s_doubling_to_300_s_and_a_success_resets_it() 
     let timed = Arc::new(Timed {
         fake: fake.clone(),
         at: Mutex::default(),
+        loses_leadership: None,
     });
     let mut h = Harness::with_provider(fake.clone(), timed.clone()).await;
     h.create_node(&ready_node("n1")).await;
@@ -501,73 +511,15 @@ impl ccm_runtime::Fence for Leadership {
     }
 }
 
-/// The fake, but leadership is lost while `ensure_load_balancer` runs.
-#[derive(Debug)]
-struct LosesLeadership {
-    fake: FakeCloud,
-    leadership: Arc<Leadership>,
-}
-
-#[async_trait::async_trait]
-impl LoadBalancer for LosesLeadership {
-    async fn get_load_balancer(
-        &self,
-        cluster: &str,
-        service: &Service,
-    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
-        self.fake.get_load_balancer(cluster, service).await
-    }
-    async fn ensure_load_balancer(
-        &self,
-        cluster: &str,
-        service: &Service,
-        nodes: &[Arc<Node>],
-    ) -> Result<EnsuredLoadBalancer, CloudError> {
-        self.leadership
-            .0
-            .store(false, std::sync::atomic::Ordering::SeqCst);
-        self.fake
-            .ensure_load_balancer(cluster, service, nodes)
-            .await
-    }
-    async fn update_load_balancer(
-        &self,
-        cluster: &str,
-        service: &Service,
-        nodes: &[Arc<Node>],
-    ) -> Result<(), CloudError> {
-        self.fake
-            .update_load_balancer(cluster, service, nodes)
-            .await
-    }
-    async fn ensure_load_balancer_deleted(
-        &self,
-        cluster: &str,
-        service: &Service,
-    ) -> Result<(), CloudError> {
-        self.fake
-            .ensure_load_balancer_deleted(cluster, service)
-            .await
-    }
-}
-
-impl CloudProvider for LosesLeadership {
-    fn provider_name(&self) -> &'static str {
-        "loses-leadership"
-    }
-    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
-        Some(self)
-    }
-}
-
 #[tokio::test]
 async fn a_finalizer_is_not_removed_once_leadership_is_lost() {
     let fake = FakeCloud::default();
     fake.set_auto_instances(true);
     let leadership = Arc::new(Leadership(std::sync::atomic::AtomicBool::new(true)));
-    let provider = Arc::new(LosesLeadership {
+    let provider = Arc::new(Timed {
         fake: fake.clone(),
-        leadership: leadership.clone(),
+        at: Mutex::default(),
+        loses_leadership: Some(leadership.clone()),
     });
     let mut h = Harness::with_provider(fake, provider).await;
     h.fence = leadership.clone();

@@ -12,7 +12,7 @@ use anyhow::{Context, bail, ensure};
 use serde_json::{Value, json};
 
 use super::rbac::Request;
-use crate::cmd::{cargo, run, target_dir};
+use crate::cmd::target_dir;
 use crate::http;
 use crate::processes::Processes;
 use crate::sandbox::status::Status;
@@ -126,14 +126,7 @@ pub(crate) fn run_scenario(
     cloud_config: &str,
     rbac: &ChartRbac,
 ) -> anyhow::Result<Traffic> {
-    run(cargo().args([
-        "build",
-        "--quiet",
-        "-p",
-        "ccm-test-apiserver",
-        "-p",
-        "fake-cloud-controller-manager",
-    ]))?;
+    crate::processes::build_sandbox_binaries()?;
     let target = target_dir();
     let dir = target.join("chart-rbac");
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::prometheus::{self, Alert, JOB};
 use super::rules;
-use crate::cmd::{cargo, run as run_command, target_dir};
+use crate::cmd::target_dir;
 use crate::http;
 use crate::processes::Processes;
 use crate::sandbox::access::Access;
@@ -46,14 +46,7 @@ const GHOST_NODE: &str = "ghost-1";
 
 pub(crate) fn run(dir: &Path, timeout: Duration) -> anyhow::Result<()> {
     let deadline = Instant::now() + timeout;
-    run_command(cargo().args([
-        "build",
-        "--quiet",
-        "-p",
-        "ccm-test-apiserver",
-        "-p",
-        "fake-cloud-controller-manager",
-    ]))?;
+    crate::processes::build_sandbox_binaries()?;
     let target = target_dir();
     let kubeconfig = dir.join("kubeconfig");
     let access = Access::write(dir)?;
