@@ -309,4 +309,59 @@ mod tests {
         assert_eq!(released(&held_by("b", 7), "a", wall(9)), None);
         assert_eq!(released(&LeaseRecord::default(), "a", wall(9)), None);
     }
+
+    /// One candidate of the simulation: what it last saw of the Lease, and
+    /// until when it may act (the fence: its last successful write's time
+    /// plus the renew deadline).
+    #[derive(Default)]
+    struct Candidate {
+        observed: Option<Observed>,
+        leads_until: Option<Instant>,
+    }
+
+    proptest::proptest! {
+        /// Two or three candidates share one Lease; at each step one of them
+        /// (chosen by the test) reads it, decides and writes, after some time
+        /// passed. However they interleave, no two ever hold a valid term
+        /// at once: the fence of one has lapsed before another acquires.
+        #[test]
+        fn no_two_candidates_ever_lead_at_once(
+            count in 2_usize..4,
+            steps in proptest::collection::vec((0_usize..3, 0_u64..20_000), 1..120),
+        ) {
+            let start = Instant::now();
+            let mut now = start;
+            let configs: Vec<LeaderElectionConfig> =
+                (0..count).map(|c| config(&format!("c{c}"))).collect();
+            let mut candidates: Vec<Candidate> = (0..count).map(|_| Candidate::default()).collect();
+            let mut lease: Option<LeaseRecord> = None;
+            for (who, advance_ms) in steps {
+                let who = who % count;
+                now += Duration::from_millis(advance_ms);
+                let wall_now = wall(0)
+                    .checked_add(jiff::SignedDuration::try_from(now - start).unwrap())
+                    .unwrap();
+                let candidate = &mut candidates[who];
+                let observed = lease
+                    .clone()
+                    .map(|record| Observed::update(candidate.observed.take(), record, now));
+                candidate.observed = observed.clone();
+                match decide(observed.as_ref(), &configs[who], now, wall_now) {
+                    Decision::Acquire(record) | Decision::Renew(record) => {
+                        candidate.leads_until = Some(now + configs[who].renew_deadline);
+                        candidate.observed = Some(Observed { record: record.clone(), at: now });
+                        lease = Some(record);
+                    }
+                    Decision::Wait { .. } => {}
+                }
+                let leading: Vec<usize> = candidates
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.leads_until.is_some_and(|until| now < until))
+                    .map(|(i, _)| i)
+                    .collect();
+                proptest::prop_assert!(leading.len() <= 1, "{leading:?} lead at once");
+            }
+        }
+    }
 }

@@ -466,4 +466,117 @@ mod tests {
         assert!(!is_managed(&net("10.245.0.0/24"), &cluster));
         assert!(!is_managed(&net("fd00:10:245::/64"), &cluster));
     }
+
+    /// The route table after a pass carries out `plan`: its orphans and
+    /// replaced routes deleted, its creates made.
+    fn applied(routes: &[Route], plan: &Plan) -> Vec<Route> {
+        let mut table = routes.to_vec();
+        let deleted = plan.orphans.iter().chain(
+            plan.nodes
+                .iter()
+                .flat_map(|n| n.creates.iter().flat_map(|c| &c.replaces)),
+        );
+        for route in deleted {
+            let at = table
+                .iter()
+                .position(|r| r == route)
+                .expect("the plan deletes only routes that exist");
+            table.remove(at);
+        }
+        table.extend(
+            plan.nodes
+                .iter()
+                .flat_map(|n| n.creates.iter().map(|c| c.route.clone())),
+        );
+        table
+    }
+
+    /// Eight managed /24s, then three outside the cluster CIDRs.
+    const POOL: [&str; 11] = [
+        "10.244.0.0/24",
+        "10.244.1.0/24",
+        "10.244.2.0/24",
+        "10.244.3.0/24",
+        "10.244.4.0/24",
+        "10.244.5.0/24",
+        "10.244.6.0/24",
+        "10.244.7.0/24",
+        "10.99.0.0/24",
+        "10.99.1.0/24",
+        "192.168.5.0/24",
+    ];
+
+    /// Nodes n0..n5 and, for each CIDR of the pool, the node that claims
+    /// it, if any (so no two nodes claim one CIDR); and the cloud's routes:
+    /// a CIDR of the pool, a target among the nodes or a gone one, maybe a
+    /// blackhole.
+    fn world() -> impl proptest::strategy::Strategy<Value = (Vec<Arc<Node>>, Vec<Route>)> {
+        use proptest::prelude::*;
+        let owners = proptest::collection::vec(proptest::option::of(0_usize..6), POOL.len());
+        let routes = proptest::collection::vec((0..POOL.len(), 0_usize..7, any::<bool>()), 0..10);
+        (owners, routes).prop_map(|(owners, routes)| {
+            let nodes = (0..6)
+                .map(|n| {
+                    let cidrs: Vec<&str> = owners
+                        .iter()
+                        .zip(POOL)
+                        .filter(|(owner, _)| **owner == Some(n))
+                        .map(|(_, cidr)| cidr)
+                        .collect();
+                    node(&format!("n{n}"), &cidrs)
+                })
+                .collect();
+            let routes = routes
+                .into_iter()
+                .map(|(cidr, target, is_blackhole)| {
+                    let target = if target < 6 {
+                        format!("n{target}")
+                    } else {
+                        "gone".to_owned()
+                    };
+                    if is_blackhole {
+                        blackhole(&target, POOL[cidr])
+                    } else {
+                        route(&target, POOL[cidr])
+                    }
+                })
+                .collect();
+            (nodes, routes)
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn one_pass_converges_and_the_next_has_nothing_to_do((nodes, routes) in world()) {
+            let cluster = cluster();
+            let first = plan(&nodes, &routes, &cluster);
+            // Routes outside the cluster CIDRs are never deleted.
+            for gone in first.orphans.iter().chain(first.nodes.iter().flat_map(|n| n.creates.iter().flat_map(|c| &c.replaces))) {
+                proptest::prop_assert!(is_managed(&gone.destination_cidr, &cluster), "{gone:?}");
+            }
+            let table = applied(&routes, &first);
+            for unmanaged in routes.iter().filter(|r| !is_managed(&r.destination_cidr, &cluster)) {
+                proptest::prop_assert!(table.contains(unmanaged), "{unmanaged:?} was touched");
+            }
+            // Every managed pod CIDR of every node has a live route to it;
+            // every managed route left is live and wanted by its target.
+            for node in &nodes {
+                for cidr in pod_cidrs(node).into_iter().filter(|c| is_managed(c, &cluster)) {
+                    proptest::prop_assert!(
+                        table.iter().any(|r| r.destination_cidr == cidr && !r.blackhole && r.target_node == node.name_any()),
+                        "{cidr} of {} has no route in {table:?}", node.name_any()
+                    );
+                }
+            }
+            for left in table.iter().filter(|r| is_managed(&r.destination_cidr, &cluster)) {
+                proptest::prop_assert!(!left.blackhole, "{left:?}");
+                let wanted = nodes.iter().any(|n| n.name_any() == left.target_node && pod_cidrs(n).contains(&left.destination_cidr));
+                proptest::prop_assert!(wanted, "{left:?} is wanted by no node");
+            }
+            // The next pass over the table it left has nothing to do.
+            let second = plan(&nodes, &table, &cluster);
+            proptest::prop_assert!(second.orphans.is_empty(), "{:?}", second.orphans);
+            proptest::prop_assert!(second.nodes.iter().all(|n| n.creates.is_empty()));
+        }
+    }
 }
