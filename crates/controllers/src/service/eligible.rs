@@ -336,4 +336,110 @@ mod tests {
         assert!(names.starts_with("n00, n01"));
         assert!(names.ends_with("n19, <5 more>"), "{names}");
     }
+
+    /// One change a watch can bring: a node written (its exclusion label,
+    /// the autoscaler's taint, its provider ID, its heartbeat), deleted, or
+    /// the whole list read again.
+    #[derive(Debug, Clone)]
+    enum Change {
+        Write {
+            node: usize,
+            label: Option<&'static str>,
+            tainted: bool,
+            provider: usize,
+            heartbeat: i64,
+        },
+        Delete(usize),
+        Relist,
+    }
+
+    fn change() -> impl proptest::strategy::Strategy<Value = Change> {
+        use proptest::prelude::*;
+        let label = proptest::option::of(proptest::sample::select(vec!["true", "false", "maybe"]));
+        prop_oneof![
+            6 => (0_usize..4, label, any::<bool>(), 0_usize..2, 0_i64..3).prop_map(
+                |(node, label, tainted, provider, heartbeat)| Change::Write {
+                    node,
+                    label,
+                    tainted,
+                    provider,
+                    heartbeat,
+                }
+            ),
+            2 => (0_usize..4).prop_map(Change::Delete),
+            1 => Just(Change::Relist),
+        ]
+    }
+
+    fn written(
+        name: &str,
+        label: Option<&str>,
+        tainted: bool,
+        provider: usize,
+        heartbeat: i64,
+    ) -> Node {
+        let mut n = match label {
+            Some(value) => labelled(name, value),
+            None => node(name),
+        };
+        if let Some(spec) = n.spec.as_mut() {
+            spec.provider_id = Some(format!("fake://{name}/{provider}"));
+            if tainted {
+                spec.taints = Some(vec![Taint {
+                    key: TO_BE_DELETED_TAINT.into(),
+                    effect: "NoSchedule".into(),
+                    ..Taint::default()
+                }]);
+            }
+        }
+        with_condition(n, "True", 1_700_000_000 + heartbeat)
+    }
+
+    /// The eligible set of `nodes`: name → provider ID.
+    fn eligible_set(nodes: &BTreeMap<String, Node>) -> HashMap<String, String> {
+        nodes
+            .iter()
+            .filter(|(_, n)| is_eligible(n))
+            .map(|(name, n)| (name.clone(), provider_id(n).to_owned()))
+            .collect()
+    }
+
+    proptest::proptest! {
+        /// Whatever the watch brings, the tracker says "changed" exactly
+        /// when the eligible set (members and their provider IDs) changed,
+        /// and holds that set; heartbeats alone never count.
+        #[test]
+        fn a_change_is_reported_exactly_when_the_eligible_set_changes(
+            changes in proptest::collection::vec(change(), 1..60),
+        ) {
+            let mut tracker = EligibleTracker::default();
+            let mut cluster: BTreeMap<String, Node> = BTreeMap::new();
+            for change in changes {
+                let before = eligible_set(&cluster);
+                let events: Vec<WatchEvent<Node>> = match change {
+                    Change::Write { node, label, tainted, provider, heartbeat } => {
+                        let name = format!("n{node}");
+                        let n = written(&name, label, tainted, provider, heartbeat);
+                        cluster.insert(name, n.clone());
+                        vec![WatchEvent::Apply(n)]
+                    }
+                    Change::Delete(node) => match cluster.remove(&format!("n{node}")) {
+                        Some(n) => vec![WatchEvent::Delete(n)],
+                        None => Vec::new(),
+                    },
+                    Change::Relist => std::iter::once(WatchEvent::Init)
+                        .chain(cluster.values().cloned().map(WatchEvent::InitApply))
+                        .chain(std::iter::once(WatchEvent::InitDone))
+                        .collect(),
+                };
+                let mut changed = false;
+                for event in &events {
+                    changed |= tracker.apply(event);
+                }
+                let after = eligible_set(&cluster);
+                proptest::prop_assert_eq!(changed, before != after);
+                proptest::prop_assert_eq!(&tracker.members, &after);
+            }
+        }
+    }
 }

@@ -405,4 +405,44 @@ mod tests {
         recreated.metadata.uid = Some("u2".into());
         assert_eq!(records.entry(&recreated).synced, None);
     }
+
+    proptest::proptest! {
+        /// The provider is called exactly when something it reads changed
+        /// since the last success: the Service's fingerprint (an ensure) or
+        /// only the eligible nodes (an update), and never after a failed
+        /// update until an ensure; a Service without our finalizer, or one
+        /// whose record belongs to an earlier Service of the same name, is
+        /// ensured.
+        #[test]
+        fn the_provider_is_called_exactly_when_what_it_reads_changed(
+            synced_service in proptest::prelude::any::<u64>(),
+            synced_nodes in proptest::prelude::any::<u64>(),
+            fingerprint in proptest::prelude::any::<u64>(),
+            nodes in proptest::prelude::any::<u64>(),
+            same_service in proptest::prelude::any::<bool>(),
+            same_nodes in proptest::prelude::any::<bool>(),
+            ensure_next in proptest::prelude::any::<bool>(),
+            finalizer in proptest::prelude::any::<bool>(),
+            recreated in proptest::prelude::any::<bool>(),
+        ) {
+            let fingerprint = if same_service { synced_service } else { fingerprint };
+            let nodes = if same_nodes { synced_nodes } else { nodes };
+            let mut record = synced(synced_service, synced_nodes);
+            record.ensure_next = ensure_next;
+            if recreated {
+                record.uid = "an-earlier-service".into();
+            }
+            let next = decide(&service(finalizer), Some(&record), fingerprint, nodes);
+            let expected = if recreated {
+                Next::Ensure { check_owner: !finalizer }
+            } else if fingerprint != synced_service || !finalizer || ensure_next {
+                Next::Ensure { check_owner: false }
+            } else if nodes != synced_nodes {
+                Next::UpdateHosts
+            } else {
+                Next::UpToDate
+            };
+            proptest::prop_assert_eq!(next, expected);
+        }
+    }
 }
