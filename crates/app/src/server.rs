@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use ccm_runtime::{Informers, Metrics};
+use ccm_runtime::{Informers, Metrics, Running, STALLED_AFTER};
 use cloud_provider::CloudProvider;
 use leader_election::{LeaderHandle, NotLeader};
 use tokio_util::sync::CancellationToken;
@@ -84,22 +84,46 @@ async fn set_verbosity(body: String) -> (StatusCode, String) {
     }
 }
 
-/// Healthy unless this process leads but has not renewed its lease in time:
-/// then it is about to lose leadership and should be restarted.
+/// Healthy unless this process leads but has not renewed its lease in time
+/// (it is about to lose leadership), or a controller is stalled (a
+/// reconcile has run past `STALLED_AFTER`): either way it should be
+/// restarted. A controller that died has already stopped the process.
 async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
-    health(state.leader.is_leading(), state.leader.fence())
+    health(
+        state.leader.is_leading(),
+        state.leader.fence(),
+        state.metrics.longest_reconcile(),
+    )
 }
 
 /// The `/healthz` answer: the elector still counts itself leader (`leading`)
-/// while the fence already refuses, so the lease went unrenewed.
-fn health(leading: bool, fence: Result<(), NotLeader>) -> (StatusCode, String) {
-    match fence {
-        Err(err) if leading => (
+/// while the fence already refuses, so the lease went unrenewed; or the
+/// longest running reconcile has run too long.
+fn health(
+    leading: bool,
+    fence: Result<(), NotLeader>,
+    longest: Option<Running>,
+) -> (StatusCode, String) {
+    if let Err(err) = fence
+        && leading
+    {
+        return (
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("leaderElection failed: {err}\n"),
-        ),
-        _ => (StatusCode::OK, "ok\n".to_owned()),
+        );
     }
+    if let Some(running) = longest.filter(|r| r.running_for >= STALLED_AFTER) {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!(
+                "controller {} stalled: its reconcile of {} has run for {}s\n",
+                running.controller,
+                running.object,
+                running.running_for.as_secs()
+            ),
+        );
+    }
+    (StatusCode::OK, "ok\n".to_owned())
 }
 
 /// Ready once initialized; a leader also needs its caches filled and every
@@ -170,14 +194,34 @@ mod tests {
         let expired = Err(NotLeader::Expired {
             expired_for: Duration::from_secs(3),
         });
-        let (status, body) = health(true, expired);
+        let (status, body) = health(true, expired, None);
         assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
         assert!(body.starts_with("leaderElection failed"), "{body}");
     }
 
     #[test]
     fn healthz_passes_for_a_renewed_leader_and_for_standbys() {
-        assert_eq!(health(true, Ok(())).0, StatusCode::OK);
-        assert_eq!(health(false, Err(NotLeader::NotElected)).0, StatusCode::OK);
+        assert_eq!(health(true, Ok(()), None).0, StatusCode::OK);
+        assert_eq!(
+            health(false, Err(NotLeader::NotElected), None).0,
+            StatusCode::OK
+        );
+    }
+
+    #[test]
+    fn healthz_fails_when_a_reconcile_runs_past_the_stall_limit() {
+        let running = |secs| Running {
+            controller: "service",
+            object: "default/web".into(),
+            running_for: Duration::from_secs(secs),
+        };
+        let (status, _) = health(true, Ok(()), Some(running(60)));
+        assert_eq!(status, StatusCode::OK, "a long reconcile is not a stall");
+        let (status, body) = health(true, Ok(()), Some(running(STALLED_AFTER.as_secs())));
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(
+            body,
+            "controller service stalled: its reconcile of default/web has run for 900s\n"
+        );
     }
 }

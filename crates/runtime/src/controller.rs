@@ -262,6 +262,10 @@ where
 {
     let key = ObjectRef::from(obj.as_ref());
     let _running = runner.queue.start(&key);
+    let _watched = runner
+        .metrics
+        .stalls
+        .start(runner.config.name, object_name(&key));
     let start = Instant::now();
     let result = (runner.reconcile)(obj).await;
     let labels = ControllerLabels {
@@ -315,6 +319,14 @@ where
         .failed(key.clone(), retry != Retry::AwaitChange);
     tracing::warn!(controller = runner.config.name, object = %key, error = %err, ?action, "reconcile failed");
     action
+}
+
+/// `namespace/name`, or `name` for a cluster-scoped object.
+fn object_name<K: Resource<DynamicType = ()>>(key: &ObjectRef<K>) -> String {
+    match &key.namespace {
+        Some(namespace) => format!("{namespace}/{}", key.name),
+        None => key.name.clone(),
+    }
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ mod informer;
 mod metrics;
 mod pacer;
 mod quiescence;
+mod stalls;
 
 pub use backoff::FailureBackoff;
 pub use batcher::{AnswerLost, Answers, BatchCall, Batcher, BatcherStopped, lookup_all};
@@ -39,6 +40,7 @@ pub use events::Events;
 pub use informer::{EventHook, Informer, InformerError, WATCH_ERROR_WINDOW};
 pub use metrics::Metrics;
 pub use quiescence::{Activity, ActivitySnapshot, Busy, Quiescence, QuiescenceError};
+pub use stalls::{Running, STALLED_AFTER};
 
 /// Re-exported so controllers use the same kube-runtime types.
 pub use kube::runtime::controller::Action;

@@ -63,6 +63,7 @@ pub struct Metrics {
     pub(crate) cloud_batch_size: Family<OperationLabels, Histogram, fn() -> Histogram>,
     controller_running: Family<ControllerLabels, Gauge>,
     pub(crate) activity: Activity,
+    pub(crate) stalls: crate::stalls::Stalls,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -134,6 +135,7 @@ impl Metrics {
         );
         Self {
             activity: Activity::default(),
+            stalls: crate::stalls::Stalls::default(),
             controller_running,
             registry: Arc::new(Mutex::new(registry)),
             reconciles,
@@ -149,6 +151,12 @@ impl Metrics {
     /// [`crate::Quiescence`] barrier.
     pub fn activity(&self) -> Activity {
         self.activity.clone()
+    }
+
+    /// The reconcile, of any controller, that has been running longest
+    /// (see [`crate::STALLED_AFTER`]).
+    pub fn longest_reconcile(&self) -> Option<crate::stalls::Running> {
+        self.stalls.longest()
     }
 
     /// Lets a controller register its own metrics (done once, at start-up).

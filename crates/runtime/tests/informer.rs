@@ -265,3 +265,70 @@ async fn a_watch_relists_when_a_restarted_api_server_is_behind_its_resource_vers
     shutdown.cancel();
     run.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn a_reconcile_that_never_ends_is_the_longest_running_until_shutdown() {
+    let server = TestApiServer::start().await.unwrap();
+    let api: Api<Node> = Api::all(server.client());
+    for name in ["hangs", "fine"] {
+        api.create(&PostParams::default(), &node(name))
+            .await
+            .unwrap();
+    }
+    let informers = Arc::new(Informers::new(server.client()));
+    let metrics = Metrics::new();
+    let shutdown = CancellationToken::new();
+    let reconciles = controller::run(
+        ControllerConfig {
+            name: "test",
+            concurrency: 2,
+        },
+        &informers.nodes(),
+        Triggers::default(),
+        metrics.clone(),
+        shutdown.clone(),
+        |node: Arc<Node>| async move {
+            // A call that never answers.
+            if node.metadata.name.as_deref() == Some("hangs") {
+                std::future::pending::<()>().await;
+            }
+            Ok(Action::await_change())
+        },
+    )
+    .unwrap();
+    let reconciles = tokio::spawn(reconciles);
+    let run = tokio::spawn({
+        let informers = informers.clone();
+        let shutdown = shutdown.clone();
+        async move { informers.run(shutdown).await }
+    });
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while metrics.reconcile_count("test", "success") < 1 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the other node reconciled");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let longest = metrics.longest_reconcile().expect("one is running");
+    assert_eq!(
+        (longest.controller, longest.object.as_str()),
+        ("test", "hangs")
+    );
+    assert!(
+        longest.running_for >= Duration::from_millis(200),
+        "{longest:?}"
+    );
+
+    // A graceful stop would wait for it forever: the app gives its
+    // controllers a grace period, then drops them.
+    shutdown.cancel();
+    reconciles.abort();
+    let _ = reconciles.await;
+    assert_eq!(
+        metrics.longest_reconcile(),
+        None,
+        "dropped with its controller"
+    );
+    run.await.unwrap().unwrap();
+}
