@@ -1,7 +1,6 @@
 //! [`Migration`]: the migration Lease's elector and the controllers it
 //! guards, run beside the main Lease's.
 
-use crate::client::service_account::ControllerClients;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +12,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::plan::{Plan, list};
+use crate::client::service_account::ControllerClients;
+use crate::supervisor::Supervisor;
 
 /// How long the migrated controllers and the migration Lease's release get
 /// after a signal (as the main ones).
@@ -180,45 +181,54 @@ async fn supervise(
         controllers = %list(&ids),
         "leader migration: acquired the migration lease; starting the migrated controllers"
     );
-    let controllers = start_controllers(&ids, &ctx, &settings, &clients);
+    let mut tasks = start_controllers(&ids, &ctx, &settings, &clients);
     tokio::select! {
+        biased;
         () = ctx.shutdown.cancelled() => {}
         outcome = &mut election => return Err(ended(outcome, &lease)),
+        // A migrated controller or its informers ending early stops the
+        // process, as one of the main ones does (the tasks are dropped
+        // with the supervisor; the Lease then expires).
+        why = tasks.first_ended() => {
+            if !ctx.shutdown.is_cancelled() {
+                return Err(format!("leader migration: {why}"));
+            }
+        }
     }
-    let stopped = futures::future::join_all(controllers);
-    if tokio::time::timeout(SHUTDOWN_GRACE, stopped).await.is_err() {
+    if tokio::time::timeout(SHUTDOWN_GRACE, tasks.join_all())
+        .await
+        .is_err()
+    {
         tracing::warn!("migrated controllers did not stop within {SHUTDOWN_GRACE:?}");
     }
     release.cancel();
     released(election, &lease).await
 }
 
-/// Starts `ids` on `ctx` and the informers they asked for.
+/// Starts `ids` on `ctx` and the informers they asked for, supervised.
 fn start_controllers(
     ids: &BTreeSet<ControllerId>,
     ctx: &Context,
     settings: &ControllerSettings,
     clients: &ControllerClients,
-) -> Vec<JoinHandle<()>> {
-    let mut controllers = Vec::new();
+) -> Supervisor {
+    let mut tasks = Supervisor::default();
     for id in ids {
         match ccm_controllers::start(*id, &clients.context_for(*id, ctx), settings) {
             Started::Running(future) => {
                 tracing::info!(controller = %id, "started (migrated)");
                 ctx.metrics.set_controller_running(id.alias(), true);
-                controllers.push(tokio::spawn(future));
+                tasks.spawn_unit(format!("controller {id}"), future);
             }
             Started::Off(reason) => tracing::info!(controller = %id, "off: {reason}"),
         }
     }
     let informers = ctx.informers.clone();
     let stop = ctx.shutdown.clone();
-    tokio::spawn(async move {
-        if let Err(err) = informers.run(stop).await {
-            tracing::error!(error = %err, "the migrated controllers' informers stopped");
-        }
+    tasks.spawn("the migrated controllers' informers", async move {
+        informers.run(stop).await.map_err(|e| e.to_string())
     });
-    controllers
+    tasks
 }
 
 /// Why the migration Lease's elector ended on its own: it only does when
