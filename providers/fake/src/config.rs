@@ -33,6 +33,10 @@ use serde::Deserialize;
 use crate::instance::{Instance, InstanceState, default_provider_id};
 use crate::volumes::FakeVolume;
 
+/// The longest latency the fake adds to a call: an hour, far beyond any
+/// test's wait, short enough that no call hangs for good.
+const MAX_LATENCY_MS: u64 = 3_600_000;
+
 /// The parsed cloud config.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -187,6 +191,12 @@ impl FakeConfig {
 
     fn validate(&self) -> Result<(), String> {
         let s = &self.settings;
+        if s.latency_ms > MAX_LATENCY_MS {
+            return Err(format!(
+                "settings.latency_ms: {} is more than an hour ({MAX_LATENCY_MS})",
+                s.latency_ms
+            ));
+        }
         if !(0.0..=1.0).contains(&s.error_rate) {
             return Err(format!(
                 "settings.error_rate: {} is not between 0 and 1",

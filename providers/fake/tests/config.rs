@@ -149,6 +149,10 @@ fn out_of_range_settings_name_the_field() {
         ("[settings]\nerror_rate = 1.5\n", "settings.error_rate"),
         ("[settings]\nbatch_size = 0\n", "settings.batch_size"),
         (
+            "[settings]\nlatency_ms = 18446744073709551615\n",
+            "settings.latency_ms",
+        ),
+        (
             "[settings]\nrate_limit_qps = -1.0\n",
             "settings.rate_limit_qps",
         ),
