@@ -22,6 +22,16 @@ fn node(name: &str) -> Node {
     }
 }
 
+/// Runs `informers` in a task of their own until `shutdown`.
+fn run_informers(
+    informers: &Arc<Informers>,
+    shutdown: &CancellationToken,
+) -> tokio::task::JoinHandle<Result<(), ccm_runtime::InformerError>> {
+    let informers = informers.clone();
+    let shutdown = shutdown.clone();
+    tokio::spawn(async move { informers.run(shutdown).await })
+}
+
 #[tokio::test]
 async fn one_watch_per_kind_however_many_controllers_subscribe() {
     let server = TestApiServer::start().await.unwrap();
@@ -40,11 +50,7 @@ async fn one_watch_per_kind_however_many_controllers_subscribe() {
         })
         .unwrap();
     let shutdown = CancellationToken::new();
-    let run = tokio::spawn({
-        let informers = informers.clone();
-        let shutdown = shutdown.clone();
-        async move { informers.run(shutdown).await }
-    });
+    let run = run_informers(&informers, &shutdown);
     // Many waiters are all woken when the first list arrives.
     let waiters: Vec<_> = (0..5)
         .map(|_| {
@@ -140,11 +146,7 @@ async fn the_runner_never_exceeds_its_concurrency_and_records_metrics() {
     )
     .unwrap();
     let reconciles = tokio::spawn(reconciles);
-    let run = tokio::spawn({
-        let informers = informers.clone();
-        let shutdown = shutdown.clone();
-        async move { informers.run(shutdown).await }
-    });
+    let run = run_informers(&informers, &shutdown);
     tokio::time::timeout(Duration::from_secs(10), async {
         while done.load(Ordering::SeqCst) < 8 {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -190,11 +192,7 @@ async fn a_watch_relists_when_a_restarted_api_server_is_behind_its_resource_vers
     let informers = Arc::new(Informers::new(client));
     let nodes = informers.nodes();
     let shutdown = CancellationToken::new();
-    let run = tokio::spawn({
-        let informers = informers.clone();
-        let shutdown = shutdown.clone();
-        async move { informers.run(shutdown).await }
-    });
+    let run = run_informers(&informers, &shutdown);
     tokio::time::timeout(Duration::from_secs(5), nodes.wait_until_ready())
         .await
         .expect("the first list");
@@ -297,11 +295,7 @@ async fn a_reconcile_that_never_ends_is_the_longest_running_until_shutdown() {
     )
     .unwrap();
     let reconciles = tokio::spawn(reconciles);
-    let run = tokio::spawn({
-        let informers = informers.clone();
-        let shutdown = shutdown.clone();
-        async move { informers.run(shutdown).await }
-    });
+    let run = run_informers(&informers, &shutdown);
     tokio::time::timeout(Duration::from_secs(10), async {
         while metrics.reconcile_count("test", "success") < 1 {
             tokio::time::sleep(Duration::from_millis(10)).await;
