@@ -205,13 +205,11 @@ pub(crate) async fn run<F: ProviderFactory>(
                 "leader election stopped before this process led: {joined}"
             )));
         }
-        why = supervisor.first_ended() => {
-            let asked = shutdown.is_cancelled();
+        why = supervisor.first_failure(&shutdown) => {
             shutdown.cancel();
             stop_tasks(supervisor).await;
-            let finished = finish(elector_task, &release).await;
-            // A task that ends because shutdown was asked for is no failure.
-            return if asked { finished } else { Err(Failure::Runtime(why)) };
+            let _ = finish(elector_task, &release).await;
+            return Err(Failure::Runtime(why));
         }
     }
     tracing::info!(%identity, "leading: starting controllers");
@@ -313,14 +311,9 @@ pub(crate) async fn run<F: ProviderFactory>(
             release.cancel();
             return Err(Failure::Runtime(joined));
         }
-        why = supervisor.first_ended() => {
-            // A task that ends because shutdown was asked for is no failure.
-            if shutdown.is_cancelled() {
-                None
-            } else {
-                tracing::error!("{why}; stopping, so that a standby takes over");
-                Some(why)
-            }
+        why = supervisor.first_failure(&shutdown) => {
+            tracing::error!("{why}; stopping, so that a standby takes over");
+            Some(why)
         }
     };
     shutdown.cancel();

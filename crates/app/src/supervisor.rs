@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::future::Future;
 
 use tokio::task::{Id, JoinError, JoinSet};
+use tokio_util::sync::CancellationToken;
 
 /// The tasks, by name.
 #[derive(Debug, Default)]
@@ -56,6 +57,18 @@ impl Supervisor {
             }
             None => std::future::pending().await,
         }
+    }
+
+    /// [`Supervisor::first_ended`], counting only what ends before
+    /// `shutdown` was asked for: a task that ends because of it is no
+    /// failure, and then this never resolves (the caller's own shutdown
+    /// branch takes over).
+    pub(crate) async fn first_failure(&mut self, shutdown: &CancellationToken) -> String {
+        let why = self.first_ended().await;
+        if shutdown.is_cancelled() {
+            return std::future::pending().await;
+        }
+        why
     }
 
     /// Waits for every task to end (after shutdown was asked for),
@@ -139,6 +152,20 @@ mod tests {
             supervisor.first_ended().await,
             "the health and metrics server failed: address in use"
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_task_ending_after_shutdown_is_no_failure() {
+        let shutdown = CancellationToken::new();
+        let mut supervisor = Supervisor::default();
+        supervisor.spawn_unit("informers", async {});
+        shutdown.cancel();
+        let waited = tokio::time::timeout(
+            Duration::from_secs(3600),
+            supervisor.first_failure(&shutdown),
+        )
+        .await;
+        assert!(waited.is_err(), "counted as a failure: {waited:?}");
     }
 
     #[tokio::test(start_paused = true)]

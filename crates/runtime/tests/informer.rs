@@ -296,15 +296,21 @@ async fn a_reconcile_that_never_ends_is_the_longest_running_until_shutdown() {
     .unwrap();
     let reconciles = tokio::spawn(reconciles);
     let run = run_informers(&informers, &shutdown);
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while metrics.reconcile_count("test", "success") < 1 {
+    // Until the other node reconciled and the hung one has run 200 ms.
+    let longest = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if metrics.reconcile_count("test", "success") >= 1
+                && let Some(longest) = metrics
+                    .longest_reconcile()
+                    .filter(|r| r.running_for >= Duration::from_millis(200))
+            {
+                return longest;
+            }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })
     .await
-    .expect("the other node reconciled");
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let longest = metrics.longest_reconcile().expect("one is running");
+    .expect("the other node reconciled while one hangs");
     assert_eq!(
         (longest.controller, longest.object.as_str()),
         ("test", "hangs")

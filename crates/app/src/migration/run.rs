@@ -189,10 +189,8 @@ async fn supervise(
         // A migrated controller or its informers ending early stops the
         // process, as one of the main ones does (the tasks are dropped
         // with the supervisor; the Lease then expires).
-        why = tasks.first_ended() => {
-            if !ctx.shutdown.is_cancelled() {
-                return Err(format!("leader migration: {why}"));
-            }
+        why = tasks.first_failure(&ctx.shutdown) => {
+            return Err(format!("leader migration: {why}"));
         }
     }
     if tokio::time::timeout(SHUTDOWN_GRACE, tasks.join_all())
