@@ -171,7 +171,9 @@ pub(crate) async fn run<F: ProviderFactory>(
     }
 
     cloud
-        .initialize(&InitContext::new(settings.cluster_name.clone()))
+        .initialize(
+            &InitContext::new(settings.cluster_name.clone()).with_identity(identity.clone()),
+        )
         .await
         .map_err(|e| {
             Failure::Runtime(format!(

@@ -15,6 +15,11 @@ pub struct InitContext {
     /// `--cluster-name`: the ownership tag for everything the provider
     /// creates.
     pub cluster_name: String,
+    /// This process's leader-election identity (host name and a unique
+    /// suffix), for providers that tell their callers apart, such as the
+    /// fake cloud's server, whose call log names the replica behind each
+    /// call.
+    pub identity: Option<String>,
 }
 
 impl InitContext {
@@ -22,7 +27,15 @@ impl InitContext {
     pub fn new(cluster_name: impl Into<String>) -> Self {
         Self {
             cluster_name: cluster_name.into(),
+            identity: None,
         }
+    }
+
+    /// The same context with the process's leader-election `identity`.
+    #[must_use]
+    pub fn with_identity(mut self, identity: impl Into<String>) -> Self {
+        self.identity = Some(identity.into());
+        self
     }
 }
 

@@ -75,6 +75,11 @@ impl Operation {
         }
     }
 
+    /// The operation named `name` as [`Operation::as_str`] spells it.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|op| op.as_str() == name)
+    }
+
     /// Whether the operation changes the cloud.
     pub fn is_mutation(self) -> bool {
         matches!(

@@ -50,6 +50,19 @@ pub struct FakeConfig {
     /// Volumes that exist from the start.
     #[serde(default)]
     pub volumes: Vec<VolumeSpec>,
+    /// The fake cloud served by another process (the `fake-cloud`
+    /// binary): when set, the provider is its client, and the settings,
+    /// instances and volumes belong in the server's own config.
+    #[serde(default)]
+    pub server: Option<ServerSpec>,
+}
+
+/// Where the fake cloud's server listens.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSpec {
+    /// Its URL, such as `http://127.0.0.1:8080`: plain HTTP on loopback.
+    pub url: String,
 }
 
 /// How the fake cloud behaves.
@@ -186,10 +199,22 @@ impl FakeConfig {
             }
         })?;
         config.validate().map_err(|message| file.error(message))?;
+        if config.server.is_some()
+            && let Some(section) = ["settings", "instances", "volumes"]
+                .into_iter()
+                .find(|section| has_section(&file.contents, section))
+        {
+            return Err(file.error(format!(
+                "server: [{section}] belongs in the fake-cloud server's own config, not with [server]"
+            )));
+        }
         Ok(config)
     }
 
     fn validate(&self) -> Result<(), String> {
+        if let Some(server) = &self.server {
+            validate_server_url(&server.url)?;
+        }
         let s = &self.settings;
         if s.latency_ms > MAX_LATENCY_MS {
             return Err(format!(
@@ -376,4 +401,27 @@ fn field_at(text: &str, line: usize) -> Option<String> {
         Some(section) => format!("{section}.{key}"),
         None => key.to_owned(),
     })
+}
+
+/// Whether the TOML text has a top-level table or array of tables `name`.
+fn has_section(contents: &str, name: &str) -> bool {
+    toml::from_str::<toml::Table>(contents).is_ok_and(|t| t.contains_key(name))
+}
+
+/// A server URL must be `http://` to a loopback address: the fake cloud
+/// never leaves the machine.
+fn validate_server_url(url: &str) -> Result<(), String> {
+    let rest = url.strip_prefix("http://").ok_or_else(|| {
+        format!("server.url: {url:?} must start with http:// (the fake cloud serves plain HTTP on loopback)")
+    })?;
+    let authority = rest.split('/').next().unwrap_or_default();
+    let addr: std::net::SocketAddr = authority.parse().map_err(|_| {
+        format!(
+            "server.url: {url:?} must name an IP address and port, such as http://127.0.0.1:8080"
+        )
+    })?;
+    if !addr.ip().is_loopback() {
+        return Err(format!("server.url: {url:?} is not a loopback address"));
+    }
+    Ok(())
 }

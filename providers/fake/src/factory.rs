@@ -4,9 +4,10 @@ use std::sync::Arc;
 
 use cloud_provider::{CloudConfig, CloudProvider, ConfigError, Environment, ProviderFactory};
 
-use crate::{FakeCloud, FakeConfig, PROVIDER_NAME};
+use crate::{FakeCloud, FakeConfig, PROVIDER_NAME, RemoteCloud};
 
-/// Builds a [`FakeCloud`] from its TOML cloud config ([`FakeConfig`]).
+/// Builds a [`FakeCloud`] from its TOML cloud config ([`FakeConfig`]), or a
+/// [`RemoteCloud`] when the config names a server.
 #[derive(Debug)]
 pub struct FakeProviderFactory;
 
@@ -21,6 +22,13 @@ impl ProviderFactory for FakeProviderFactory {
             .map(FakeConfig::parse)
             .transpose()?
             .unwrap_or_default();
-        Ok(Arc::new(FakeCloud::new(config)))
+        match &config.server {
+            Some(server) => {
+                let remote = RemoteCloud::new(&server.url)
+                    .map_err(|e| ConfigError::new(format!("fake cloud server: {e}")))?;
+                Ok(Arc::new(remote))
+            }
+            None => Ok(Arc::new(FakeCloud::new(config))),
+        }
     }
 }

@@ -11,6 +11,12 @@
 //! Tests drive it through its methods; the real binary, run as a separate
 //! process by the sandbox and the benchmark, reads the same settings and
 //! seeded instances from its cloud-config file ([`FakeConfig`]).
+//!
+//! The cloud can also run as its own process, the `fake-cloud` binary
+//! ([`server`]), shared by several CCM replicas whose cloud-config holds
+//! only `[server] url = "http://127.0.0.1:PORT"`; each replica then talks to
+//! it through [`RemoteCloud`], and the server's call log names the replica
+//! behind every call. The chaos suites run it this way.
 
 mod calls;
 mod config;
@@ -19,7 +25,9 @@ mod faults;
 mod instance;
 mod instances;
 mod load_balancer;
+mod remote;
 mod routes;
+pub mod server;
 mod state;
 mod volumes;
 
@@ -43,6 +51,8 @@ pub use load_balancer::{
     ANNOTATION_FAIL, ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_HOSTNAME,
     ANNOTATION_LOAD_BALANCER_ID, ANNOTATION_PANIC, ANNOTATION_TYPE,
 };
+pub use remote::RemoteCloud;
+pub use remote::wire::CALLER_HEADER;
 pub use state::{FakeLoadBalancer, ForwardedPort, OwnedRoute};
 pub use volumes::{CSI_DRIVER, FakeVolume};
 

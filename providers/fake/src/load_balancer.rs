@@ -52,11 +52,17 @@ fn annotation<'a>(service: &'a Service, key: &str) -> Option<&'a str> {
 
 /// Checks the Service's annotations, as a real provider must, before any
 /// change.
-fn validate(service: &Service) -> Result<(), CloudError> {
-    // A deliberate provider bug, asked for by the Service.
+/// Panics when the Service asks for it with [`ANNOTATION_PANIC`]: how the
+/// supervision tests make a controller panic.
+pub(crate) fn panic_if_asked(service: &Service) {
     if let Some(message) = annotation(service, ANNOTATION_PANIC) {
         panic!("the fake cloud panics on this load balancer: {message}");
     }
+}
+
+fn validate(service: &Service) -> Result<(), CloudError> {
+    // A deliberate provider bug, asked for by the Service.
+    panic_if_asked(service);
     if let Some(message) = annotation(service, ANNOTATION_FAIL) {
         return Err(CloudError::msg(format!(
             "the fake cloud fails this load balancer's calls: {message}"

@@ -55,12 +55,17 @@ impl FakeVolume {
     }
 }
 
+/// The ID of `pv`'s volume: its CSI volume handle when the driver is
+/// [`CSI_DRIVER`].
+pub(crate) fn volume_id(pv: &PersistentVolume) -> Option<String> {
+    let csi = pv.spec.as_ref()?.csi.as_ref()?;
+    (csi.driver == CSI_DRIVER && !csi.volume_handle.is_empty()).then(|| csi.volume_handle.clone())
+}
+
 #[async_trait]
 impl Volumes for FakeCloud {
     fn volume_id(&self, pv: &PersistentVolume) -> Option<String> {
-        let csi = pv.spec.as_ref()?.csi.as_ref()?;
-        (csi.driver == CSI_DRIVER && !csi.volume_handle.is_empty())
-            .then(|| csi.volume_handle.clone())
+        volume_id(pv)
     }
 
     fn max_batch_size(&self) -> NonZeroUsize {

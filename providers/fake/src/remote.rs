@@ -1,0 +1,352 @@
+//! [`RemoteCloud`]: the fake cloud's provider when the cloud runs as its own
+//! process ([`crate::server`]): every interface call goes to the server over
+//! loopback HTTP, named with this process's leader-election identity.
+
+pub(crate) mod wire;
+
+use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use cloud_provider::k8s_openapi::api::core::v1::{Node, PersistentVolume, Service};
+use cloud_provider::{
+    BatchResult, CloudError, CloudProvider, EnsuredLoadBalancer, InitContext, InstanceMetadata,
+    Instances, LoadBalancer, LoadBalancerStatus, Route, Routes, Volumes,
+};
+use serde::de::DeserializeOwned;
+
+use crate::load_balancer::panic_if_asked;
+use crate::{Operation, PROVIDER_NAME, volumes};
+use wire::{
+    Answer, Args, CALLER_HEADER, Limits, Plain, WireEnsured, WireMaybeStatus, WireMetadata,
+    WireRoute, WireRoutes,
+};
+
+/// How long one call may take: beyond the server's longest injected
+/// latency plus a crash trap's hold, a call is given up as failed.
+const CALL_TIMEOUT: Duration = Duration::from_secs(400);
+
+/// The fake cloud served by another process.
+#[derive(Debug)]
+pub struct RemoteCloud {
+    url: String,
+    http: reqwest::Client,
+    caller: OnceLock<String>,
+    limits: OnceLock<Limits>,
+}
+
+impl RemoteCloud {
+    /// A client of the server at `url` (such as `http://127.0.0.1:8080`).
+    ///
+    /// # Errors
+    /// When the HTTP client cannot be built.
+    pub fn new(url: impl Into<String>) -> Result<Self, CloudError> {
+        let http = reqwest::Client::builder()
+            .timeout(CALL_TIMEOUT)
+            .no_proxy()
+            .build()
+            .map_err(|e| CloudError::other("building the fake cloud's HTTP client", e))?;
+        Ok(Self {
+            url: url.into().trim_end_matches('/').to_owned(),
+            http,
+            caller: OnceLock::new(),
+            limits: OnceLock::new(),
+        })
+    }
+
+    async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T, CloudError> {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.url))
+            .send()
+            .await
+            .map_err(|e| CloudError::other(format!("the fake cloud at {}", self.url), e))?;
+        decode(response).await
+    }
+
+    async fn call<T: DeserializeOwned>(
+        &self,
+        op: Operation,
+        args: Args,
+    ) -> Result<Answer<T>, CloudError> {
+        let caller = self.caller.get().map_or("unknown", String::as_str);
+        // The framework's request fence, as a real provider asks it.
+        cloud_provider::fence::check()?;
+        let response = self
+            .http
+            .post(format!("{}/v1/{op}", self.url))
+            .header(CALLER_HEADER, caller)
+            .json(&args)
+            .send()
+            .await
+            .map_err(|e| CloudError::other(format!("the fake cloud at {}: {op}", self.url), e))?;
+        decode(response).await
+    }
+
+    /// One call answered by one value.
+    async fn single<W: DeserializeOwned>(
+        &self,
+        op: Operation,
+        args: Args,
+    ) -> Result<W, CloudError> {
+        self.call::<W>(op, args).await?.map_err(CloudError::from)
+    }
+
+    /// One call answered by a value per item.
+    async fn batch<W: DeserializeOwned, T>(
+        &self,
+        op: Operation,
+        args: Args,
+        convert: fn(W) -> T,
+    ) -> BatchResult<T> {
+        let items = self.single::<Vec<Answer<W>>>(op, args).await?;
+        Ok(items
+            .into_iter()
+            .map(|item| item.map(convert).map_err(CloudError::from))
+            .collect())
+    }
+
+    fn limits(&self) -> Limits {
+        self.limits.get().copied().unwrap_or(Limits {
+            batch_size: 1,
+            volume_batch_size: 1,
+        })
+    }
+}
+
+async fn decode<T: DeserializeOwned>(response: reqwest::Response) -> Result<T, CloudError> {
+    let status = response.status();
+    if !status.is_success() {
+        let body = response.text().await.unwrap_or_default();
+        return Err(CloudError::msg(format!(
+            "the fake cloud answered {status}: {body}"
+        )));
+    }
+    response
+        .json()
+        .await
+        .map_err(|e| CloudError::other("the fake cloud's answer", e))
+}
+
+fn plain<T>(p: Plain<T>) -> T {
+    p.0
+}
+
+fn nodes_only(nodes: &[Arc<Node>]) -> Args {
+    Args {
+        nodes: nodes.iter().map(|n| Node::clone(n)).collect(),
+        ..Args::default()
+    }
+}
+
+fn one_node(node: &Node) -> Args {
+    Args {
+        nodes: vec![node.clone()],
+        ..Args::default()
+    }
+}
+
+fn for_service(cluster: &str, service: &Service, nodes: &[Arc<Node>]) -> Args {
+    Args {
+        cluster: Some(cluster.to_owned()),
+        service: Some(service.clone()),
+        nodes: nodes.iter().map(|n| Node::clone(n)).collect(),
+        ..Args::default()
+    }
+}
+
+#[async_trait]
+impl CloudProvider for RemoteCloud {
+    fn provider_name(&self) -> &'static str {
+        PROVIDER_NAME
+    }
+
+    async fn initialize(&self, ctx: &InitContext) -> Result<(), CloudError> {
+        let _ = self
+            .caller
+            .set(ctx.identity.clone().unwrap_or_else(|| "unknown".to_owned()));
+        let limits: Limits = self.get("/limits").await?;
+        let _ = self.limits.set(limits);
+        Ok(())
+    }
+
+    fn instances(&self) -> Option<&dyn Instances> {
+        Some(self)
+    }
+
+    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
+        Some(self)
+    }
+
+    fn routes(&self) -> Option<&dyn Routes> {
+        Some(self)
+    }
+
+    fn volumes(&self) -> Option<&dyn Volumes> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl Instances for RemoteCloud {
+    async fn instance_exists(&self, node: &Node) -> Result<bool, CloudError> {
+        self.single(Operation::InstanceExists, one_node(node))
+            .await
+            .map(plain)
+    }
+
+    async fn instance_shutdown(&self, node: &Node) -> Result<bool, CloudError> {
+        self.single(Operation::InstanceShutdown, one_node(node))
+            .await
+            .map(plain)
+    }
+
+    async fn instance_metadata(&self, node: &Node) -> Result<InstanceMetadata, CloudError> {
+        self.single::<WireMetadata>(Operation::InstanceMetadata, one_node(node))
+            .await
+            .map(Into::into)
+    }
+
+    fn max_batch_size(&self) -> NonZeroUsize {
+        NonZeroUsize::new(self.limits().batch_size).unwrap_or(NonZeroUsize::MIN)
+    }
+
+    async fn instances_exist(&self, nodes: &[Arc<Node>]) -> BatchResult<bool> {
+        self.batch(Operation::InstancesExist, nodes_only(nodes), plain)
+            .await
+    }
+
+    async fn instances_shutdown(&self, nodes: &[Arc<Node>]) -> BatchResult<bool> {
+        self.batch(Operation::InstancesShutdown, nodes_only(nodes), plain)
+            .await
+    }
+
+    async fn instances_metadata(&self, nodes: &[Arc<Node>]) -> BatchResult<InstanceMetadata> {
+        self.batch(
+            Operation::InstancesMetadata,
+            nodes_only(nodes),
+            WireMetadata::into,
+        )
+        .await
+    }
+}
+
+#[async_trait]
+impl LoadBalancer for RemoteCloud {
+    async fn get_load_balancer(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
+        let status: WireMaybeStatus = self
+            .single(
+                Operation::GetLoadBalancer,
+                for_service(cluster_name, service, &[]),
+            )
+            .await?;
+        Ok(status.0.map(Into::into))
+    }
+
+    async fn ensure_load_balancer(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<EnsuredLoadBalancer, CloudError> {
+        panic_if_asked(service);
+        self.single::<WireEnsured>(
+            Operation::EnsureLoadBalancer,
+            for_service(cluster_name, service, nodes),
+        )
+        .await
+        .map(Into::into)
+    }
+
+    async fn update_load_balancer(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<(), CloudError> {
+        panic_if_asked(service);
+        self.single(
+            Operation::UpdateLoadBalancer,
+            for_service(cluster_name, service, nodes),
+        )
+        .await
+        .map(plain)
+    }
+
+    async fn ensure_load_balancer_deleted(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+    ) -> Result<(), CloudError> {
+        self.single(
+            Operation::EnsureLoadBalancerDeleted,
+            for_service(cluster_name, service, &[]),
+        )
+        .await
+        .map(plain)
+    }
+}
+
+#[async_trait]
+impl Routes for RemoteCloud {
+    async fn list_routes(&self, cluster_name: &str) -> Result<Vec<Route>, CloudError> {
+        let args = Args {
+            cluster: Some(cluster_name.to_owned()),
+            ..Args::default()
+        };
+        let routes: WireRoutes = self.single(Operation::ListRoutes, args).await?;
+        routes.0.into_iter().map(Route::try_from).collect()
+    }
+
+    async fn create_route(
+        &self,
+        cluster_name: &str,
+        name_hint: &str,
+        route: &Route,
+    ) -> Result<(), CloudError> {
+        let args = Args {
+            cluster: Some(cluster_name.to_owned()),
+            route: Some(WireRoute::from(route)),
+            name_hint: Some(name_hint.to_owned()),
+            ..Args::default()
+        };
+        self.single(Operation::CreateRoute, args).await.map(plain)
+    }
+
+    async fn delete_route(&self, cluster_name: &str, route: &Route) -> Result<(), CloudError> {
+        let args = Args {
+            cluster: Some(cluster_name.to_owned()),
+            route: Some(WireRoute::from(route)),
+            ..Args::default()
+        };
+        self.single(Operation::DeleteRoute, args).await.map(plain)
+    }
+}
+
+#[async_trait]
+impl Volumes for RemoteCloud {
+    fn volume_id(&self, pv: &PersistentVolume) -> Option<String> {
+        volumes::volume_id(pv)
+    }
+
+    fn max_batch_size(&self) -> NonZeroUsize {
+        NonZeroUsize::new(self.limits().volume_batch_size).unwrap_or(NonZeroUsize::MIN)
+    }
+
+    async fn volumes_labels(
+        &self,
+        ids: &[String],
+    ) -> BatchResult<Option<BTreeMap<String, String>>> {
+        let args = Args {
+            ids: ids.to_vec(),
+            ..Args::default()
+        };
+        self.batch(Operation::VolumesLabels, args, plain).await
+    }
+}
