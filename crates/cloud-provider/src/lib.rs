@@ -33,6 +33,7 @@
 pub mod annotations;
 mod config;
 mod error;
+pub mod fence;
 mod instance_tags;
 mod instances;
 mod load_balancer;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use cloud_provider::fence::RequestFence;
 use cloud_provider::k8s_openapi::api::core::v1::{Node, PersistentVolume, Service};
 use cloud_provider::{
     BatchResult, CloudError, CloudProvider, EnsuredLoadBalancer, InitContext, InstanceMetadata,
@@ -62,6 +63,17 @@ pub struct AlwaysLeader;
 impl Fence for AlwaysLeader {
     fn check(&self) -> Result<(), Fenced> {
         Ok(())
+    }
+}
+
+/// The leadership check each cloud request of a mutation passes
+/// ([`cloud_provider::fence::check`]).
+#[derive(Debug)]
+struct PerRequest(Arc<dyn Fence>);
+
+impl RequestFence for PerRequest {
+    fn check(&self) -> Result<(), String> {
+        self.0.check().map_err(|reason| reason.to_string())
     }
 }
 
@@ -189,11 +201,16 @@ impl MeteredCloud {
     /// Runs a fenced `call`, cancelling it when the lease term it started
     /// in lapses without a renewal: no cloud change is still in flight
     /// once another process may lead.
+    ///
+    /// Every request the provider sends meanwhile is fenced too: the call
+    /// runs in a [`cloud_provider::fence::scope`] whose check is this
+    /// process's leadership.
     async fn within_term<T>(
         &self,
         call: impl Future<Output = Result<T, CloudError>>,
     ) -> Result<T, CloudError> {
-        let mut call = std::pin::pin!(call);
+        let fence: Arc<dyn RequestFence> = Arc::new(PerRequest(self.fence.clone()));
+        let mut call = std::pin::pin!(cloud_provider::fence::scope(fence, call));
         loop {
             let Some(lapses) = self.fence.lapses_at() else {
                 return call.await;

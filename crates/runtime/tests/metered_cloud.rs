@@ -390,3 +390,92 @@ async fn a_mutation_still_running_when_the_term_lapses_is_cancelled_unless_renew
     assert_eq!(fake.load_balancers().len(), 1);
     renewer.abort();
 }
+
+/// A provider whose load-balancer operation sends two cloud requests,
+/// asking the request fence before each, as the AWS provider's SDK
+/// interceptor does; leadership is lost between them.
+#[derive(Debug)]
+struct TwoRequests {
+    leader: Arc<Toggle>,
+    sent: AtomicUsize,
+}
+
+impl TwoRequests {
+    fn send(&self) -> Result<(), CloudError> {
+        cloud_provider::fence::check()?;
+        self.sent.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl cloud_provider::LoadBalancer for TwoRequests {
+    async fn get_load_balancer(
+        &self,
+        _: &str,
+        _: &Service,
+    ) -> Result<Option<cloud_provider::LoadBalancerStatus>, CloudError> {
+        Ok(None)
+    }
+
+    async fn ensure_load_balancer(
+        &self,
+        _: &str,
+        _: &Service,
+        _: &[Arc<Node>],
+    ) -> Result<cloud_provider::EnsuredLoadBalancer, CloudError> {
+        self.send()?;
+        self.leader.0.store(false, Ordering::SeqCst);
+        self.send()?;
+        Ok(cloud_provider::EnsuredLoadBalancer::default())
+    }
+
+    async fn update_load_balancer(
+        &self,
+        _: &str,
+        _: &Service,
+        _: &[Arc<Node>],
+    ) -> Result<(), CloudError> {
+        self.send()
+    }
+
+    async fn ensure_load_balancer_deleted(&self, _: &str, _: &Service) -> Result<(), CloudError> {
+        self.send()
+    }
+}
+
+#[async_trait::async_trait]
+impl CloudProvider for TwoRequests {
+    fn provider_name(&self) -> &'static str {
+        "two-requests"
+    }
+
+    fn load_balancer(&self) -> Option<&dyn cloud_provider::LoadBalancer> {
+        Some(self)
+    }
+}
+
+#[tokio::test]
+async fn each_request_of_a_multi_request_operation_is_fenced() {
+    let leader = Arc::new(Toggle(AtomicBool::new(true)));
+    let provider = Arc::new(TwoRequests {
+        leader: leader.clone(),
+        sent: AtomicUsize::new(0),
+    });
+    let cloud = MeteredCloud::new(provider.clone(), Metrics::new(), leader.clone());
+    let err = cloud
+        .load_balancer()
+        .unwrap()
+        .ensure_load_balancer("c", &service(), &[])
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "retry", "{err}");
+    assert!(err.to_string().contains("not the leader"), "{err}");
+    assert_eq!(
+        provider.sent.load(Ordering::SeqCst),
+        1,
+        "the request after leadership was lost never left"
+    );
+    // Outside a mutation (reads), the check always passes.
+    assert!(cloud_provider::fence::check().is_ok());
+}

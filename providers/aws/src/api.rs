@@ -75,6 +75,14 @@ pub(crate) enum ApiError {
         source: BoxError,
     },
     /// No answer from AWS: connection, timeout, unreadable response.
+    /// The framework's request fence refused: this process may no longer
+    /// change the cloud (see [`cloud_provider::fence`]).
+    #[error("{operation} not sent: {source}")]
+    Fenced {
+        operation: &'static str,
+        #[source]
+        source: CloudError,
+    },
     #[error("{operation} failed: {detail}")]
     Transport {
         /// The API operation.
@@ -107,6 +115,7 @@ impl From<ApiError> for CloudError {
         let message = err.to_string();
         match err {
             ApiError::Throttled { retry_after, .. } => CloudError::Throttled { retry_after },
+            ApiError::Fenced { source, .. } => source,
             // The message already says what `ApiError` would: keep the SDK's
             // error as the cause.
             ApiError::Service { source, .. } | ApiError::Transport { source, .. } => {
@@ -194,6 +203,10 @@ impl Api {
     {
         let mut attempt = 1;
         loop {
+            // Each attempt asks the request fence first; the clients'
+            // interceptor asks again just before transmitting.
+            cloud_provider::fence::check()
+                .map_err(|source| ApiError::Fenced { operation, source })?;
             if let Err(retry_after) = self.throttle.admit() {
                 tracing::debug!(
                     operation,
@@ -214,6 +227,10 @@ impl Api {
                 Err(err) => err,
             };
             self.metrics.failed(operation);
+            // Refused by the interceptor, or leadership lost meanwhile: no
+            // retry.
+            cloud_provider::fence::check()
+                .map_err(|source| ApiError::Fenced { operation, source })?;
             match classify(&err) {
                 Failure::Throttled => {
                     self.metrics.throttled(operation);

@@ -6,9 +6,13 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_sdk_ec2::config::endpoint::{Endpoint, EndpointFuture};
+use aws_sdk_ec2::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_ec2::config::retry::RetryConfig;
 use aws_sdk_ec2::config::timeout::TimeoutConfig;
-use aws_sdk_ec2::config::{BehaviorVersion, Region, SharedCredentialsProvider};
+use aws_sdk_ec2::config::{
+    BehaviorVersion, ConfigBag, Intercept, Region, RuntimeComponents, SharedCredentialsProvider,
+};
+use aws_sdk_ec2::error::BoxError;
 use aws_smithy_types::Document;
 
 use crate::config::{AwsConfig, AwsService, ServiceOverride};
@@ -36,7 +40,8 @@ pub(crate) fn ec2(
         .region(region.clone())
         .credentials_provider(credentials)
         .retry_config(RetryConfig::disabled())
-        .timeout_config(timeouts());
+        .timeout_config(timeouts())
+        .interceptor(FenceEachRequest);
     if let Some(o) = config.service_override(AwsService::Ec2, region.as_ref()) {
         builder = builder.endpoint_resolver(FixedEndpoint(endpoint(o, "ec2")));
     }
@@ -54,11 +59,34 @@ pub(crate) fn elbv2(
         .region(region.clone())
         .credentials_provider(credentials)
         .retry_config(RetryConfig::disabled())
-        .timeout_config(timeouts());
+        .timeout_config(timeouts())
+        .interceptor(FenceEachRequest);
     if let Some(o) = config.service_override(AwsService::Elbv2, region.as_ref()) {
         builder = builder.endpoint_resolver(FixedEndpoint(endpoint(o, "elasticloadbalancing")));
     }
     aws_sdk_elasticloadbalancingv2::Client::from_conf(builder.build())
+}
+
+/// Asks the framework's request fence ([`cloud_provider::fence::check`])
+/// immediately before each request is transmitted, after signing and any
+/// wait: a load-balancer operation of a dozen requests stops at the first
+/// one that would leave after this process lost its lease.
+#[derive(Debug)]
+pub(crate) struct FenceEachRequest;
+
+impl Intercept for FenceEachRequest {
+    fn name(&self) -> &'static str {
+        "FenceEachRequest"
+    }
+
+    fn read_before_transmit(
+        &self,
+        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &RuntimeComponents,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        cloud_provider::fence::check().map_err(BoxError::from)
+    }
 }
 
 /// The override's URL, signed for its `SigningRegion` and `SigningName`
@@ -100,5 +128,109 @@ impl aws_sdk_elasticloadbalancingv2::config::endpoint::ResolveEndpoint for Fixed
         _params: &'a aws_sdk_elasticloadbalancingv2::config::endpoint::Params,
     ) -> EndpointFuture<'a> {
         EndpointFuture::ready(Ok(self.0.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use aws_sdk_ec2::config::Credentials;
+    use aws_sdk_ec2::error::DisplayErrorContext;
+    use cloud_provider::CloudError;
+    use cloud_provider::fence::{RequestFence, scope};
+
+    use super::*;
+    use crate::api::{Api, ApiError};
+    use crate::metrics::ApiMetrics;
+    use crate::throttle::{RateLimit, Throttle};
+
+    #[derive(Debug)]
+    struct LostTheLease;
+
+    impl RequestFence for LostTheLease {
+        fn check(&self) -> Result<(), String> {
+            Err("lost the lease".into())
+        }
+    }
+
+    /// A loopback listener that counts connections and drops them.
+    async fn listener() -> (String, Arc<AtomicUsize>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                drop(stream);
+            }
+        });
+        (url, accepted)
+    }
+
+    fn ec2_at(url: &str) -> aws_sdk_ec2::Client {
+        aws_sdk_ec2::Client::from_conf(
+            aws_sdk_ec2::Config::builder()
+                .behavior_version(BehaviorVersion::latest())
+                .region(Region::new("us-east-1"))
+                .endpoint_url(url)
+                .credentials_provider(Credentials::new("AKID", "SECRET", None, None, "test"))
+                .retry_config(RetryConfig::disabled())
+                .timeout_config(timeouts())
+                .interceptor(FenceEachRequest)
+                .build(),
+        )
+    }
+
+    #[tokio::test]
+    async fn a_request_the_fence_refuses_never_leaves_the_process() {
+        let (url, accepted) = listener().await;
+        let ec2 = ec2_at(&url);
+        let refused = scope(Arc::new(LostTheLease), ec2.describe_instances().send())
+            .await
+            .unwrap_err();
+        let text = DisplayErrorContext(&refused).to_string();
+        assert!(text.contains("lost the lease"), "{text}");
+        assert_eq!(accepted.load(Ordering::SeqCst), 0, "nothing was sent");
+
+        // Outside a fence scope the same request is sent (and fails here).
+        let _ = ec2.describe_instances().send().await;
+        assert!(accepted.load(Ordering::SeqCst) >= 1, "the request was sent");
+    }
+
+    #[tokio::test]
+    async fn a_fenced_api_call_is_neither_attempted_nor_retried() {
+        let (url, accepted) = listener().await;
+        let ec2 = ec2_at(&url);
+        let elbv2 = aws_sdk_elasticloadbalancingv2::Client::from_conf(
+            aws_sdk_elasticloadbalancingv2::Config::builder()
+                .behavior_version(BehaviorVersion::latest())
+                .region(Region::new("us-east-1"))
+                .endpoint_url(&url)
+                .credentials_provider(Credentials::new("AKID", "SECRET", None, None, "test"))
+                .build(),
+        );
+        let api = Api::new(
+            ec2.clone(),
+            elbv2,
+            Arc::new(Throttle::new(RateLimit::default()).unwrap()),
+            Arc::new(ApiMetrics::default()),
+        );
+        let attempts = AtomicUsize::new(0);
+        let err = scope(
+            Arc::new(LostTheLease),
+            api.call("DescribeInstances", || {
+                attempts.fetch_add(1, Ordering::SeqCst);
+                ec2.describe_instances().send()
+            }),
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(err, ApiError::Fenced { .. }), "{err:?}");
+        assert_eq!(attempts.load(Ordering::SeqCst), 0);
+        assert_eq!(accepted.load(Ordering::SeqCst), 0);
+        assert_eq!(CloudError::from(err).kind(), "retry");
     }
 }

@@ -255,6 +255,13 @@ impl Client {
             path: path.to_owned(),
             source,
         };
+        // The framework's request fence, as late as possible: after the
+        // budget and the pacer's wait.
+        cloud_provider::fence::check().map_err(|source| ApiError::Fenced {
+            method: name,
+            path: path.to_owned(),
+            source,
+        })?;
         let response = request.send().await.map_err(transport)?;
         let status = response.status();
         let throttled = self
@@ -337,5 +344,56 @@ fn method_name(method: &Method) -> &'static str {
         Method::PUT => "PUT",
         Method::DELETE => "DELETE",
         _ => "PATCH",
+    }
+}
+
+#[cfg(test)]
+mod fence_tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use cloud_provider::CloudError;
+    use cloud_provider::fence::{RequestFence, scope};
+
+    use super::*;
+    use crate::config::AccessToken;
+
+    #[derive(Debug)]
+    struct LostTheLease;
+
+    impl RequestFence for LostTheLease {
+        fn check(&self) -> Result<(), String> {
+            Err("lost the lease".into())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_request_the_fence_refuses_never_leaves_the_process() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = Url::parse(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                drop(stream);
+            }
+        });
+        let client = Client::new(base, AccessToken::new("token"), None).unwrap();
+        let err = scope(
+            Arc::new(LostTheLease),
+            client.delete("v2/load_balancers/lb-1", None::<&()>),
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(err, ApiError::Fenced { .. }), "{err:?}");
+        assert_eq!(CloudError::from(err).kind(), "retry");
+        assert_eq!(accepted.load(Ordering::SeqCst), 0, "nothing was sent");
+
+        let _ = client.delete("v2/load_balancers/lb-1", None::<&()>).await;
+        assert!(
+            accepted.load(Ordering::SeqCst) >= 1,
+            "sent outside a fence scope"
+        );
     }
 }

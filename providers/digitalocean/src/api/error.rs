@@ -19,6 +19,18 @@ pub(crate) enum ApiError {
         retry_after: Duration,
     },
 
+    /// The framework's request fence refused: this process may no longer
+    /// change the cloud (see [`cloud_provider::fence`]). Nothing was sent.
+    #[error("{method} {path} not sent: {source}")]
+    Fenced {
+        /// The request's method.
+        method: &'static str,
+        /// The request's path.
+        path: String,
+        /// The fence's refusal, a retry.
+        source: CloudError,
+    },
+
     /// The API answered 404.
     #[error("{method} {path}: not found")]
     NotFound {
@@ -92,6 +104,7 @@ impl From<ApiError> for CloudError {
     fn from(err: ApiError) -> Self {
         match err {
             ApiError::Throttled { retry_after } => CloudError::Throttled { retry_after },
+            ApiError::Fenced { source, .. } => source,
             other => {
                 let message = other.to_string();
                 match other {

@@ -1,0 +1,92 @@
+//! Fencing each request: a provider operation that makes several cloud
+//! requests (AWS's load balancers: describe, create, register, tag…) asks
+//! before each one leaves the process whether this process may still change
+//! the cloud. The framework runs every mutating provider call inside
+//! [`scope`] with its leadership check; a provider calls [`check`]
+//! immediately before sending each request (the AWS provider from an SDK
+//! interceptor, DigitalOcean's before each HTTP request). Outside a scope,
+//! in reads and tests, [`check`] always passes.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::CloudError;
+
+/// The leadership check a scope carries.
+pub trait RequestFence: Send + Sync + std::fmt::Debug {
+    /// `Err` with the reason when this process must not change the cloud now.
+    ///
+    /// # Errors
+    /// The reason, when this process must not send a cloud request now.
+    fn check(&self) -> Result<(), String>;
+}
+
+tokio::task_local! {
+    static FENCE: Arc<dyn RequestFence>;
+}
+
+/// How soon a request refused by the fence is retried: by then the process
+/// has either renewed its lease or exited.
+const RETRY_AFTER: Duration = Duration::from_secs(2);
+
+/// Runs `call` with `fence` consulted by every [`check`] inside it.
+pub async fn scope<F: Future>(fence: Arc<dyn RequestFence>, call: F) -> F::Output {
+    FENCE.scope(fence, call).await
+}
+
+/// Whether the current task may send a cloud request now: call it
+/// immediately before each request leaves the process.
+///
+/// # Errors
+/// [`CloudError::Retry`] naming the reason when the scope's fence refuses.
+pub fn check() -> Result<(), CloudError> {
+    match FENCE.try_with(|fence| fence.check()) {
+        Ok(Err(reason)) => Err(CloudError::Retry {
+            after: RETRY_AFTER,
+            reason: format!("refusing to send a cloud request: {reason}"),
+        }),
+        Ok(Ok(())) | Err(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    #[derive(Debug, Default)]
+    struct Switch(AtomicBool);
+
+    impl RequestFence for Switch {
+        fn check(&self) -> Result<(), String> {
+            if self.0.load(Ordering::SeqCst) {
+                Err("not the leader".into())
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_check_inside_a_scope_asks_its_fence_each_time() {
+        let switch = Arc::new(Switch::default());
+        let fence: Arc<dyn RequestFence> = switch.clone();
+        let answers = scope(fence, async {
+            let first = check();
+            switch.0.store(true, Ordering::SeqCst);
+            tokio::task::yield_now().await;
+            (first, check())
+        })
+        .await;
+        assert!(answers.0.is_ok());
+        let refused = answers.1.unwrap_err();
+        assert!(matches!(refused, CloudError::Retry { .. }), "{refused:?}");
+        assert!(refused.to_string().contains("not the leader"), "{refused}");
+    }
+
+    #[test]
+    fn outside_a_scope_every_check_passes() {
+        assert!(check().is_ok());
+    }
+}
