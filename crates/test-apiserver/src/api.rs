@@ -79,7 +79,10 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
             shared.accounting.lock().count(key.clone());
             let failure = match admitted {
                 Err(e) => Err(e),
-                Ok(()) => Ok(shared.faults.lock().take(&key)),
+                Ok(()) => Ok(shared
+                    .faults
+                    .lock()
+                    .take(&key, user.as_ref().map(|u| u.name.as_str()))),
             };
             match failure {
                 Err(e) => render::error_response(&e),
@@ -113,7 +116,10 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
                 subresource: String::new(),
             };
             shared.accounting.lock().count(key.clone());
-            let failure = shared.faults.lock().take(&key);
+            let failure = shared
+                .faults
+                .lock()
+                .take(&key, user.as_ref().map(|u| u.name.as_str()));
             let served = match (admitted, failure) {
                 (Err(e), _) => Err(e),
                 (Ok(()), Some(f)) => Err(f.to_api_error()),

@@ -12,6 +12,7 @@ pub struct RequestMatch {
     verb: Option<Verb>,
     resource: Option<String>,
     subresource: Option<String>,
+    user: Option<String>,
 }
 
 impl RequestMatch {
@@ -42,8 +43,17 @@ impl RequestMatch {
         self
     }
 
-    pub(crate) fn matches(&self, key: &RequestKey) -> bool {
-        self.verb.is_none_or(|v| v == key.verb)
+    /// Only requests of the authenticated user `name`, as a network
+    /// partition between one client and the server looks to that client.
+    #[must_use]
+    pub fn user(mut self, name: impl Into<String>) -> Self {
+        self.user = Some(name.into());
+        self
+    }
+
+    pub(crate) fn matches(&self, key: &RequestKey, user: Option<&str>) -> bool {
+        self.user.as_deref().is_none_or(|u| Some(u) == user)
+            && self.verb.is_none_or(|v| v == key.verb)
             && self.resource.as_deref().is_none_or(|r| r == key.resource)
             && self
                 .subresource
@@ -134,12 +144,13 @@ impl Faults {
         }
     }
 
-    /// The failure the request `key` gets, if one is due; counts it down.
-    pub(crate) fn take(&mut self, key: &RequestKey) -> Option<Failure> {
+    /// The failure the request `key` of `user` gets, if one is due;
+    /// counts it down.
+    pub(crate) fn take(&mut self, key: &RequestKey, user: Option<&str>) -> Option<Failure> {
         let pos = self
             .injections
             .iter()
-            .position(|i| i.matcher.matches(key))?;
+            .position(|i| i.matcher.matches(key, user))?;
         let injection = &mut self.injections[pos];
         let failure = injection.failure.clone();
         injection.remaining -= 1;
@@ -169,6 +180,27 @@ mod tests {
     }
 
     #[test]
+    fn a_user_matcher_fails_only_that_users_requests() {
+        let mut faults = Faults::default();
+        faults.inject(
+            RequestMatch::any().user("replica-1"),
+            Failure::service_unavailable(),
+            u32::MAX,
+        );
+        assert_eq!(
+            faults.take(&key(Verb::Get, "nodes"), Some("replica-2")),
+            None
+        );
+        assert_eq!(faults.take(&key(Verb::Get, "nodes"), None), None);
+        assert_eq!(
+            faults
+                .take(&key(Verb::Update, "leases"), Some("replica-1"))
+                .map(|f| f.code),
+            Some(503)
+        );
+    }
+
+    #[test]
     fn injections_match_and_count_down() {
         let mut faults = Faults::default();
         faults.inject(
@@ -176,17 +208,21 @@ mod tests {
             Failure::internal_error(),
             2,
         );
-        assert_eq!(faults.take(&key(Verb::Get, "nodes")), None);
-        assert_eq!(faults.take(&key(Verb::Patch, "services")), None);
+        assert_eq!(faults.take(&key(Verb::Get, "nodes"), None), None);
+        assert_eq!(faults.take(&key(Verb::Patch, "services"), None), None);
         assert_eq!(
-            faults.take(&key(Verb::Patch, "nodes")).map(|f| f.code),
+            faults
+                .take(&key(Verb::Patch, "nodes"), None)
+                .map(|f| f.code),
             Some(500)
         );
         assert_eq!(
-            faults.take(&key(Verb::Patch, "nodes")).map(|f| f.code),
+            faults
+                .take(&key(Verb::Patch, "nodes"), None)
+                .map(|f| f.code),
             Some(500)
         );
-        assert_eq!(faults.take(&key(Verb::Patch, "nodes")), None);
+        assert_eq!(faults.take(&key(Verb::Patch, "nodes"), None), None);
     }
 
     #[test]

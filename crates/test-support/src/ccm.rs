@@ -245,13 +245,26 @@ impl Ccm {
     /// # Errors
     /// When the process has exited or `kill` fails.
     pub async fn terminate(&self) -> anyhow::Result<()> {
+        self.signal("TERM").await
+    }
+
+    /// The process ID, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// Sends the signal `name` (`KILL`, `STOP`, `CONT`, `TERM`).
+    ///
+    /// # Errors
+    /// When the process has exited or `kill` fails.
+    pub async fn signal(&self, name: &str) -> anyhow::Result<()> {
         let pid = self.child.id().context("the CCM has already exited")?;
         let status = Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
+            .args([format!("-{name}"), pid.to_string()])
             .status()
             .await
             .context("running kill")?;
-        anyhow::ensure!(status.success(), "kill -TERM {pid}: {status}");
+        anyhow::ensure!(status.success(), "kill -{name} {pid}: {status}");
         Ok(())
     }
 

@@ -272,7 +272,7 @@ fn spawn(command: &mut Command, log: &Path) -> anyhow::Result<Child> {
 
 /// A one-cluster, one-user kubeconfig sending `token`, trusting the CA at
 /// `ca` (none for plain HTTP).
-pub(crate) fn kubeconfig_yaml(url: &str, ca: Option<&Path>, user: &str, token: &str) -> String {
+pub fn kubeconfig_yaml(url: &str, ca: Option<&Path>, user: &str, token: &str) -> String {
     let ca = ca.map_or_else(String::new, |ca| {
         format!("\n    certificate-authority: {}", ca.display())
     });

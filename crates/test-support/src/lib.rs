@@ -25,7 +25,7 @@ pub use ccm::{Ccm, Launch, forbidden_lines, tail};
 pub use certificates::{
     KUBELET_SERVING_SIGNER, SERVING_USAGES, kubelet_serving_csr, kubelet_serving_request,
 };
-pub use control_plane::{ControlPlane, ETCD_ENV, KUBE_APISERVER_ENV, free_port};
+pub use control_plane::{ControlPlane, ETCD_ENV, KUBE_APISERVER_ENV, free_port, kubeconfig_yaml};
 pub use objects::{
     UNINITIALIZED, annotation, csi_persistent_volume, has_taint, ingress_hostnames, ingress_ips,
     load_balancer_service, ready_condition, uninitialized_node, unique,
