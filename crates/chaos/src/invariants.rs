@@ -37,14 +37,10 @@ impl Verdict {
     }
 }
 
-/// The cloud name of the load balancer for the Service with `uid`: the
-/// fake cloud names them as upstream does, `a` and the UID without dashes,
-/// cut to 32 characters.
-fn expected_name(uid: &str) -> String {
-    std::iter::once('a')
-        .chain(uid.chars().filter(|c| *c != '-'))
-        .take(32)
-        .collect()
+/// The cloud name of `service`'s load balancer: the fake cloud names them
+/// as upstream does, from the UID.
+fn expected_name(service: &Service) -> String {
+    cloud_provider::default_load_balancer_name(service)
 }
 
 fn key(service: &Service) -> String {
@@ -110,7 +106,7 @@ pub(crate) fn judge(services: &[Service], nodes: &[Node], cloud: &CloudState) ->
             }
             continue;
         };
-        let expected = expected_name(service.metadata.uid.as_deref().unwrap_or_default());
+        let expected = expected_name(service);
         for lb in lbs.iter().filter(|lb| lb.name != expected) {
             verdict
                 .leaked
@@ -121,7 +117,7 @@ pub(crate) fn judge(services: &[Service], nodes: &[Node], cloud: &CloudState) ->
         }
     }
     for (service_key, service) in &wanted {
-        let expected = expected_name(service.metadata.uid.as_deref().unwrap_or_default());
+        let expected = expected_name(service);
         let Some(lb) = cloud.load_balancers.iter().find(|lb| lb.name == expected) else {
             verdict
                 .inconsistent
@@ -286,7 +282,7 @@ mod tests {
         ];
         let nodes = [node("n1", "10.244.1.0/24")];
         let cloud = CloudState {
-            load_balancers: vec![lb(&expected_name(UID), "default/web")],
+            load_balancers: vec![lb(&expected_name(&services[0]), "default/web")],
             routes: vec![route("10.244.1.0/24", "n1")],
         };
         let verdict = judge(&services, &nodes, &cloud);
@@ -302,8 +298,8 @@ mod tests {
         let nodes = [node("n1", "10.244.1.0/24"), node("n2", "10.244.2.0/24")];
         let cloud = CloudState {
             load_balancers: vec![
-                lb(&expected_name(UID), "default/web"),
-                lb(&expected_name(UID), "default/web"),
+                lb(&expected_name(&services[0]), "default/web"),
+                lb(&expected_name(&services[0]), "default/web"),
                 lb("aold", "default/web"),
                 lb("adb", "default/db"),
             ],

@@ -26,9 +26,7 @@ pub(crate) struct Record {
 }
 
 fn micros(t: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime>) -> i64 {
-    t.map_or(0, |t| {
-        i64::try_from(t.0.as_microsecond()).unwrap_or_default()
-    })
+    t.map_or(0, |t| t.0.as_microsecond())
 }
 
 fn record(lease: &Lease) -> Option<Record> {
@@ -58,9 +56,9 @@ impl Recorder {
         let task = tokio::spawn(async move {
             let mut stream = std::pin::pin!(watcher(leases, config));
             while let Some(event) = stream.next().await {
-                let lease = match event {
-                    Ok(watcher::Event::Apply(lease) | watcher::Event::InitApply(lease)) => lease,
-                    _ => continue,
+                let Ok(watcher::Event::Apply(lease) | watcher::Event::InitApply(lease)) = event
+                else {
+                    continue;
                 };
                 if let Some(r) = record(&lease) {
                     let mut records = records.lock().unwrap_or_else(PoisonError::into_inner);

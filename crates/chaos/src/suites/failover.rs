@@ -133,6 +133,27 @@ impl Cluster {
         let terms = lease::terms(&self.recorder.records());
         Ok(lease::judge(&calls, &terms))
     }
+
+    /// Stops the churn, waits up to `within` for convergence and judges
+    /// every mutation: how many changes the churn made, how long
+    /// convergence took (or the last verdict), and the fencing verdict.
+    pub(crate) async fn finish(&mut self, within: Duration) -> anyhow::Result<Finished> {
+        let changes = self.stop_churn();
+        let converged = invariants::converge(&self.env.client, &self.env.cloud, within).await?;
+        let fencing = self.fencing().await?;
+        Ok(Finished {
+            changes,
+            converged,
+            fencing,
+        })
+    }
+}
+
+/// How a [`Cluster`] ended.
+pub(crate) struct Finished {
+    pub(crate) changes: u32,
+    pub(crate) converged: Result<Duration, invariants::Verdict>,
+    pub(crate) fencing: lease::Fencing,
 }
 
 impl Drop for Cluster {
@@ -186,14 +207,11 @@ pub(crate) async fn run(binaries: &Binaries, rounds: u32) -> anyhow::Result<Valu
             );
         }
     }
-    let changes = cluster.stop_churn();
-    let converged = invariants::converge(
-        &cluster.env.client,
-        &cluster.env.cloud,
-        Duration::from_secs(60),
-    )
-    .await?;
-    let fencing = cluster.fencing().await?;
+    let Finished {
+        changes,
+        converged,
+        fencing,
+    } = cluster.finish(Duration::from_secs(60)).await?;
     let figures = json!({
         "suite": "failover",
         "failovers": failovers.len(),

@@ -10,10 +10,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use test_apiserver::{Failure, RequestMatch, Verb};
 
-use super::failover::Cluster;
+use super::failover::{Cluster, Finished};
 use super::ms;
 use crate::env::Binaries;
-use crate::invariants;
 
 /// How long the world may take to converge once the faults stop.
 pub(crate) const CONVERGE_WITHIN: Duration = Duration::from_secs(60);
@@ -69,10 +68,10 @@ pub(crate) async fn run(binaries: &Binaries, window: Duration) -> anyhow::Result
             .env
             .api
             .fail_next(RequestMatch::any(), Failure::internal_error(), 3);
-        if tick % 5 == 0 {
+        if tick.is_multiple_of(5) {
             cluster.env.api.close_all_watches();
         }
-        if tick % 10 == 0 {
+        if tick.is_multiple_of(10) {
             cluster
                 .env
                 .api
@@ -105,10 +104,11 @@ pub(crate) async fn run(binaries: &Binaries, window: Duration) -> anyhow::Result
         .set_faults(json!({ "error_rate": 0.0, "latency_ms": 0 }))
         .await?;
     cluster.env.api.clear_faults();
-    let changes = cluster.stop_churn();
-    let converged =
-        invariants::converge(&cluster.env.client, &cluster.env.cloud, CONVERGE_WITHIN).await?;
-    let fencing = cluster.fencing().await?;
+    let Finished {
+        changes,
+        converged,
+        fencing,
+    } = cluster.finish(CONVERGE_WITHIN).await?;
     let (leaked, duplicated) = match &converged {
         Ok(_) => (0, 0),
         Err(v) => (v.leaked.len(), v.duplicated.len()),

@@ -9,10 +9,9 @@ use anyhow::Context;
 use serde_json::{Value, json};
 use test_apiserver::{Failure, RequestMatch};
 
-use super::failover::{Cluster, slot_of};
+use super::failover::{Cluster, Finished, slot_of};
 use super::ms;
 use crate::env::{Binaries, replica_user};
-use crate::invariants;
 use crate::lease;
 
 /// How long a partitioned leader may take to exit.
@@ -78,14 +77,11 @@ pub(crate) async fn run(binaries: &Binaries, rounds: u32) -> anyhow::Result<Valu
             "last_mutation_before_expiry_ms": margin_ms,
         }));
     }
-    let changes = cluster.stop_churn();
-    let converged = invariants::converge(
-        &cluster.env.client,
-        &cluster.env.cloud,
-        Duration::from_secs(60),
-    )
-    .await?;
-    let fencing = cluster.fencing().await?;
+    let Finished {
+        changes,
+        converged,
+        fencing,
+    } = cluster.finish(Duration::from_secs(60)).await?;
     let all_exited = outcomes.iter().all(|o| o["partitioned_exited"] == true);
     let all_before = outcomes.iter().all(|o| {
         o["last_mutation_before_expiry_ms"]
