@@ -5,7 +5,7 @@
 //! They are part of the one router `server.rs` serves, so whatever guards
 //! `/metrics` guards them too.
 
-mod configz;
+pub(crate) mod configz;
 mod pprof;
 #[cfg(test)]
 mod tests;

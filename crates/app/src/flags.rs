@@ -3,7 +3,7 @@
 //! (`--flag=false` for booleans, Go durations such as `5m`).
 
 pub(crate) mod debugging;
-mod duration;
+pub(crate) mod duration;
 mod feature_gates;
 mod generic;
 mod global;

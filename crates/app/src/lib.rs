@@ -33,6 +33,32 @@ use std::process::ExitCode;
 
 use cloud_provider::{Environment, ProviderFactory};
 
+/// The flag parsers, for the fuzz targets (`crates/fuzz-targets`): not an
+/// API.
+#[doc(hidden)]
+pub mod fuzzing {
+    use std::time::Duration;
+
+    use cloud_provider::ProviderFactory;
+
+    /// Parses and validates `args` (program name first) as provider `F`'s
+    /// binary does, without starting anything; the one line a bad flag
+    /// exits 64 with.
+    pub fn check_flags<F: ProviderFactory>(args: Vec<String>) -> Result<(), String> {
+        crate::flags::provider::parse_for(F::NAME, F::PROVIDER_CONTROLLERS, args).map(drop)
+    }
+
+    /// Go's `time.ParseDuration`, as the duration flags read it.
+    pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
+        crate::flags::duration::parse(text)
+    }
+
+    /// Go's `time.Duration.String()`, as `/configz` writes durations.
+    pub fn format_go_duration(d: Duration) -> String {
+        crate::debug::configz::go_duration(d)
+    }
+}
+
 /// Exit code for bad input (BSD's `EX_USAGE`).
 pub const EXIT_USAGE: u8 = 64;
 

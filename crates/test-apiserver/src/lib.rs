@@ -290,6 +290,40 @@ mod status;
 mod store;
 mod validation;
 
+/// The parsers behind `labelSelector` and strategic merge patches, for the
+/// fuzz targets (`crates/fuzz-targets`): not an API.
+#[doc(hidden)]
+pub mod fuzzing {
+    use serde_json::{Map, Value};
+
+    use crate::patch::{self, PatchType};
+    use crate::resources::RESOURCES;
+    use crate::selector::LabelSelector;
+
+    /// Whether `selector`, a `labelSelector`, selects an object labelled
+    /// `labels`; the 400's message when it does not parse.
+    pub fn label_selector_matches(
+        selector: &str,
+        labels: &Map<String, Value>,
+    ) -> Result<bool, String> {
+        LabelSelector::parse(selector)
+            .map(|s| s.matches(Some(labels)))
+            .map_err(|e| e.message)
+    }
+
+    /// `body`, a strategic merge patch, applied to `current`, an object of
+    /// `kind` (`Node`, `Service`, `Pod`...); the error's message when it does
+    /// not apply. `None` for a kind not served.
+    pub fn strategic_merge_patch(
+        kind: &str,
+        current: Value,
+        body: &[u8],
+    ) -> Option<Result<Value, String>> {
+        let kind = RESOURCES.iter().find(|r| r.kind == kind)?.kind_id;
+        Some(patch::apply(kind, PatchType::Strategic, current, body).map_err(|e| e.message))
+    }
+}
+
 pub use auth::AuthorizationMode;
 pub use error::Error;
 pub use faults::{Failure, RequestMatch};

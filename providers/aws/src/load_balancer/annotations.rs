@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use cloud_provider::CloudError;
+use cloud_provider::k8s_openapi::api::core::v1::Service;
 
 /// `nlb` for a Network Load Balancer; `external` (or `nlb-ip`) leaves the
 /// Service to the AWS Load Balancer Controller. Without it upstream makes a
@@ -60,6 +61,18 @@ pub const SSL_NEGOTIATION_POLICY: &str =
 pub const IP_ADDRESS_TYPE: &str = "service.beta.kubernetes.io/aws-load-balancer-ip-address-type";
 /// Comma-separated client CIDRs, when `spec.loadBalancerSourceRanges` is empty.
 pub const SOURCE_RANGES: &str = "service.beta.kubernetes.io/load-balancer-source-ranges";
+
+/// Reads and validates everything `service` asks of its load balancer, as
+/// `ensure_load_balancer` does before its first call to AWS. For the fuzz
+/// targets (`crates/fuzz-targets`): not an API.
+///
+/// # Errors
+/// `CloudError::ImplementedElsewhere` for a Service another controller
+/// owns; `CloudError::InvalidInput` naming the annotation or field at fault.
+#[doc(hidden)]
+pub fn check_service(service: &Service) -> Result<(), CloudError> {
+    super::spec::LoadBalancerSpec::from_service(service).map(drop)
+}
 
 /// The annotations of a Service, with typed accessors.
 #[derive(Debug, Clone, Copy)]

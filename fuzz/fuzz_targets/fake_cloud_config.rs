@@ -1,0 +1,5 @@
+//! libFuzzer entry for `fuzz_targets::fake_cloud_config`.
+
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_targets::fake_cloud_config(data));
