@@ -14,6 +14,7 @@ use crate::tools;
 /// when the disk looks too small, and prints the most it took at the end).
 /// Installs missing tools, then runs: cargo fmt --check, clippy (warnings denied),
 /// rustdoc of the interface crate (warnings denied), every test in the workspace,
+/// `cargo xtask chaos --quick` (the reliability suites' bounded variant),
 /// the real-cluster suites (tier 5: kube-apiserver and etcd built from their Go
 /// modules, cached by version outside the clone; the test API server's contract
 /// suite and every end-to-end suite against them, the CCMs under the chart's
@@ -44,6 +45,10 @@ const CHART: &[&str] = &["chart"];
 /// tests, and a real Prometheus over the sandbox's CCM, bounded to three
 /// minutes.
 const MONITORING: &[&str] = &["monitoring", "--timeout=180"];
+
+/// The reliability suites' bounded variant: crash points, failovers, a
+/// partition and faults against real CCM processes, in at most 5 minutes.
+const CHAOS: &[&str] = &["chaos", "--quick"];
 
 /// The provider whose binary CI compiles a second time and compares byte
 /// for byte: the largest, and the one operators of the Go CCM most use.
@@ -124,6 +129,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     steps.time("tests", || {
         run(cargo().args(["test", "--workspace", "--locked"]))
     })?;
+    steps.time("chaos --quick", || task(CHAOS))?;
     if real_cluster {
         steps.time("real kube-apiserver suites", crate::cluster::run_suites)?;
     }
@@ -157,7 +163,7 @@ mod tests {
             images.iter().any(|args| !args.contains(&"--no-rebuild")),
             "one provider's image is checked for reproducibility"
         );
-        for args in [SANDBOX, CHART, MONITORING]
+        for args in [SANDBOX, CHART, MONITORING, CHAOS]
             .into_iter()
             .chain(images.iter().map(|args| &args[..]))
         {

@@ -15,6 +15,7 @@
 )]
 
 mod bench;
+mod chaos;
 mod chart;
 mod ci;
 mod cluster;
@@ -64,6 +65,7 @@ enum Task {
     Bench(bench::Options),
     Cluster(cluster::Options),
     Monitoring(monitoring::Options),
+    Chaos(chaos::Options),
     Ci(ci::Options),
     UpstreamFlags(upstream_flags::Options),
 }
@@ -79,6 +81,7 @@ impl Task {
             Self::Bench(_) => "bench",
             Self::Cluster(_) => "cluster",
             Self::Monitoring(_) => "monitoring",
+            Self::Chaos(_) => "chaos",
             Self::Ci(_) => "ci",
             Self::UpstreamFlags(_) => "upstream-flags",
         }
@@ -93,6 +96,7 @@ impl Task {
             Self::Bench(options) => bench::main(&options),
             Self::Cluster(options) => cluster::main(&options),
             Self::Monitoring(options) => monitoring::main(&options),
+            Self::Chaos(options) => chaos::main(&options),
             Self::Ci(options) => ci::main(&options),
             Self::UpstreamFlags(options) => upstream_flags::main(&options),
         }
