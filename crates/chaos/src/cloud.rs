@@ -127,6 +127,11 @@ impl CloudProcess {
         Ok(())
     }
 
+    /// `GET path`'s body as it came, for the logs a failing run keeps.
+    pub(crate) async fn raw(&self, path: &str) -> anyhow::Result<String> {
+        Ok(self.get(path).await?.to_string())
+    }
+
     /// `GET /state`.
     pub(crate) async fn state(&self) -> anyhow::Result<CloudState> {
         let state = self.get("/state").await?;

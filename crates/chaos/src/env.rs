@@ -113,7 +113,10 @@ impl Env {
         let log = dir.join(format!("replica-{slot}-{}.log", self.started));
         Launch::new(&self.binaries.ccm, log)
             .env("HOSTNAME", replica_user(slot))
-            .env("RUST_LOG", "info")
+            .env(
+                "RUST_LOG",
+                std::env::var("CHAOS_CCM_LOG").unwrap_or_else(|_| "info".to_owned()),
+            )
             .args([
                 format!(
                     "--kubeconfig={}",
@@ -136,7 +139,7 @@ impl Env {
 
     /// Copies every log so far (replicas', the fake cloud's) to
     /// `target/chaos/logs/<why>-<n>/`, to read after the run; where they went.
-    pub(crate) fn keep_logs(&self, why: &str) -> anyhow::Result<PathBuf> {
+    pub(crate) async fn keep_logs(&self, why: &str) -> anyhow::Result<PathBuf> {
         let root = PathBuf::from("target/chaos/logs");
         std::fs::create_dir_all(&root)?;
         let n = std::fs::read_dir(&root)?.count();
@@ -150,6 +153,15 @@ impl Env {
                 std::fs::copy(&path, dest.join(name))?;
             }
         }
+        std::fs::write(dest.join("calls.json"), self.cloud.raw("/calls").await?)?;
+        let services: kube::Api<k8s_openapi::api::core::v1::Service> =
+            kube::Api::all(self.client.clone());
+        let services = services.list(&kube::api::ListParams::default()).await?;
+        std::fs::write(
+            dest.join("services.json"),
+            serde_json::to_string_pretty(&services.items)?,
+        )?;
+        std::fs::write(dest.join("state.json"), self.cloud.raw("/state").await?)?;
         println!("         logs kept in {}", dest.display());
         Ok(dest)
     }

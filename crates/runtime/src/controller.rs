@@ -8,10 +8,10 @@ use std::hash::Hash;
 use std::sync::Arc;
 
 use futures::stream::BoxStream;
-use futures::{FutureExt, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 use kube::Resource;
 use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::reflector::{ObjectRef, ReflectHandle, Store};
+use kube::runtime::reflector::{ObjectRef, Store};
 use parking_lot::Mutex;
 use prometheus_client::metrics::gauge::Gauge;
 use serde::de::DeserializeOwned;
@@ -178,7 +178,7 @@ where
 /// [`run`] over a shared store and its subscription, however they are fed.
 fn drive<K, F, Fut>(
     config: ControllerConfig,
-    changes: ReflectHandle<K>,
+    changes: impl Stream<Item = Arc<K>> + Send + 'static,
     store: Store<K>,
     triggers: Triggers<K>,
     metrics: Metrics,

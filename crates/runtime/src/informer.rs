@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use kube::Resource;
 use kube::api::Api;
-use kube::runtime::reflector::{self, ReflectHandle, Store};
+use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
@@ -21,8 +22,13 @@ use tokio_util::sync::CancellationToken;
 /// deletes, and relists. Hooks must be quick and must not block.
 pub type EventHook<K> = Arc<dyn Fn(&watcher::Event<K>) + Send + Sync>;
 
-/// Events buffered per subscriber before the watch waits for slow readers.
-const SUBSCRIBER_BUFFER: usize = 4096;
+/// What a controller reads: every object created or changed, as it was
+/// then. kube-runtime's own `ReflectHandle` carries references and looks
+/// each up in the cache when read; one deleted meanwhile made it answer
+/// "pending" with nothing left to wake it, and the controller stopped
+/// hearing of changes. These carry the objects, so a slow reader loses
+/// nothing.
+pub type Changes<K> = UnboundedReceiver<Arc<K>>;
 
 /// What went wrong with an informer.
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +65,7 @@ where
     api: Api<K>,
     reader: Store<K>,
     writer: Mutex<Option<reflector::store::Writer<K>>>,
+    subscribers: Mutex<Vec<UnboundedSender<Arc<K>>>>,
     hooks: Mutex<Vec<EventHook<K>>>,
     ready: watch::Sender<bool>,
     /// The last watch error and when, until an event arrives.
@@ -88,11 +95,12 @@ where
 {
     /// An informer over every object `api` can list.
     pub fn new(api: Api<K>) -> Self {
-        let (reader, writer) = reflector::store_shared(SUBSCRIBER_BUFFER);
+        let (reader, writer) = reflector::store();
         Self {
             api,
             reader,
             writer: Mutex::new(Some(writer)),
+            subscribers: Mutex::new(Vec::new()),
             hooks: Mutex::new(Vec::new()),
             ready: watch::Sender::new(false),
             last_error: Mutex::new(None),
@@ -133,14 +141,31 @@ where
     ///
     /// # Errors
     /// [`InformerError::AlreadyStarted`] once the informer runs.
-    pub fn subscribe(&self) -> Result<ReflectHandle<K>, InformerError> {
-        let writer = self.writer.lock();
-        writer
-            .as_ref()
-            .and_then(reflector::store::Writer::subscribe)
-            .ok_or_else(|| InformerError::AlreadyStarted {
+    pub fn subscribe(&self) -> Result<Changes<K>, InformerError> {
+        if self.writer.lock().is_none() {
+            return Err(InformerError::AlreadyStarted {
                 kind: K::kind(&()).into_owned(),
-            })
+            });
+        }
+        let (sender, changes) = unbounded();
+        self.subscribers.lock().push(sender);
+        Ok(changes)
+    }
+
+    /// Hands `event`'s objects to every subscriber: a created or changed
+    /// object, or the whole cache once a list completes. Subscribers that
+    /// went away are dropped.
+    fn publish(&self, event: &watcher::Event<K>) {
+        let objects: Vec<Arc<K>> = match event {
+            watcher::Event::Apply(object) => vec![Arc::new(object.clone())],
+            watcher::Event::InitDone => self.reader.state(),
+            _ => return,
+        };
+        self.subscribers.lock().retain(|subscriber| {
+            objects
+                .iter()
+                .all(|object| subscriber.unbounded_send(object.clone()).is_ok())
+        });
     }
 
     /// Calls `hook` with every event, deletions included.
@@ -180,7 +205,7 @@ where
         let events = relist::restarting(kind.clone(), move || {
             watcher(api.clone(), watcher::Config::default()).default_backoff()
         })
-        .reflect_shared(writer)
+        .reflect(writer)
         .for_each(|event| {
             match event {
                 Ok(event) => {
@@ -188,6 +213,7 @@ where
                     if matches!(event, watcher::Event::InitDone) {
                         self.ready.send_replace(true);
                     }
+                    self.publish(&event);
                     hooks.iter().for_each(|hook| hook(&event));
                 }
                 Err(err) => {

@@ -332,3 +332,55 @@ async fn a_reconcile_that_never_ends_is_the_longest_running_until_shutdown() {
     );
     run.await.unwrap().unwrap();
 }
+
+/// kube-runtime's own subscriber (`ReflectHandle`) looks each changed object
+/// up in the cache when it is read; an object deleted before a slow reader
+/// got to it made the stream answer "pending" with nothing to wake it, and
+/// the controller never heard of another change (found by the chaos suite's
+/// crash points: new Services waited for the 100 s resync).
+#[tokio::test]
+async fn a_subscriber_that_reads_late_still_sees_every_change_after_a_deletion() {
+    let server = TestApiServer::start().await.unwrap();
+    let informers = Arc::new(Informers::new(server.client()));
+    let nodes = informers.nodes();
+    let mut subscriber = nodes.subscribe().unwrap();
+    let shutdown = CancellationToken::new();
+    let run = run_informers(&informers, &shutdown);
+    nodes.wait_until_ready().await;
+
+    let api: Api<Node> = Api::all(server.client());
+    api.create(&PostParams::default(), &node("gone"))
+        .await
+        .unwrap();
+    api.delete("gone", &DeleteParams::default()).await.unwrap();
+    api.create(&PostParams::default(), &node("kept"))
+        .await
+        .unwrap();
+    // The cache has caught up before the subscriber reads anything.
+    tokio::time::timeout(Duration::from_secs(5), async {
+        let store = nodes.store();
+        while store
+            .state()
+            .iter()
+            .all(|n| n.metadata.name.as_deref() != Some("kept"))
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the cache sees the new node");
+
+    let mut names = Vec::new();
+    while names.last().map(String::as_str) != Some("kept") {
+        let next = tokio::time::timeout(
+            Duration::from_secs(5),
+            futures::StreamExt::next(&mut subscriber),
+        )
+        .await
+        .expect("the subscriber goes on after the deleted object");
+        names.push(next.unwrap().metadata.name.clone().unwrap());
+    }
+    assert_eq!(names, ["gone", "kept"]);
+    shutdown.cancel();
+    run.await.unwrap().unwrap();
+}

@@ -141,7 +141,7 @@ impl Run {
                 "         a phase did not converge within {PHASE_WITHIN:?} (killed after mutation {:?}): {verdict:?}",
                 self.crashed_at
             );
-            self.env.keep_logs("phase-not-converged")?;
+            self.env.keep_logs("phase-not-converged").await?;
         }
         Ok(())
     }
@@ -161,7 +161,7 @@ async fn crash_at(binaries: &Binaries, k: Option<u64>) -> anyhow::Result<(Outcom
     let verdict = run.scenario().await?;
     let (mutations, _) = run.env.cloud.trap().await?;
     if !verdict.converged() {
-        run.env.keep_logs("not-converged")?;
+        run.env.keep_logs("not-converged").await?;
     }
     Ok((
         Outcome {
