@@ -35,7 +35,7 @@ use crate::volumes::FakeVolume;
 
 /// The longest latency the fake adds to a call: an hour, far beyond any
 /// test's wait, short enough that no call hangs for good.
-const MAX_LATENCY_MS: u64 = 3_600_000;
+pub(crate) const MAX_LATENCY_MS: u64 = 3_600_000;
 
 /// The parsed cloud config.
 #[derive(Debug, Clone, Default, Deserialize)]

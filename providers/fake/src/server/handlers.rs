@@ -290,7 +290,7 @@ pub(super) async fn faults(State(shared): SharedState, body: Bytes) -> Response 
         shared.faults.lock().set_error_rate(rate);
     }
     if let Some(ms) = settings.latency_ms {
-        if ms > 3_600_000 {
+        if ms > crate::config::MAX_LATENCY_MS {
             return bad_request(format!("faults: latency_ms {ms} is more than an hour"));
         }
         shared
