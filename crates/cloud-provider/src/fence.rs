@@ -13,6 +13,9 @@ use std::time::Duration;
 
 use crate::CloudError;
 
+mod body;
+pub use body::{FencedBody, Refused};
+
 /// The leadership check a scope carries.
 pub trait RequestFence: Send + Sync + std::fmt::Debug {
     /// `Err` with the reason when this process must not change the cloud now.

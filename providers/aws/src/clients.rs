@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_sdk_ec2::config::endpoint::{Endpoint, EndpointFuture};
-use aws_sdk_ec2::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_ec2::config::interceptors::BeforeTransmitInterceptorContextMut;
 use aws_sdk_ec2::config::retry::RetryConfig;
 use aws_sdk_ec2::config::timeout::TimeoutConfig;
 use aws_sdk_ec2::config::{
@@ -14,6 +14,9 @@ use aws_sdk_ec2::config::{
 };
 use aws_sdk_ec2::error::BoxError;
 use aws_smithy_types::Document;
+use aws_smithy_types::body::SdkBody;
+use bytes::Bytes;
+use cloud_provider::fence::FencedBody;
 
 use crate::config::{AwsConfig, AwsService, ServiceOverride};
 
@@ -70,7 +73,10 @@ pub(crate) fn elbv2(
 /// Asks the framework's request fence ([`cloud_provider::fence::check`])
 /// immediately before each request is transmitted, after signing and any
 /// wait: a load-balancer operation of a dozen requests stops at the first
-/// one that would leave after this process lost its lease.
+/// one that would leave after this process lost its lease. The body is
+/// handed to the connection as a [`FencedBody`], which asks once more when
+/// the connection writes it, so a process frozen between the two (SIGSTOP,
+/// a stalled VM) does not send it when it resumes.
 #[derive(Debug)]
 pub(crate) struct FenceEachRequest;
 
@@ -79,13 +85,22 @@ impl Intercept for FenceEachRequest {
         "FenceEachRequest"
     }
 
-    fn read_before_transmit(
+    fn modify_before_transmit(
         &self,
-        _context: &BeforeTransmitInterceptorContextRef<'_>,
+        context: &mut BeforeTransmitInterceptorContextMut<'_>,
         _runtime_components: &RuntimeComponents,
         _cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        cloud_provider::fence::check().map_err(BoxError::from)
+        cloud_provider::fence::check().map_err(BoxError::from)?;
+        // Each attempt gets a fresh copy of the signed request, so the
+        // in-memory body (every EC2 and ELBv2 call has one) is rewrapped
+        // per attempt.
+        let request = context.request_mut();
+        if let Some(bytes) = request.body().bytes() {
+            let fenced = FencedBody::new(Bytes::copy_from_slice(bytes));
+            *request.body_mut() = SdkBody::from_body_1_x(fenced);
+        }
+        Ok(())
     }
 }
 
@@ -198,6 +213,92 @@ mod tests {
         // Outside a fence scope the same request is sent (and fails here).
         let _ = ec2.describe_instances().send().await;
         assert!(accepted.load(Ordering::SeqCst) >= 1, "the request was sent");
+    }
+
+    /// Allows its first `allowed` checks and refuses every later one.
+    #[derive(Debug)]
+    struct Countdown {
+        allowed: usize,
+        asked: AtomicUsize,
+    }
+
+    impl RequestFence for Countdown {
+        fn check(&self) -> Result<(), String> {
+            if self.asked.fetch_add(1, Ordering::SeqCst) < self.allowed {
+                Ok(())
+            } else {
+                Err("the lease lapsed".into())
+            }
+        }
+    }
+
+    /// A loopback listener that keeps every byte it receives.
+    async fn recording_listener() -> (String, Arc<std::sync::Mutex<Vec<u8>>>) {
+        use tokio::io::AsyncReadExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let received = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = received.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut buf = [0u8; 4096];
+                while let Ok(n @ 1..) = stream.read(&mut buf).await {
+                    sink.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+            }
+        });
+        (url, received)
+    }
+
+    #[tokio::test]
+    async fn a_request_whose_lease_lapses_before_its_body_is_written_never_completes() {
+        let (url, received) = recording_listener().await;
+        let ec2 = ec2_at(&url);
+        // The interceptor's check passes; the body's, when the connection
+        // writes it (a process frozen in between, say), refuses.
+        let fence = Arc::new(Countdown {
+            allowed: 1,
+            asked: AtomicUsize::new(0),
+        });
+        let refused = scope(
+            fence.clone(),
+            ec2.create_route()
+                .route_table_id("rtb-1")
+                .destination_cidr_block("10.244.1.0/24")
+                .instance_id("i-1")
+                .send(),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(fence.asked.load(Ordering::SeqCst), 2, "asked twice");
+        let text = DisplayErrorContext(&refused).to_string();
+        assert!(text.contains("the lease lapsed"), "{text}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let bytes = String::from_utf8_lossy(&received.lock().unwrap()).into_owned();
+        assert!(
+            !bytes.contains("Action=CreateRoute"),
+            "the body never reached the wire: {bytes}"
+        );
+
+        // Allowed, the same request carries its body.
+        let allowed = Arc::new(Countdown {
+            allowed: 2,
+            asked: AtomicUsize::new(0),
+        });
+        let _ = tokio::time::timeout(
+            Duration::from_millis(500),
+            scope(
+                allowed,
+                ec2.create_route()
+                    .route_table_id("rtb-1")
+                    .destination_cidr_block("10.244.1.0/24")
+                    .instance_id("i-1")
+                    .send(),
+            ),
+        )
+        .await;
+        let bytes = String::from_utf8_lossy(&received.lock().unwrap()).into_owned();
+        assert!(bytes.contains("Action=CreateRoute"), "{bytes}");
     }
 
     #[tokio::test]

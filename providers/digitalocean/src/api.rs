@@ -9,7 +9,8 @@ use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use cloud_provider::RateLimiter;
-use reqwest::header::{AUTHORIZATION, HeaderValue};
+use cloud_provider::fence::FencedBody;
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use reqwest::{Method, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -246,10 +247,26 @@ impl Client {
             .http
             .request(method, url)
             .header(AUTHORIZATION, self.auth.clone());
+        // A request with a body (POST, PUT) carries it fenced: the fence is
+        // asked again when the connection writes it. A DELETE has none to
+        // carry the check (hyper writes a bodiless request without reading
+        // an empty body), so it relies on the check just before the send.
         if let Some(body) = body {
-            request = request.json(body);
+            let json = serde_json::to_vec(body).map_err(|source| ApiError::Encode {
+                method: name,
+                path: path.to_owned(),
+                source,
+            })?;
+            request = request
+                .header(CONTENT_TYPE, "application/json")
+                .body(reqwest::Body::wrap(FencedBody::new(json)));
         }
         tracing::debug!(method = name, path, "DigitalOcean API request");
+        let fenced = |source| ApiError::Fenced {
+            method: name,
+            path: path.to_owned(),
+            source,
+        };
         let transport = |source| ApiError::Transport {
             method: name,
             path: path.to_owned(),
@@ -257,12 +274,16 @@ impl Client {
         };
         // The framework's request fence, as late as possible: after the
         // budget and the pacer's wait.
-        cloud_provider::fence::check().map_err(|source| ApiError::Fenced {
-            method: name,
-            path: path.to_owned(),
-            source,
-        })?;
-        let response = request.send().await.map_err(transport)?;
+        cloud_provider::fence::check().map_err(fenced)?;
+        let response = match request.send().await {
+            Ok(response) => response,
+            // The body's own check refused: a fenced error, not a transport one.
+            Err(source) => {
+                return Err(cloud_provider::fence::check()
+                    .err()
+                    .map_or_else(|| transport(source), fenced));
+            }
+        };
         let status = response.status();
         let throttled = self
             .budget
@@ -394,6 +415,64 @@ mod fence_tests {
         assert!(
             accepted.load(Ordering::SeqCst) >= 1,
             "sent outside a fence scope"
+        );
+    }
+
+    /// Allows its first `allowed` checks and refuses every later one.
+    #[derive(Debug)]
+    struct Countdown {
+        allowed: usize,
+        asked: AtomicUsize,
+    }
+
+    impl RequestFence for Countdown {
+        fn check(&self) -> Result<(), String> {
+            if self.asked.fetch_add(1, Ordering::SeqCst) < self.allowed {
+                Ok(())
+            } else {
+                Err("the lease lapsed".into())
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_request_whose_lease_lapses_before_its_body_is_written_never_completes() {
+        use tokio::io::AsyncReadExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = Url::parse(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
+        let received = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = received.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut buf = [0u8; 4096];
+                while let Ok(n @ 1..) = stream.read(&mut buf).await {
+                    sink.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+            }
+        });
+        let client = Client::new(base, AccessToken::new("token"), None).unwrap();
+        let body = serde_json::json!({ "droplet_ids": [1, 2] });
+        for method in [Method::POST, Method::PUT] {
+            // The check before the send passes; the body's, when the
+            // connection writes it (a process frozen in between), refuses.
+            let fence = Arc::new(Countdown {
+                allowed: 1,
+                asked: AtomicUsize::new(0),
+            });
+            let call = client.send(method.clone(), "v2/load_balancers/lb-1", &[], Some(&body));
+            let err = scope(fence.clone(), call).await.unwrap_err();
+            assert!(matches!(err, ApiError::Fenced { .. }), "{method}: {err:?}");
+            assert_eq!(fence.asked.load(Ordering::SeqCst), 3, "{method}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let wire = String::from_utf8_lossy(&received.lock().unwrap()).into_owned();
+        assert!(
+            !wire.contains("droplet_ids"),
+            "no body reached the wire: {wire}"
+        );
+        assert!(
+            !wire.contains("\r\n\r\n"),
+            "no request was completed on the wire: {wire:?}"
         );
     }
 }

@@ -10,6 +10,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use cloud_provider::fence::FencedBody;
 use cloud_provider::k8s_openapi::api::core::v1::{Node, PersistentVolume, Service};
 use cloud_provider::{
     BatchResult, CloudError, CloudProvider, EnsuredLoadBalancer, InitContext, InstanceMetadata,
@@ -72,16 +73,26 @@ impl RemoteCloud {
         args: Args,
     ) -> Result<Answer<T>, CloudError> {
         let caller = self.caller.get().map_or("unknown", String::as_str);
-        // The framework's request fence, as a real provider asks it.
+        // The framework's request fence, as a real provider asks it: before
+        // the send, and again when the connection writes the body.
         cloud_provider::fence::check()?;
+        let body = serde_json::to_vec(&args)
+            .map_err(|e| CloudError::other(format!("encoding {op}'s arguments"), e))?;
         let response = self
             .http
             .post(format!("{}/v1/{op}", self.url))
             .header(CALLER_HEADER, caller)
-            .json(&args)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(reqwest::Body::wrap(FencedBody::new(body)))
             .send()
             .await
-            .map_err(|e| CloudError::other(format!("the fake cloud at {}: {op}", self.url), e))?;
+            .map_err(|e| {
+                // A body the fence refused: say so, as a fenced error.
+                match cloud_provider::fence::check() {
+                    Err(fenced) => fenced,
+                    Ok(()) => CloudError::other(format!("the fake cloud at {}: {op}", self.url), e),
+                }
+            })?;
         decode(response).await
     }
 

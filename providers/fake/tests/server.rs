@@ -253,3 +253,61 @@ fn a_server_url_must_be_loopback_http_and_stand_alone() {
         assert!(err.contains("/etc/cloud.toml"), "{err}");
     }
 }
+
+/// Allows its first `allowed` checks and refuses every later one: a lease
+/// that lapses between the check before a send and the write.
+#[derive(Debug)]
+struct Countdown {
+    allowed: usize,
+    asked: std::sync::atomic::AtomicUsize,
+}
+
+impl cloud_provider::fence::RequestFence for Countdown {
+    fn check(&self) -> Result<(), String> {
+        let asked = self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if asked < self.allowed {
+            Ok(())
+        } else {
+            Err("the lease lapsed".into())
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_mutation_whose_lease_lapses_before_its_body_is_written_never_reaches_the_cloud() {
+    let (url, cloud) = serve().await;
+    let remote = client(&url, "replica-a").await;
+    let route = Route {
+        name: String::new(),
+        target_node: "n1".into(),
+        target_provider_id: None,
+        destination_cidr: "10.244.1.0/24".parse().unwrap(),
+        blackhole: false,
+    };
+    // The check before the send passes; the one when the connection reads
+    // the body (a process frozen in between, say) refuses.
+    let fence = std::sync::Arc::new(Countdown {
+        allowed: 1,
+        asked: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let refused = cloud_provider::fence::scope(fence.clone(), async {
+        remote.create_route("c1", "r1", &route).await
+    })
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(refused, CloudError::Retry { .. }),
+        "a fenced refusal, retried by a leader: {refused:?}"
+    );
+    assert_eq!(fence.asked.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert!(cloud.routes().is_empty(), "the cloud never acted on it");
+    let calls = get(&format!("{url}/calls")).await;
+    assert!(
+        calls
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["op"] != "create_route"),
+        "{calls}"
+    );
+}

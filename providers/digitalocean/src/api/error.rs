@@ -77,6 +77,18 @@ pub(crate) enum ApiError {
         source: serde_json::Error,
     },
 
+    /// The request's body could not be encoded as JSON.
+    #[error("{method} {path}: encoding the request body")]
+    Encode {
+        /// The request method.
+        method: &'static str,
+        /// The request path.
+        path: String,
+        /// The encoding failure.
+        #[source]
+        source: serde_json::Error,
+    },
+
     /// A path that cannot be joined onto the base URL.
     #[error("`{path}` is not a valid API path")]
     InvalidPath {
@@ -109,7 +121,9 @@ impl From<ApiError> for CloudError {
                 let message = other.to_string();
                 match other {
                     ApiError::Transport { source, .. } => CloudError::other(message, source),
-                    ApiError::Decode { source, .. } => CloudError::other(message, source),
+                    ApiError::Decode { source, .. } | ApiError::Encode { source, .. } => {
+                        CloudError::other(message, source)
+                    }
                     _ => CloudError::msg(message),
                 }
             }
