@@ -15,7 +15,7 @@ use cloud_provider::CloudError;
 use tokio::time::Instant;
 
 use crate::metrics::ApiMetrics;
-use crate::throttle::Throttle;
+use crate::throttle::{MAX_PACING_WAIT, Throttle};
 
 /// Attempts per call when AWS answers with a transient error.
 const ATTEMPTS: u32 = 3;
@@ -203,11 +203,13 @@ impl Api {
     {
         let mut attempt = 1;
         loop {
-            // Each attempt asks the request fence first; the clients'
+            // Each attempt waits for the rate limit (briefly: see
+            // `throttle`), then asks the request fence; the clients'
             // interceptor asks again just before transmitting.
+            let admitted = self.throttle.admit_within(MAX_PACING_WAIT).await;
             cloud_provider::fence::check()
                 .map_err(|source| ApiError::Fenced { operation, source })?;
-            if let Err(retry_after) = self.throttle.admit() {
+            if let Err(retry_after) = admitted {
                 tracing::debug!(
                     operation,
                     ?retry_after,

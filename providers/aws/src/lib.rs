@@ -18,9 +18,10 @@
 //! metadata.
 //!
 //! # Calls to AWS
-//! Every call passes a client-side rate limit ([`RateLimit`]) and a
-//! process-wide backoff after AWS throttles (upstream's, up to 60 s). Neither
-//! sleeps: a call held back fails with `CloudError::Throttled`. Metrics keep
+//! Every call passes a client-side rate limit ([`RateLimit`]), waiting up to
+//! two seconds for its token, and a process-wide backoff after AWS throttles
+//! (upstream's, up to 60 s), which is never waited out: a call held back
+//! longer fails with `CloudError::Throttled`. Metrics keep
 //! upstream's names (`cloudprovider_aws_api_request_duration_seconds`,
 //! `cloudprovider_aws_api_request_errors`,
 //! `cloudprovider_aws_api_throttled_requests_total`) and are served through

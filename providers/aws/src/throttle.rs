@@ -2,9 +2,15 @@
 //! limit (the workspace's [`RateLimiter`]), and upstream's process-wide
 //! backoff after `RequestLimitExceeded`.
 //!
-//! Neither sleeps. A call that may not go out now fails at once with the
-//! time to wait, which the interface surfaces as `CloudError::Throttled`, so
-//! the controller requeues the object instead of holding a worker.
+//! A call the rate limit holds back for a moment waits for its token, up
+//! to [`MAX_PACING_WAIT`], as client-go's and the AWS SDK's limiters do:
+//! failing it at once made a reconcile of a dozen calls start over from its
+//! first describe, and a few Services retrying every few milliseconds kept
+//! the bucket empty for good (a livelock the AWS crash-point suite found).
+//! Upstream's backoff after `RequestLimitExceeded` (seconds to a minute),
+//! and a pacing wait beyond the bound, fail at once with the time to wait,
+//! which the interface surfaces as `CloudError::Throttled`, so the
+//! controller requeues the object instead of holding a worker.
 
 use std::time::Duration;
 
@@ -43,6 +49,20 @@ const MAX_DELAY: Duration = Duration::from_secs(60);
 const MIN_ERROR_FRACTION: f64 = 0.1;
 /// Bias so that one throttle in a quiet process does not apply the full delay.
 const INITIAL_REQUESTS: f64 = 4.0;
+/// The longest a call waits for the rate limit's next token before it
+/// fails as throttled.
+pub(crate) const MAX_PACING_WAIT: Duration = Duration::from_secs(2);
+/// The shortest pause between two tries for a token.
+const MIN_PAUSE: Duration = Duration::from_millis(1);
+
+/// Why a call may not go out now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hold {
+    /// The rate limit's bucket is empty for this long.
+    Pace(Duration),
+    /// Upstream's backoff after AWS throttled calls is in force this long.
+    Backoff(Duration),
+}
 
 /// The shared admission state of every call the provider makes.
 #[derive(Debug)]
@@ -78,19 +98,41 @@ impl Throttle {
     }
 
     /// Lets one call go out now, or says how long to wait.
+    #[cfg(test)]
     pub(crate) fn admit(&self) -> Result<(), Duration> {
+        self.try_admit()
+            .map_err(|(Hold::Pace(d) | Hold::Backoff(d))| d)
+    }
+
+    fn try_admit(&self) -> Result<(), Hold> {
         let now = Instant::now();
         let mut s = self.lock();
         if let Some(until) = s.not_before {
             if now < until {
-                return Err(until - now);
+                return Err(Hold::Backoff(until - now));
             }
             s.not_before = None;
         }
-        self.limit.try_acquire()?;
+        self.limit.try_acquire().map_err(Hold::Pace)?;
         s.decay(now);
         s.requests += 1.0;
         Ok(())
+    }
+
+    /// Lets one call go out, waiting up to `max_wait` for the rate limit's
+    /// next token; or says how long to wait when the wait would be longer
+    /// or upstream's backoff is in force.
+    pub(crate) async fn admit_within(&self, max_wait: Duration) -> Result<(), Duration> {
+        let deadline = Instant::now() + max_wait;
+        loop {
+            match self.try_admit() {
+                Ok(()) => return Ok(()),
+                Err(Hold::Pace(wait)) if Instant::now() + wait <= deadline => {
+                    tokio::time::sleep(wait.max(MIN_PAUSE)).await;
+                }
+                Err(Hold::Pace(wait) | Hold::Backoff(wait)) => return Err(wait),
+            }
+        }
     }
 
     /// Records that AWS throttled a call and returns how long every call
@@ -153,6 +195,34 @@ mod tests {
         assert_eq!(wait, Duration::from_millis(100));
         tokio::time::advance(wait).await;
         assert_eq!(throttle.admit(), Ok(()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_waits_briefly_for_its_token_but_not_through_a_backoff() {
+        let throttle = Throttle::new(RateLimit {
+            qps: 10.0,
+            burst: 2,
+        })
+        .unwrap();
+        let start = Instant::now();
+        for _ in 0..5 {
+            throttle
+                .admit_within(MAX_PACING_WAIT)
+                .await
+                .expect("a token within the bound");
+        }
+        // Two from the burst, then one every 100 ms.
+        assert_eq!(start.elapsed(), Duration::from_millis(300));
+        // A wait longer than the bound is not waited for.
+        assert_eq!(
+            throttle.admit_within(Duration::from_millis(50)).await,
+            Err(Duration::from_millis(100))
+        );
+        assert_eq!(start.elapsed(), Duration::from_millis(300));
+        // Nor is upstream's backoff.
+        let delay = throttle.throttled();
+        assert_eq!(throttle.admit_within(MAX_PACING_WAIT).await, Err(delay));
+        assert_eq!(start.elapsed(), Duration::from_millis(300));
     }
 
     #[tokio::test(start_paused = true)]

@@ -97,7 +97,7 @@ async fn elbv2_throttling_is_recognised_as_well() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_client_side_limit_throttles_before_aws_is_called() {
+async fn the_client_side_limit_paces_calls_briefly_and_throttles_before_aws_beyond() {
     let describe = mock!(Ec2::describe_instances).then_output(running);
     let provider = provider_with(
         AwsConfig::default(),
@@ -106,15 +106,37 @@ async fn the_client_side_limit_throttles_before_aws_is_called() {
         RateLimit { qps: 2.0, burst: 2 },
     );
     let node = node("n1", Some(NODE_ID));
+    let start = tokio::time::Instant::now();
     provider.instance_exists(&node).await.expect("first token");
     provider.instance_exists(&node).await.expect("second token");
+    provider
+        .instance_exists(&node)
+        .await
+        .expect("the third waits half a second for its token");
+    assert_eq!(start.elapsed(), Duration::from_millis(500));
+    assert_eq!(describe.num_calls(), 3);
+
+    // A token further away than the pacing bound is not waited for.
+    let describe = mock!(Ec2::describe_instances).then_output(running);
+    let provider = provider_with(
+        AwsConfig::default(),
+        &[&describe],
+        &[],
+        RateLimit {
+            qps: 0.25,
+            burst: 1,
+        },
+    );
+    provider.instance_exists(&node).await.expect("first token");
+    let start = tokio::time::Instant::now();
     let err = provider.instance_exists(&node).await.unwrap_err();
     assert!(
-        matches!(err, CloudError::Throttled { retry_after } if retry_after == Duration::from_millis(500)),
+        matches!(err, CloudError::Throttled { retry_after } if retry_after == Duration::from_secs(4)),
         "{err:?}"
     );
-    assert_eq!(describe.num_calls(), 2);
-    tokio::time::advance(Duration::from_millis(500)).await;
+    assert_eq!(start.elapsed(), Duration::ZERO, "failed at once");
+    assert_eq!(describe.num_calls(), 1);
+    tokio::time::advance(Duration::from_secs(4)).await;
     provider.instance_exists(&node).await.expect("refilled");
     // The client-side limit is not AWS throttling.
     assert!(!metrics(&provider).contains("throttled_requests_total{"));
