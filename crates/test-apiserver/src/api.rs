@@ -74,7 +74,19 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
             record.resource = request.rt.plural.to_owned();
             record.subresource = request.subresource.as_str().to_owned();
             record.namespace = request.namespace.clone().unwrap_or_default();
-            record.name = request.name.clone().unwrap_or_default();
+            // As kube-apiserver's request info (and so its audit log and
+            // authorization) names a list or watch of exactly one object by
+            // its field selector.
+            record.name = request.name.clone().unwrap_or_else(|| {
+                if matches!(request.verb, Verb::List | Verb::Watch) {
+                    params
+                        .get("fieldSelector")
+                        .and_then(auth::exact_name)
+                        .unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            });
             let key = request.key();
             shared.accounting.lock().count(key.clone());
             let failure = match admitted {

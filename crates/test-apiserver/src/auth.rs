@@ -9,6 +9,7 @@
 
 pub(crate) mod approval;
 mod attributes;
+pub(crate) use attributes::exact_name;
 mod bootstrap;
 mod impersonation;
 mod rbac;

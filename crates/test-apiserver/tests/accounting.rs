@@ -134,6 +134,20 @@ async fn the_request_log_keeps_what_rbac_needs() -> anyhow::Result<()> {
         ("get", "")
     );
     assert_eq!(server.stats().non_resource.get("/version"), Some(&1));
+
+    // A list of exactly one object by field selector is logged under that
+    // name, as kube-apiserver's request info names it for authorization.
+    cms.list(&ListParams::default().fields("metadata.name=one"))
+        .await?;
+    cms.list(&ListParams::default().fields("metadata.name!=one"))
+        .await?;
+    let log = server.requests();
+    let lists: Vec<&str> = log
+        .iter()
+        .filter(|r| r.resource == "configmaps" && r.verb == "list")
+        .map(|r| r.name.as_str())
+        .collect();
+    assert_eq!(lists, ["one", ""]);
     Ok(())
 }
 

@@ -105,7 +105,7 @@ fn watch_requested(params: &Params) -> bool {
 
 /// The name a field selector requires exactly (`metadata.name=x`), if it is
 /// a valid path segment.
-fn exact_name(selector: &str) -> Option<String> {
+pub(crate) fn exact_name(selector: &str) -> Option<String> {
     selector.split(',').find_map(|term| {
         let (field, value) = term.split_once("==").or_else(|| term.split_once('='))?;
         let valid = !matches!(value, "" | "." | "..") && !value.contains(['/', '%']);
