@@ -20,6 +20,10 @@ use crate::cmd::{cargo, repo_root, run, target_dir};
 /// turn; each prints its figures and writes them to target/chaos/<suite>.json:
 ///   - crash-points: a replica SIGKILLed right after the k-th cloud mutation
 ///     of a scenario, for k = 1..=100; 0 leaked, 0 duplicated, converged;
+///   - aws-crash-points: the same against AWS (moto, behind a trapping proxy),
+///     aws-cloud-controller-manager killed after 25 mutations spread over its
+///     scenario (the crash_points test of cmd/aws-cloud-controller-manager;
+///     plain `cargo test` runs 3 of them);
 ///   - failover: 3 replicas with 2 s leases under churn, the leader killed or
 ///     frozen 100 times; no mutation outside its caller's term; failover
 ///     p50/p99/max (goal: p99 ≤ lease + retry period);
@@ -34,8 +38,9 @@ use crate::cmd::{cargo, repo_root, run, target_dir};
 /// Then writes docs/reliability/report.md from the figures.
 ///
 /// With --quick (what `cargo xtask ci` runs): 6 crash points spread over the
-/// scenario, 6 failovers, 1 partition, 20 s of faults, no fuzzing (the stable
-/// tests replay the committed corpus), no report; at most 5 minutes.
+/// scenario, 6 failovers, 1 partition, 20 s of faults, no AWS crash points
+/// (CI's test step runs 3), no fuzzing (the stable tests replay the committed
+/// corpus), no report; at most 5 minutes.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub(crate) struct Options {
@@ -45,7 +50,8 @@ pub(crate) struct Options {
     /// Seconds each fuzz target runs (the full run only).
     #[arg(long, value_name = "SECONDS", default_value_t = 120)]
     fuzz_seconds: u64,
-    /// Only these suites (crash-points, failover, partition, faults, fuzz);
+    /// Only these suites (crash-points, aws-crash-points, failover, partition,
+    /// faults, fuzz);
     /// the report takes the others' figures from their last run.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -53,6 +59,10 @@ pub(crate) struct Options {
 
 /// The suites `chaos` runs, in order.
 const SUITES: [&str; 4] = ["crash-points", "failover", "partition", "faults"];
+/// The AWS crash points: a test of cmd/aws-cloud-controller-manager.
+const AWS_CRASH_POINTS: &str = "aws-crash-points";
+/// How many AWS crash points the full run makes.
+const AWS_POINTS: u32 = 25;
 /// How long the quick variant may take, suites together.
 const QUICK_BUDGET: Duration = Duration::from_secs(300);
 /// How long one full suite may take.
@@ -60,8 +70,10 @@ const FULL_SUITE_BUDGET: Duration = Duration::from_secs(45 * 60);
 
 pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     for name in &options.only {
-        if !SUITES.contains(&name.as_str()) && name != "fuzz" {
-            bail!("--only: no suite {name:?} (crash-points, failover, partition, faults, fuzz)");
+        if !SUITES.contains(&name.as_str()) && name != AWS_CRASH_POINTS && name != "fuzz" {
+            bail!(
+                "--only: no suite {name:?} (crash-points, {AWS_CRASH_POINTS}, failover, partition, faults, fuzz)"
+            );
         }
     }
     let wanted = |name: &str| options.only.is_empty() || options.only.iter().any(|o| o == name);
@@ -92,6 +104,12 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
             failed.push(suite.to_owned());
         }
     }
+    if !options.quick && wanted(AWS_CRASH_POINTS) {
+        if let Err(e) = aws_crash_points(&out) {
+            println!("chaos {AWS_CRASH_POINTS}: {e:#}");
+            failed.push(AWS_CRASH_POINTS.to_owned());
+        }
+    }
     if options.quick {
         println!("\nchaos --quick: {:.0} s", started.elapsed().as_secs_f64());
     } else if wanted("fuzz") {
@@ -118,6 +136,38 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
             out.display()
         );
     }
+    Ok(())
+}
+
+/// The AWS crash points against moto: the crash_points test of
+/// cmd/aws-cloud-controller-manager with [`AWS_POINTS`] points, its figures
+/// in `out`.
+fn aws_crash_points(out: &Path) -> anyhow::Result<()> {
+    crate::tools::ensure_e2e()?;
+    println!(
+        "\n$ cargo test -p aws-cloud-controller-manager --test crash_points ({AWS_POINTS} points)"
+    );
+    let figures = figures_path(out, AWS_CRASH_POINTS);
+    // Figures of an earlier run must not stand in for this one's.
+    let _ = std::fs::remove_file(&figures);
+    run(cargo()
+        .args([
+            "test",
+            "--locked",
+            "-p",
+            "aws-cloud-controller-manager",
+            "--test",
+            "crash_points",
+            "--",
+            "--nocapture",
+        ])
+        .env("CHAOS_AWS_CRASH_POINTS", AWS_POINTS.to_string())
+        .env("CHAOS_OUT", &figures))?;
+    anyhow::ensure!(
+        figures.exists(),
+        "the test wrote no figures to {}",
+        figures.display()
+    );
     Ok(())
 }
 

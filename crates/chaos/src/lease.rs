@@ -142,11 +142,19 @@ pub(crate) fn judge(calls: &[Call], terms: &[Term]) -> Fencing {
             .iter()
             .rposition(|term| term.holder == call.caller && term.start_us <= t)
         else {
-            fencing.unfenced.push(describe());
+            fencing
+                .unfenced
+                .push(format!("{}, before it ever led", describe()));
             continue;
         };
-        if t > terms[index].valid_until_us {
-            fencing.unfenced.push(describe());
+        let term = &terms[index];
+        if t > term.valid_until_us {
+            fencing.unfenced.push(format!(
+                "{}, {} µs after its term (from {}) could have ended",
+                describe(),
+                t - term.valid_until_us,
+                term.start_us,
+            ));
         } else if terms[index + 1..]
             .iter()
             .any(|next| next.holder != call.caller && next.start_us <= t)

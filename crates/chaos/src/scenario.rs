@@ -2,7 +2,7 @@
 //! LoadBalancer Services created, changed, turned into ClusterIP Services
 //! and deleted, as an operator's cluster sees them.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus, Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -21,6 +21,10 @@ pub(crate) struct World {
     nodes: Api<Node>,
     services: Api<Service>,
     pub(crate) node_ids: BTreeSet<u32>,
+    /// The third octet of each node's pod CIDR: allocated from a free pool
+    /// inside the cluster CIDR (a /16 holds 256 of them, node numbers grow
+    /// past that), and reused once a node is gone, as a node IPAM does.
+    pod_subnets: BTreeMap<u32, u8>,
     /// LoadBalancer Services by number.
     pub(crate) load_balancers: BTreeSet<u32>,
     /// Services turned into ClusterIP.
@@ -36,16 +40,17 @@ pub(crate) fn service_name(id: u32) -> String {
     format!("svc-{id}")
 }
 
-fn node(id: u32) -> Node {
+fn node(id: u32, subnet: u8) -> Node {
     let name = node_name(id);
+    let cidr = format!("10.244.{subnet}.0/24");
     Node {
         metadata: ObjectMeta {
             name: Some(name.clone()),
             ..ObjectMeta::default()
         },
         spec: Some(NodeSpec {
-            pod_cidr: Some(format!("10.244.{id}.0/24")),
-            pod_cidrs: Some(vec![format!("10.244.{id}.0/24")]),
+            pod_cidr: Some(cidr.clone()),
+            pod_cidrs: Some(vec![cidr]),
             provider_id: Some(format!("fake://{name}")),
             ..NodeSpec::default()
         }),
@@ -78,12 +83,22 @@ fn load_balancer(id: u32, port: i32) -> Service {
     }
 }
 
+/// The lowest third octet no node in `held` has (0 is left out, as the
+/// first /24 of a cluster CIDR often is).
+fn free_subnet(held: &BTreeMap<u32, u8>) -> anyhow::Result<u8> {
+    let taken: BTreeSet<u8> = held.values().copied().collect();
+    (1..=u8::MAX)
+        .find(|s| !taken.contains(s))
+        .ok_or_else(|| anyhow::anyhow!("every /24 of {} is taken", crate::env::CLUSTER_CIDR))
+}
+
 impl World {
     pub(crate) fn new(client: &kube::Client) -> Self {
         Self {
             nodes: Api::all(client.clone()),
             services: Api::namespaced(client.clone(), NAMESPACE),
             node_ids: BTreeSet::new(),
+            pod_subnets: BTreeMap::new(),
             load_balancers: BTreeSet::new(),
             cluster_ips: BTreeSet::new(),
             next_port: 80,
@@ -91,8 +106,12 @@ impl World {
     }
 
     pub(crate) async fn add_node(&mut self, id: u32) -> anyhow::Result<()> {
-        self.nodes.create(&PostParams::default(), &node(id)).await?;
+        let subnet = free_subnet(&self.pod_subnets)?;
+        self.nodes
+            .create(&PostParams::default(), &node(id, subnet))
+            .await?;
         self.node_ids.insert(id);
+        self.pod_subnets.insert(id, subnet);
         Ok(())
     }
 
@@ -101,6 +120,7 @@ impl World {
             .delete(&node_name(id), &DeleteParams::default())
             .await?;
         self.node_ids.remove(&id);
+        self.pod_subnets.remove(&id);
         Ok(())
     }
 
@@ -202,5 +222,28 @@ impl World {
                 None => Ok(()),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pod_subnets_stay_inside_the_cluster_cidr_however_high_node_numbers_go() {
+        let mut held = BTreeMap::new();
+        for id in 300..303 {
+            let subnet = free_subnet(&held).unwrap();
+            held.insert(id, subnet);
+        }
+        assert_eq!(held.values().copied().collect::<Vec<_>>(), [1, 2, 3]);
+        held.remove(&301);
+        assert_eq!(
+            free_subnet(&held).unwrap(),
+            2,
+            "a departed node's /24 is reused"
+        );
+        let full: BTreeMap<u32, u8> = (1..=u8::MAX).map(|s| (u32::from(s), s)).collect();
+        assert!(free_subnet(&full).is_err());
     }
 }
