@@ -104,11 +104,12 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
             failed.push(suite.to_owned());
         }
     }
-    if !options.quick && wanted(AWS_CRASH_POINTS) {
-        if let Err(e) = aws_crash_points(&out) {
-            println!("chaos {AWS_CRASH_POINTS}: {e:#}");
-            failed.push(AWS_CRASH_POINTS.to_owned());
-        }
+    if !options.quick
+        && wanted(AWS_CRASH_POINTS)
+        && let Err(e) = aws_crash_points(&out)
+    {
+        println!("chaos {AWS_CRASH_POINTS}: {e:#}");
+        failed.push(AWS_CRASH_POINTS.to_owned());
     }
     if options.quick {
         println!("\nchaos --quick: {:.0} s", started.elapsed().as_secs_f64());
