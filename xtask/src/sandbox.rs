@@ -122,8 +122,14 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
                     if options.check {
                         refuses_metrics_without_a_token(metrics)?;
                         let left = timeout.saturating_sub(start.elapsed());
+                        let nodes = kubectl::nodes_ready_with_addresses(&kubeconfig)?;
+                        println!(
+                            "kubectl get nodes -o wide: {nodes} nodes Ready, each with an INTERNAL-IP"
+                        );
                         let ingress = kubectl::service_gets_ingress(&kubeconfig, left)?;
-                        println!("a Service created with kubectl got its ingress: {ingress}");
+                        println!(
+                            "a Service created with kubectl shows its EXTERNAL-IP in kubectl get service: {ingress}"
+                        );
                         return Ok(());
                     }
                     explain(&kubeconfig, &access.curl_line(metrics));

@@ -7,6 +7,7 @@ mod params;
 mod read;
 mod render;
 pub(crate) mod route;
+mod table;
 mod testapi;
 mod watch;
 mod write;
@@ -234,7 +235,7 @@ async fn serve_resource(
         auth::approval::check(shared, req, user)?;
     }
     let list = matches!(req.verb, Verb::List | Verb::DeleteCollection);
-    let repr = render::negotiate(accept, list)?;
+    let repr = render::negotiate(accept, list, params.get("includeObject"))?;
     let name = req.name.as_deref().unwrap_or("");
     let (code, bytes, warnings) = match req.verb {
         Verb::Get => (200, read::get(shared, req, name, repr)?, Vec::new()),

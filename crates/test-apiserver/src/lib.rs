@@ -236,12 +236,18 @@
 //! bookmarks and `timeoutSeconds=290`); both modes work.
 //!
 //! `Accept: application/json;as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1`
-//! (kube's metadata API and metadata watcher) is served. `as=Table` is not:
-//! kubectl, which also accepts plain JSON, then prints objects itself.
+//! (kube's metadata API and metadata watcher) is served, and so is
+//! `as=Table;g=meta.k8s.io;v=v1`, server-side printing as `kubectl get`
+//! asks for it: kube-apiserver's printers' columns for every kind served
+//! (wide ones at priority 1), `includeObject=None|Metadata|Object`, lists,
+//! and watches whose first event alone carries the column definitions.
+//! The contract suite checks the columns and cells against a real
+//! kube-apiserver.
 //!
 //! # kubectl
 //!
-//! kubectl 1.20 (Debian bookworm's) and 1.32 work for `get`, `get -w`,
+//! kubectl 1.20 (Debian bookworm's) and 1.32 work for `get` (with the
+//! server's tables, `-o wide` included), `get -w`,
 //! `describe`, `create -f`, `patch` (`--type merge|json|strategic`) and
 //! `delete`, and other commands that send JSON. OpenAPI documents are not served
 //! (`/openapi/v2` and `/openapi/v3` are 404), so commands that validate
@@ -258,7 +264,7 @@
 //! LocalSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview,
 //! admission, validation beyond
 //! names and the rules above, `managedFields` and server-side apply, YAML,
-//! protobuf and CBOR bodies, `as=Table`, aggregated discovery, OpenAPI,
+//! protobuf and CBOR bodies, `meta.k8s.io/v1beta1` Tables, aggregated discovery, OpenAPI,
 //! subresources other than `status`, `namespaces/finalize` and
 //! `serviceaccounts/token`, and the
 //! controllers (garbage collector, namespace controller, kubelet, node

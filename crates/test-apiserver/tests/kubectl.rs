@@ -188,3 +188,100 @@ async fn kubectl_gets_describes_creates_patches_watches_and_deletes() -> anyhow:
     assert!(watched.iter().all(|l| l == "configmap/demo"), "{watched:?}");
     Ok(())
 }
+
+/// kubectl's lines for `args`, each split into its columns.
+async fn rows(server: &Binary, args: &[&str]) -> anyhow::Result<Vec<Vec<String>>> {
+    let out = kubectl(server, args).await?;
+    Ok(out
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_owned).collect())
+        .collect())
+}
+
+#[tokio::test]
+async fn kubectl_prints_the_servers_tables_and_get_w_streams_the_external_ip_appearing()
+-> anyhow::Result<()> {
+    ccm_test_support::kubectl_path()?;
+    let server = Binary::start(&["--nodes", "1", "--services", "1"]).await?;
+
+    let nodes = rows(&server, &["get", "nodes", "-o", "wide"]).await?;
+    assert_eq!(
+        nodes[0],
+        [
+            "NAME",
+            "STATUS",
+            "ROLES",
+            "AGE",
+            "VERSION",
+            "INTERNAL-IP",
+            "EXTERNAL-IP",
+            "OS-IMAGE",
+            "KERNEL-VERSION",
+            "CONTAINER-RUNTIME"
+        ]
+    );
+    assert_eq!(nodes[1][..3], ["node-1", "Ready", "<none>"], "{nodes:?}");
+    assert_eq!(nodes[1][4], "v1.33.0", "{nodes:?}");
+
+    let services = rows(&server, &["get", "services", "-n", "default"]).await?;
+    assert_eq!(
+        services[0],
+        [
+            "NAME",
+            "TYPE",
+            "CLUSTER-IP",
+            "EXTERNAL-IP",
+            "PORT(S)",
+            "AGE"
+        ]
+    );
+    let lb = services
+        .iter()
+        .find(|r| r[0] == "lb-1")
+        .context("lb-1 listed")?;
+    assert_eq!(lb[1], "LoadBalancer");
+    assert_eq!(lb[3], "<pending>");
+
+    // The sandbox's demo: watch the Service until its load balancer shows.
+    let mut watch = kubectl_command(&server)?
+        .args(["get", "service", "lb-1", "-n", "default", "--watch"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut lines = BufReader::new(watch.stdout.take().context("stdout")?).lines();
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        match tokio::time::timeout(Duration::from_secs(30), lines.next_line()).await {
+            Ok(Ok(Some(line))) => seen.push(line),
+            other => bail!("kubectl get -w stopped early after {seen:?}: {other:?}"),
+        }
+    }
+    assert!(seen[0].starts_with("NAME"), "{seen:?}");
+    assert!(seen[1].contains("<pending>"), "{seen:?}");
+    kubectl(
+        &server,
+        &[
+            "patch",
+            "service",
+            "lb-1",
+            "-n",
+            "default",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"loadBalancer":{"ingress":[{"ip":"203.0.113.9"}]}}}"#,
+        ],
+    )
+    .await?;
+    let appeared = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .context("no row after the status change")??
+        .context("kubectl get -w ended")?;
+    watch.kill().await?;
+    assert!(appeared.contains("203.0.113.9"), "{appeared}");
+    assert!(
+        !appeared.starts_with("NAME"),
+        "headers only once: {appeared}"
+    );
+    Ok(())
+}

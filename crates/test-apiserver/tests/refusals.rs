@@ -73,7 +73,7 @@ async fn non_json_bodies_and_protobuf_only_clients_are_refused() -> anyhow::Resu
 }
 
 #[tokio::test]
-async fn table_requests_get_json_objects_and_metadata_requests_get_partial_metadata()
+async fn table_requests_get_tables_older_table_versions_json_and_metadata_requests_partial_metadata()
 -> anyhow::Result<()> {
     let server = TestApiServer::builder().seed_nodes(2).start().await?;
     let table = http::Request::get("/api/v1/nodes")
@@ -83,6 +83,15 @@ async fn table_requests_get_json_objects_and_metadata_requests_get_partial_metad
         )
         .body(Vec::new())?;
     let (code, list) = send(&server, table).await?;
+    assert_eq!((code, list["kind"].as_str()), (200, Some("Table")));
+    assert_eq!(list["rows"].as_array().map(Vec::len), Some(2));
+    let older = http::Request::get("/api/v1/nodes")
+        .header(
+            "accept",
+            "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json",
+        )
+        .body(Vec::new())?;
+    let (code, list) = send(&server, older).await?;
     assert_eq!((code, list["kind"].as_str()), (200, Some("NodeList")));
     let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(server.client());
     let metadata = nodes.list_metadata(&ListParams::default()).await?;

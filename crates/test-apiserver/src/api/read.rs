@@ -10,6 +10,7 @@ use super::continue_token::ContinueToken;
 use super::params::Params;
 use super::render::{self, Representation};
 use super::route::ResourceRequest;
+use super::table;
 use crate::resources::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::server::Shared;
@@ -264,6 +265,10 @@ pub(crate) fn list_body(
             "meta.k8s.io/v1".to_owned(),
             "PartialObjectMetadataList".to_owned(),
         ),
+        Representation::Table(include) => {
+            let table = table::table(rt, include, items.iter().map(|o| &o.value), metadata, true);
+            return Bytes::from(serde_json::to_vec(&table).unwrap_or_default());
+        }
     };
     let rendered: Vec<Bytes> = items.iter().map(|o| render::stored(rt, repr, o)).collect();
     let size: usize = rendered.iter().map(|b| b.len() + 1).sum();

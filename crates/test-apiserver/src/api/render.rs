@@ -1,5 +1,5 @@
 //! Response bodies: objects as a resource shows them, in the representation
-//! the client accepts (the object, or `PartialObjectMetadata`).
+//! the client accepts (the object, `PartialObjectMetadata`, or a `Table`).
 
 use std::convert::Infallible;
 
@@ -9,6 +9,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use serde_json::{Value, json};
 
+use super::table::{self, Include};
 use crate::registry;
 use crate::resources::{Kind, ResourceType};
 use crate::status::ApiError;
@@ -23,17 +24,22 @@ pub(crate) enum Representation {
     Object,
     /// `as=PartialObjectMetadata` (`...List` for lists): metadata only.
     Metadata,
+    /// `as=Table;g=meta.k8s.io;v=v1`: server-side printing, each row
+    /// carrying what `includeObject` asks.
+    Table(Include),
 }
 
-/// Picks a representation from `Accept`.
-///
-/// `as=Table` is not served; clients that also accept plain JSON (kubectl
-/// does) get objects and print them themselves.
+/// Picks a representation from `Accept` (the first acceptable range wins)
+/// and, for a `Table`, what its rows carry from `includeObject`.
 ///
 /// # Errors
 ///
-/// 406 when nothing acceptable is offered.
-pub(crate) fn negotiate(accept: Option<&str>, list: bool) -> Result<Representation, ApiError> {
+/// 406 when nothing acceptable is offered; 400 for a bad `includeObject`.
+pub(crate) fn negotiate(
+    accept: Option<&str>,
+    list: bool,
+    include: Option<&str>,
+) -> Result<Representation, ApiError> {
     let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
         return Ok(Representation::Object);
     };
@@ -60,11 +66,14 @@ pub(crate) fn negotiate(accept: Option<&str>, list: bool) -> Result<Representati
             Some(as_) if as_ == wanted_partial && param("g") == Some("meta.k8s.io") => {
                 return Ok(Representation::Metadata);
             }
+            Some("Table") if param("g") == Some("meta.k8s.io") && param("v") == Some("v1") => {
+                return Ok(Representation::Table(Include::parse(include)?));
+            }
             Some(_) => {}
         }
     }
     Err(ApiError::not_acceptable(format!(
-        "only the following media types are accepted: application/json, application/json;as={wanted_partial};g=meta.k8s.io;v=v1 (got {accept:?})"
+        "only the following media types are accepted: application/json, application/json;as={wanted_partial};g=meta.k8s.io;v=v1, application/json;as=Table;g=meta.k8s.io;v=v1 (got {accept:?})"
     )))
 }
 
@@ -93,10 +102,10 @@ pub(crate) fn stored(rt: &ResourceType, repr: Representation, object: &StoredObj
 
 /// A storage-representation value as `rt` shows it in `repr`.
 pub(crate) fn value(rt: &ResourceType, repr: Representation, stored: &Value) -> Bytes {
-    let shown = registry::view(rt, stored);
     let shown = match repr {
-        Representation::Object => shown,
-        Representation::Metadata => metadata_only(&shown),
+        Representation::Object => registry::view(rt, stored),
+        Representation::Metadata => metadata_only(&registry::view(rt, stored)),
+        Representation::Table(include) => table::single(rt, include, stored, true),
     };
     Bytes::from(serde_json::to_vec(&shown).unwrap_or_default())
 }
@@ -151,23 +160,46 @@ mod tests {
     use super::*;
 
     #[test]
-    fn kubectl_table_requests_fall_back_to_json() {
+    fn kubectls_table_requests_get_a_table_and_v1beta1_alone_falls_back_to_json() {
         let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert_eq!(negotiate(Some(accept), true), Ok(Representation::Object));
+        assert_eq!(
+            negotiate(Some(accept), true, None),
+            Ok(Representation::Table(Include::Metadata))
+        );
+        assert_eq!(
+            negotiate(Some(accept), false, Some("Object")),
+            Ok(Representation::Table(Include::Object))
+        );
+        assert_eq!(
+            negotiate(Some(accept), true, Some("Everything")).map_err(|e| e.code),
+            Err(400)
+        );
+        let old = "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
+        assert_eq!(negotiate(Some(old), true, None), Ok(Representation::Object));
     }
 
     #[test]
     fn metadata_representation_is_served_for_kube_metadata_clients() {
         let one = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
         let list = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
-        assert_eq!(negotiate(Some(one), false), Ok(Representation::Metadata));
-        assert_eq!(negotiate(Some(list), true), Ok(Representation::Metadata));
-        assert_eq!(negotiate(Some(one), true).map_err(|e| e.code), Err(406));
+        assert_eq!(
+            negotiate(Some(one), false, None),
+            Ok(Representation::Metadata)
+        );
+        assert_eq!(
+            negotiate(Some(list), true, None),
+            Ok(Representation::Metadata)
+        );
+        assert_eq!(
+            negotiate(Some(one), true, None).map_err(|e| e.code),
+            Err(406)
+        );
     }
 
     #[test]
     fn protobuf_only_is_not_acceptable() {
-        let err = negotiate(Some("application/vnd.kubernetes.protobuf"), false).expect_err("406");
+        let err =
+            negotiate(Some("application/vnd.kubernetes.protobuf"), false, None).expect_err("406");
         assert_eq!(err.code, 406);
     }
 }

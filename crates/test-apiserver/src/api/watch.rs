@@ -19,6 +19,7 @@ use super::params::Params;
 use super::read::{Selection, parse_rv};
 use super::render::{self, Body, Representation};
 use super::route::ResourceRequest;
+use super::table;
 use crate::resources::ResourceType;
 use crate::server::Shared;
 use crate::status::ApiError;
@@ -180,6 +181,7 @@ pub(crate) fn start(
         bookmark_due: false,
         finished: expired.is_some(),
         open: OpenWatch::new(shared, req.rt.plural),
+        columns_sent: false,
     };
     let chunks = futures::stream::unfold(stream, |mut s| async move {
         let chunk = s.next_chunk().await?;
@@ -218,6 +220,9 @@ struct WatchStream {
     bookmark_due: bool,
     finished: bool,
     open: OpenWatch,
+    /// A Table watch sends its column definitions with its first event
+    /// only, as kube-apiserver.
+    columns_sent: bool,
 }
 
 impl WatchStream {
@@ -260,13 +265,28 @@ impl WatchStream {
 
     fn render_initial(&mut self) {
         let mut chunk = Vec::new();
-        for object in self.initial.drain(..INITIAL_CHUNK.min(self.initial.len())) {
-            chunk.extend_from_slice(&event_line(
-                "ADDED",
-                &render::stored(self.rt, self.repr, &object),
-            ));
+        let batch: Vec<_> = self
+            .initial
+            .drain(..INITIAL_CHUNK.min(self.initial.len()))
+            .collect();
+        for object in batch {
+            let shown = self.shown(&object);
+            chunk.extend_from_slice(&event_line("ADDED", &shown));
         }
         self.out.push_back(Bytes::from(chunk));
+    }
+
+    /// `object` as this watch shows it.
+    fn shown(&mut self, object: &StoredObject) -> Bytes {
+        match self.repr {
+            Representation::Table(include) => {
+                let columns = !self.columns_sent;
+                self.columns_sent = true;
+                let table = table::single(self.rt, include, &object.value, columns);
+                Bytes::from(serde_json::to_vec(&table).unwrap_or_default())
+            }
+            repr => render::stored(self.rt, repr, object),
+        }
     }
 
     /// Reads new changes into `out`; true when it produced output or must
@@ -308,7 +328,7 @@ impl WatchStream {
         }
     }
 
-    fn render_change(&self, change: &Change) -> Option<Bytes> {
+    fn render_change(&mut self, change: &Change) -> Option<Bytes> {
         if self
             .namespace
             .as_ref()
@@ -333,10 +353,8 @@ impl WatchStream {
         if shown == change.kind && render::is_verbatim(self.rt, self.repr) {
             return Some(change.object.line.clone());
         }
-        Some(event_line(
-            shown.as_str(),
-            &render::stored(self.rt, self.repr, &change.object),
-        ))
+        let object = self.shown(&change.object);
+        Some(event_line(shown.as_str(), &object))
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
@@ -346,6 +364,7 @@ impl WatchStream {
                 Value::from(self.rt.api_version()),
             ),
             Representation::Metadata => (json!("PartialObjectMetadata"), json!("meta.k8s.io/v1")),
+            Representation::Table(_) => (json!("Table"), json!("meta.k8s.io/v1")),
         };
         let mut metadata = json!({"resourceVersion": rv.to_string()});
         if initial_end {
