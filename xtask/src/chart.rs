@@ -6,6 +6,7 @@
 mod rbac;
 pub(crate) mod render;
 mod scenario;
+mod standby;
 pub(crate) mod validate;
 
 use std::path::{Path, PathBuf};

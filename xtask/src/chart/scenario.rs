@@ -12,6 +12,7 @@ use anyhow::{Context, bail, ensure};
 use serde_json::{Value, json};
 
 use super::rbac::Request;
+use super::standby;
 use crate::cmd::target_dir;
 use crate::http;
 use crate::processes::Processes;
@@ -150,9 +151,9 @@ pub(crate) fn run_scenario(
         ],
     )?;
     apply(api, rbac)?;
-    let lease = leader_lease(&args);
+    let lease = standby::leader_lease(&args);
     if let Some(lease) = &lease {
-        previous_leader(api, lease)?;
+        standby::previous_leader(api, lease, ADMIN_TOKEN)?;
     }
     crate::sandbox::volumes::seed(api, Some(ADMIN_TOKEN))?;
     let ccm_kubeconfig = dir.join("kubeconfig-ccm");
@@ -168,7 +169,7 @@ pub(crate) fn run_scenario(
         dir.display()
     );
     if let Some(lease) = &lease {
-        hand_over(api, &rbac.user(), lease)?;
+        standby::hand_over(api, &rbac.user(), lease, ADMIN_TOKEN)?;
     }
 
     let driven = drive(&mut processes, api, metrics, &dir);
@@ -217,100 +218,6 @@ fn drive(
 /// SubjectAccessReview the CCM then makes under the chart's
 /// `system:auth-delegator` binding) carry no token. The CCM's do, and a
 /// token that does not authenticate is 401, never anonymous.
-/// `(namespace, name)` of the Lease the CCM elects with, when it elects.
-fn leader_lease(args: &[String]) -> Option<(String, String)> {
-    let flag = |name: &str| {
-        args.iter()
-            .find_map(|a| a.strip_prefix(&format!("--{name}=")))
-            .map(str::to_owned)
-    };
-    if flag("leader-elect").as_deref() != Some("true") {
-        return None;
-    }
-    Some((
-        flag("leader-elect-resource-namespace").unwrap_or_else(|| "kube-system".to_owned()),
-        flag("leader-elect-resource-name").unwrap_or_else(|| "cloud-controller-manager".to_owned()),
-    ))
-}
-
-/// The Lease as an earlier replica holds it (an upgrade: the old pod is
-/// still there), so the CCM starts as a standby and waits the way a second
-/// replica does, watching the one Lease; [`hand_over`] ends the wait.
-fn previous_leader(api: SocketAddr, (namespace, name): &(String, String)) -> anyhow::Result<()> {
-    let now = jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
-        .to_string();
-    let lease = json!({
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": { "name": name, "namespace": namespace },
-        "spec": {
-            "holderIdentity": "previous-replica",
-            "leaseDurationSeconds": 60,
-            "acquireTime": now,
-            "renewTime": now,
-            "leaseTransitions": 0,
-        },
-    });
-    let path = format!("/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases");
-    let response = http::request_as(
-        api,
-        "POST",
-        &path,
-        Some(("application/json", &lease.to_string())),
-        Some(ADMIN_TOKEN),
-    )?;
-    ensure!(
-        response.status == 201,
-        "creating the previous replica's Lease {namespace}/{name}: HTTP {}: {}",
-        response.status,
-        response.body
-    );
-    Ok(())
-}
-
-/// Once the standby CCM (as `user`) watches the Lease, deletes it, as an
-/// old replica's Lease is cleaned up: the CCM sees the deletion and creates
-/// its own. Standing by, creating and renewing are then all proven under
-/// the chart's RBAC.
-fn hand_over(
-    api: SocketAddr,
-    user: &str,
-    (namespace, name): &(String, String),
-) -> anyhow::Result<()> {
-    let watching = |log: &Value| {
-        log["records"].as_array().is_some_and(|records| {
-            records
-                .iter()
-                .any(|r| r["user"] == user && r["resource"] == "leases" && r["verb"] == "watch")
-        })
-    };
-    let mut seen = false;
-    for _ in 0..100 {
-        let (status, log) = get(api, "/testapi/requests")?;
-        ensure!(status == 200, "GET /testapi/requests: HTTP {status}");
-        if watching(&log) {
-            seen = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    ensure!(
-        seen,
-        "the standby CCM did not watch the Lease {namespace}/{name} within 10 s"
-    );
-    let path = format!("/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}");
-    let response = http::request_as(api, "DELETE", &path, None, Some(ADMIN_TOKEN))?;
-    ensure!(
-        response.status == 200,
-        "deleting the previous replica's Lease {namespace}/{name}: HTTP {}: {}",
-        response.status,
-        response.body
-    );
-    println!("scenario: the CCM stood by, watching the previous replica's Lease; deleted it");
-    Ok(())
-}
-
 fn apply(api: SocketAddr, rbac: &ChartRbac) -> anyhow::Result<()> {
     let anonymous_admin = json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -487,7 +394,7 @@ fn wait(
     bail!("scenario: not done after {STEP_TIMEOUT:?}: {what}; {detail}")
 }
 
-fn get(api: SocketAddr, path: &str) -> anyhow::Result<(u16, Value)> {
+pub(super) fn get(api: SocketAddr, path: &str) -> anyhow::Result<(u16, Value)> {
     let response = http::get(api, path)?;
     let body = serde_json::from_str(&response.body).unwrap_or(Value::Null);
     Ok((response.status, body))

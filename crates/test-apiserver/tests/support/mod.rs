@@ -5,6 +5,7 @@
 #![allow(dead_code, reason = "each test file uses a different part")]
 
 pub(crate) mod process;
+pub(crate) mod table;
 
 use std::future::Future;
 use std::time::Duration;
