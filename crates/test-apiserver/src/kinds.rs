@@ -4,6 +4,7 @@
 
 pub(crate) mod csr;
 pub(crate) mod event;
+mod node;
 mod pod;
 mod rbac;
 mod secret;
@@ -150,6 +151,7 @@ pub(crate) fn prepare_create(
     obj: &mut Value,
     services: &ServiceIndex,
 ) -> Result<(), ApiError> {
+    validate(kind, obj)?;
     match kind {
         Kind::Namespace => {
             set_path(obj, &["spec", "finalizers"], json!(["kubernetes"]));
@@ -192,6 +194,7 @@ pub(crate) fn prepare_update(
     if has_status {
         meta::set_top(new, "status", meta::top(old, "status").clone());
     }
+    validate(kind, new)?;
     match kind {
         Kind::Namespace => {
             let finalizers = old
@@ -239,6 +242,31 @@ pub(crate) fn prepare_status_update(kind: Kind, new: &mut Value, old: &Value) {
         Kind::Pod => meta::copy(new, old, "ownerReferences"),
         Kind::CertificateSigningRequest => csr::prepare_status_update(new, old),
         _ => {}
+    }
+}
+
+/// The checks kube-apiserver makes of any object's metadata, and of a
+/// Node's or a Lease's spec.
+fn validate(kind: Kind, obj: &mut Value) -> Result<(), ApiError> {
+    if kind == Kind::Node {
+        sync_pod_cidrs(obj);
+    }
+    let mut causes = crate::validation::metadata::check(obj);
+    match kind {
+        Kind::Node => causes.extend(node::check(obj)),
+        Kind::Lease => causes.extend(node::check_lease(obj)),
+        _ => {}
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        let rt = crate::resources::by_kind(kind);
+        Err(ApiError::invalid(
+            rt.kind,
+            rt.group,
+            meta::name(obj).unwrap_or(""),
+            &causes,
+        ))
     }
 }
 

@@ -164,8 +164,16 @@
 //!   out-of-range port is 422); Namespaces get `spec.finalizers:
 //!   [kubernetes]` and phase Active; Pods get phase Pending and their QoS
 //!   class; Secrets' `stringData` lands in `data`; a node's pod CIDRs cannot
-//!   change once set. Names are validated (422). Other validation of specs
-//!   is not done: an object a real server would find invalid may be stored.
+//!   change once set. Names are validated (422), and so, in kube-apiserver's
+//!   words (422 `Invalid`, one cause each), are: label keys and values and
+//!   annotation keys and total size (`validation/metadata.rs`); Service
+//!   ports (range, protocol, names, (protocol, port) pairs), type,
+//!   `externalTrafficPolicy` and `loadBalancerClass`
+//!   (`kinds/service/checks.rs`); Node taints and pod CIDRs and Lease fields
+//!   (`kinds/node.rs`); events.k8s.io notes. The contract suites
+//!   (`tests/validation*.rs`) pin each against kube-apiserver v1.33. Other
+//!   validation of specs is not done: an object a real server would find
+//!   invalid may still be stored.
 //! - `managedFields` are not maintained.
 //!
 //! # Patches

@@ -99,9 +99,15 @@ impl ApiError {
         causes: &[(String, String)],
     ) -> Self {
         let listed: Vec<String> = causes.iter().map(|(f, m)| format!("{f}: {m}")).collect();
+        // kube-apiserver names a kind outside the core group with its group.
+        let shown = if group.is_empty() || kind.contains('.') {
+            kind.to_owned()
+        } else {
+            format!("{kind}.{group}")
+        };
         let message = match listed.as_slice() {
-            [one] => format!("{kind} \"{name}\" is invalid: {one}"),
-            many => format!("{kind} \"{name}\" is invalid: [{}]", many.join(", ")),
+            [one] => format!("{shown} \"{name}\" is invalid: {one}"),
+            many => format!("{shown} \"{name}\" is invalid: [{}]", many.join(", ")),
         };
         let causes: Vec<Value> = causes
             .iter()

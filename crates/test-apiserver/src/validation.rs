@@ -2,6 +2,8 @@
 
 use crate::resources::Kind;
 
+pub(crate) mod metadata;
+
 /// RFC 1123 subdomain: lowercase alphanumerics, `-` and `.`, at most 253.
 pub(crate) fn is_dns_subdomain(s: &str) -> bool {
     !s.is_empty() && s.len() <= 253 && s.split('.').all(is_label_chars)

@@ -122,3 +122,144 @@ contract_test!(
         Ok(())
     }
 );
+
+/// Creates a Service of `spec` named `name`; the refusal's message.
+async fn refused_service(
+    services: &Api<Service>,
+    name: &str,
+    spec: Value,
+) -> anyhow::Result<String> {
+    let service: Service =
+        serde_json::from_value(json!({ "metadata": {"name": name}, "spec": spec }))?;
+    let refused = refusal(services.create(&PostParams::default(), &service).await)?;
+    assert_eq!((refused.code, refused.reason.as_str()), (422, "Invalid"));
+    Ok(refused.message)
+}
+
+contract_test!(
+    service_port_names_pairs_types_and_traffic_policy_are_checked,
+    |t| {
+        let services: Api<Service> = Api::namespaced(t.client(), "default");
+        let name = ccm_test_support::unique("svc-rules");
+        let prefix = format!("Service \"{name}\" is invalid: ");
+
+        let unnamed = refused_service(
+            &services,
+            &name,
+            json!({ "ports": [{ "name": "http", "port": 80 }, { "port": 81 }] }),
+        )
+        .await?;
+        assert_eq!(
+            unnamed,
+            format!("{prefix}spec.ports[1].name: Required value")
+        );
+
+        let same_name = refused_service(
+            &services,
+            &name,
+            json!({ "ports": [{ "name": "http", "port": 80 }, { "name": "http", "port": 81 }] }),
+        )
+        .await?;
+        assert_eq!(
+            same_name,
+            format!("{prefix}spec.ports[1].name: Duplicate value: \"http\"")
+        );
+
+        let same_pair = refused_service(
+        &services,
+        &name,
+        json!({ "ports": [{ "name": "a", "port": 80 }, { "name": "b", "port": 80, "targetPort": 8080 }] }),
+    )
+    .await?;
+        assert_eq!(
+            same_pair,
+            format!(
+                "{prefix}spec.ports[1]: Duplicate value: core.ServicePort{{Name:\"\", Protocol:\"TCP\", \
+             AppProtocol:(*string)(nil), Port:80, TargetPort:intstr.IntOrString{{Type:0, IntVal:0, \
+             StrVal:\"\"}}, NodePort:0}}"
+            )
+        );
+
+        let odd_type = refused_service(
+            &services,
+            &name,
+            json!({ "type": "Foo", "ports": [{ "port": 80 }] }),
+        )
+        .await?;
+        assert!(
+            odd_type.starts_with(&format!(
+                "{prefix}spec.type: Unsupported value: \"Foo\": supported values: \"ClusterIP\", \
+             \"ExternalName\", \"LoadBalancer\", \"NodePort\""
+            )),
+            "{odd_type}"
+        );
+
+        let local = refused_service(
+        &services,
+        &name,
+        json!({ "type": "ClusterIP", "externalTrafficPolicy": "Local", "ports": [{ "port": 80 }] }),
+    )
+    .await?;
+        assert_eq!(
+            local,
+            format!(
+                "{prefix}spec.externalTrafficPolicy: Invalid value: \"Local\": may only be set for \
+             externally-accessible services"
+            )
+        );
+
+        let two_protocols = service(&name, &json!({"port": 53}))?;
+        let mut both: Service = two_protocols.clone();
+        both.spec = Some(serde_json::from_value(json!({
+            "ports": [{ "name": "dns", "port": 53, "protocol": "UDP" }, { "name": "dns-tcp", "port": 53, "protocol": "TCP" }]
+        }))?);
+        services.create(&PostParams::default(), &both).await?;
+        services.delete(&name, &DeleteParams::default()).await?;
+        Ok(())
+    }
+);
+
+contract_test!(
+    a_load_balancer_class_is_fixed_once_set_and_only_for_load_balancers,
+    |t| {
+        let services: Api<Service> = Api::namespaced(t.client(), "default");
+        let name = ccm_test_support::unique("lb-class");
+        let prefix = format!("Service \"{name}\" is invalid: ");
+
+        let on_cluster_ip = refused_service(
+        &services,
+        &name,
+        json!({ "type": "ClusterIP", "loadBalancerClass": "example.com/lb", "ports": [{ "port": 80 }] }),
+    )
+    .await?;
+        assert_eq!(
+            on_cluster_ip,
+            format!(
+                "{prefix}spec.loadBalancerClass: Forbidden: may only be used when `type` is 'LoadBalancer'"
+            )
+        );
+
+        let lb: Service = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": { "type": "LoadBalancer", "loadBalancerClass": "example.com/lb", "ports": [{ "port": 80 }] }
+        }))?;
+        let created = services.create(&PostParams::default(), &lb).await?;
+        let mut changed = created.clone();
+        if let Some(spec) = changed.spec.as_mut() {
+            spec.load_balancer_class = Some("example.com/other".into());
+        }
+        let refused = refusal(
+            services
+                .replace(&name, &PostParams::default(), &changed)
+                .await,
+        )?;
+        assert_eq!(
+            refused.message,
+            format!(
+                "{prefix}spec.loadBalancerClass: Invalid value: \"example.com/other\": may not change once set"
+            )
+        );
+        services.delete(&name, &DeleteParams::default()).await?;
+        Ok(())
+    }
+);

@@ -24,9 +24,11 @@ pub(crate) fn validate_note(event: &Value) -> Result<(), ApiError> {
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("");
+    // kube-apiserver validates both Event APIs as its internal core Event,
+    // so the refusal names the kind without a group.
     Err(ApiError::invalid(
         "Event",
-        "events.k8s.io",
+        "",
         name,
         &[(
             "message".to_owned(),

@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
+mod checks;
+
 const NODE_PORTS: std::ops::RangeInclusive<u16> = 30000..=32767;
 /// 10.96.0.0/12; .1 is the `kubernetes` Service.
 const SERVICE_CIDR_BASE: u32 = (10 << 24) | (96 << 16);
@@ -107,6 +109,7 @@ pub(crate) fn prepare(
         service["spec"] = json!({});
     }
     let spec = &mut service["spec"];
+    checks::check_type(spec, &mut causes);
     let service_type = str_at(spec, "/type").unwrap_or("ClusterIP").to_owned();
     spec["type"] = json!(service_type);
     default(spec, "sessionAffinity", json!("None"));
@@ -134,7 +137,9 @@ pub(crate) fn prepare(
             }
         }
     }
-    validate_ports(spec, &mut causes);
+    checks::check_ports(spec, &mut causes);
+    checks::check_traffic_policy(spec, &mut causes);
+    checks::check_load_balancer_class(spec, old.and_then(|o| o.get("spec")), &mut causes);
     if !causes.is_empty() {
         return Err(causes);
     }
@@ -157,42 +162,6 @@ pub(crate) fn prepare(
         Ok(())
     } else {
         Err(causes)
-    }
-}
-
-/// kube-apiserver's checks of `spec.ports[*]` once defaulted: ports and
-/// numeric target ports within 1-65535, a protocol it supports.
-fn validate_ports(spec: &Value, causes: &mut Causes) {
-    let Some(ports) = spec.get("ports").and_then(Value::as_array) else {
-        return;
-    };
-    let in_range = |n: i64| (1..=65535).contains(&n);
-    for (i, port) in ports.iter().enumerate() {
-        let number = port.get("port").and_then(Value::as_i64).unwrap_or(0);
-        if !in_range(number) {
-            causes.push((
-                format!("spec.ports[{i}].port"),
-                format!("Invalid value: {number}: must be between 1 and 65535, inclusive"),
-            ));
-        }
-        if let Some(protocol) = port.get("protocol").and_then(Value::as_str)
-            && !["TCP", "UDP", "SCTP"].contains(&protocol)
-        {
-            causes.push((
-                format!("spec.ports[{i}].protocol"),
-                format!(
-                    "Unsupported value: {protocol:?}: supported values: \"SCTP\", \"TCP\", \"UDP\""
-                ),
-            ));
-        }
-        if let Some(target) = port.get("targetPort").and_then(Value::as_i64)
-            && !in_range(target)
-        {
-            causes.push((
-                format!("spec.ports[{i}].targetPort"),
-                format!("Invalid value: {target}: must be between 1 and 65535, inclusive"),
-            ));
-        }
     }
 }
 
