@@ -285,3 +285,28 @@ async fn kubectl_prints_the_servers_tables_and_get_w_streams_the_external_ip_app
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn kubectl_apply_server_side_is_refused_with_one_clear_line() -> anyhow::Result<()> {
+    ccm_test_support::kubectl_path()?;
+    let server = Binary::start(&[]).await?;
+    let manifest = server.dir().join("ssa.yaml");
+    std::fs::write(&manifest, CONFIG_MAP)?;
+    let output = kubectl_command(&server)?
+        .args([
+            "apply",
+            "--server-side",
+            "--validate=false",
+            "-f",
+            manifest.to_str().context("utf-8 path")?,
+        ])
+        .output()
+        .await?;
+    assert!(!output.status.success(), "server-side apply must not pass");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("server-side apply (application/apply-patch+yaml) is not implemented"),
+        "{stderr}"
+    );
+    Ok(())
+}
