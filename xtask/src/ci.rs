@@ -127,7 +127,11 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     })?;
     steps.time("e2e tools", tools::ensure_e2e)?;
     steps.time("tests", || {
-        run(cargo().args(["test", "--workspace", "--locked"]))
+        run(tools::kubectl::point_at(cargo().args([
+            "test",
+            "--workspace",
+            "--locked",
+        ])))
     })?;
     steps.time("chaos --quick", || task(CHAOS))?;
     if real_cluster {

@@ -202,8 +202,7 @@ pub(crate) fn run_suites() -> anyhow::Result<()> {
             .chain(suite("cmd/fake-cloud-controller-manager", &["e2e"]))
         {
             count += run_counting(
-                binary
-                    .command(&["--ignored"])
+                crate::tools::kubectl::point_at(&mut binary.command(&["--ignored"]))
                     .env("KUBECONFIG", &kubeconfig),
             )?;
         }
@@ -235,8 +234,7 @@ pub(crate) fn run_suites() -> anyhow::Result<()> {
         let args: Vec<&str> = skips.iter().flat_map(|skip| ["--skip", skip]).collect();
         for binary in suite(package, targets) {
             count += run_counting(
-                binary
-                    .command(&args)
+                crate::tools::kubectl::point_at(&mut binary.command(&args))
                     .env(APISERVER_ENV, "real")
                     .env(KUBE_APISERVER_ENV, &plane.kube_apiserver)
                     .env(ETCD_ENV, &plane.etcd)

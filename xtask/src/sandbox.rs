@@ -160,7 +160,7 @@ fn refuses_metrics_without_a_token(metrics: SocketAddr) -> anyhow::Result<()> {
 
 fn explain(kubeconfig: &Path, curl: &str) {
     println!(
-        "\nKeep going with kubectl (Ctrl-C stops the sandbox):\n\n    export KUBECONFIG={}\n    kubectl get nodes -o wide\n    kubectl apply --validate=false -f - <<'EOF'\n    apiVersion: v1\n    kind: Service\n    metadata: {{name: web, namespace: default}}\n    spec: {{type: LoadBalancer, ports: [{{port: 80, targetPort: 8080}}]}}\n    EOF\n    kubectl get service web -w\n\nRead the CCM's metrics as user metrics-reader:\n\n    {curl}\n",
+        "\nKeep going with kubectl (Ctrl-C stops the sandbox):\n\n    export KUBECONFIG={}\n    kubectl get nodes -o wide\n    kubectl apply -f - <<'EOF'\n    apiVersion: v1\n    kind: Service\n    metadata: {{name: web, namespace: default}}\n    spec: {{type: LoadBalancer, ports: [{{port: 80, targetPort: 8080}}]}}\n    EOF\n    kubectl get service web -w\n\nRead the CCM's metrics as user metrics-reader:\n\n    {curl}\n",
         kubeconfig.display()
     );
 }

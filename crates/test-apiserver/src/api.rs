@@ -3,6 +3,7 @@
 
 mod continue_token;
 mod discovery;
+mod openapi;
 mod params;
 mod read;
 mod render;

@@ -257,10 +257,13 @@
 //! kubectl 1.20 (Debian bookworm's) and 1.32 work for `get` (with the
 //! server's tables, `-o wide` included), `get -w`,
 //! `describe`, `create -f`, `patch` (`--type merge|json|strategic`) and
-//! `delete`, and other commands that send JSON. OpenAPI documents are not served
-//! (`/openapi/v2` and `/openapi/v3` are 404), so commands that validate
-//! (`create`, `apply`, `replace`) need `--validate=false`; this server does
-//! its own decoding (see Objects). Generator commands that build objects
+//! `delete`, and other commands that send JSON. OpenAPI v3 is served
+//! (`/openapi/v3` and a document per group-version, generated from the
+//! k8s-openapi types' schemas, every write taking `fieldValidation`), so
+//! kubectl 1.27 and newer validate on the server (`create`, `apply` and
+//! `replace` need no `--validate=false`; this server does its own decoding,
+//! see Objects) and `kubectl explain` works; `/openapi/v2` is 404, so older
+//! kubectl needs `--validate=false`. Generator commands that build objects
 //! with typed clients (`kubectl create configmap`, `create secret`) send
 //! protobuf and get 415: use `create -f` with a manifest.
 //!
@@ -272,7 +275,7 @@
 //! LocalSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview,
 //! admission, validation beyond
 //! names and the rules above, `managedFields` and server-side apply, YAML,
-//! protobuf and CBOR bodies, `meta.k8s.io/v1beta1` Tables, aggregated discovery, OpenAPI,
+//! protobuf and CBOR bodies, `meta.k8s.io/v1beta1` Tables, aggregated discovery, OpenAPI v2,
 //! subresources other than `status`, `namespaces/finalize` and
 //! `serviceaccounts/token`, and the
 //! controllers (garbage collector, namespace controller, kubelet, node

@@ -1,6 +1,6 @@
 //! The real `kubectl` against the `test-apiserver` binary, through the
-//! kubeconfig the binary writes. `create` needs `--validate=false`: the
-//! server serves no OpenAPI document to validate against.
+//! kubeconfig the binary writes: tables, watches, patches, server-side
+//! field validation found through the OpenAPI v3 documents, `explain`.
 
 mod support;
 
@@ -308,5 +308,57 @@ async fn kubectl_apply_server_side_is_refused_with_one_clear_line() -> anyhow::R
         stderr.contains("server-side apply (application/apply-patch+yaml) is not implemented"),
         "{stderr}"
     );
+    Ok(())
+}
+
+const SERVICE: &str = "apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec: {type: LoadBalancer, ports: [{port: 80, targetPort: 8080}]}
+";
+
+const UNKNOWN_FIELD: &str = "apiVersion: v1
+kind: Service
+metadata: {name: web2, namespace: default}
+spec: {type: LoadBalancer, portz: [{port: 80}], ports: [{port: 80}]}
+";
+
+#[tokio::test]
+async fn kubectl_apply_validates_on_the_server_and_explain_reads_the_openapi_documents()
+-> anyhow::Result<()> {
+    ccm_test_support::kubectl_path()?;
+    let server = Binary::start(&[]).await?;
+    let good = server.dir().join("service.yaml");
+    std::fs::write(&good, SERVICE)?;
+    let good = good.to_str().context("utf-8 path")?;
+    // kubectl's default --validate=strict: it finds fieldValidation in the
+    // OpenAPI v3 documents and lets the server validate.
+    let created = kubectl(&server, &["apply", "-f", good]).await?;
+    assert_eq!(created.trim(), "service/web created");
+    let again = kubectl(&server, &["apply", "-f", good]).await?;
+    assert_eq!(again.trim(), "service/web unchanged");
+
+    let bad = server.dir().join("unknown-field.yaml");
+    std::fs::write(&bad, UNKNOWN_FIELD)?;
+    let output = kubectl_command(&server)?
+        .args(["apply", "-f", bad.to_str().context("utf-8 path")?])
+        .output()
+        .await?;
+    assert!(!output.status.success(), "an unknown field is refused");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("strict decoding error: unknown field \"spec.portz\""),
+        "{stderr}"
+    );
+
+    let explained = kubectl(&server, &["explain", "service.spec.type"]).await?;
+    assert!(explained.contains("FIELD: type <string>"), "{explained}");
+    assert!(
+        explained.contains("type determines how the Service is exposed"),
+        "{explained}"
+    );
+    let lease = kubectl(&server, &["explain", "leases.spec"]).await?;
+    assert!(lease.contains("GROUP:      coordination.k8s.io"), "{lease}");
+    assert!(lease.contains("holderIdentity"), "{lease}");
     Ok(())
 }

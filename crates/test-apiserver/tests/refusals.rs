@@ -137,16 +137,25 @@ async fn foreground_deletion_with_dependents_is_501() -> anyhow::Result<()> {
 }
 
 #[tokio::test]
-async fn openapi_is_not_served_and_says_what_to_do() -> anyhow::Result<()> {
+async fn openapi_v2_is_not_served_and_says_v3_is() -> anyhow::Result<()> {
     let server = TestApiServer::start().await?;
     let (code, status) = send(&server, http::Request::get("/openapi/v2").body(Vec::new())?).await?;
     assert_eq!(code, 404);
     assert!(
         status["message"]
             .as_str()
-            .is_some_and(|m| m.contains("--validate=false")),
+            .is_some_and(|m| m.contains("/openapi/v3")),
         "{status}"
     );
+    let (code, root) = send(&server, http::Request::get("/openapi/v3").body(Vec::new())?).await?;
+    assert_eq!(code, 200);
+    let url = root["paths"]["api/v1"]["serverRelativeURL"]
+        .as_str()
+        .context("the core group's document")?;
+    let (code, doc) = send(&server, http::Request::get(url).body(Vec::new())?).await?;
+    assert_eq!(code, 200);
+    assert_eq!(doc["openapi"], "3.0.0");
+    assert!(doc["components"]["schemas"]["io.k8s.api.core.v1.Node"].is_object());
     Ok(())
 }
 

@@ -23,7 +23,7 @@ spec: {type: LoadBalancer, ports: [{port: 80, targetPort: 8080}]}
 /// ingress, reading it back with kubectl too.
 pub(crate) fn service_gets_ingress(kubeconfig: &Path, timeout: Duration) -> anyhow::Result<String> {
     let apply = crate::cmd::output_with_stdin(
-        kubectl(kubeconfig).args(["apply", "--validate=false", "-f", "-"]),
+        kubectl(kubeconfig).args(["apply", "-f", "-"]),
         MANIFEST.as_bytes(),
     )?;
     if !apply.status.success() {
@@ -107,7 +107,7 @@ fn column(text: &str, name: &str) -> Vec<String> {
 }
 
 fn kubectl(kubeconfig: &Path) -> Command {
-    let mut cmd = Command::new("kubectl");
+    let mut cmd = Command::new(crate::tools::kubectl::program());
     cmd.arg("--kubeconfig").arg(kubeconfig);
     cmd
 }

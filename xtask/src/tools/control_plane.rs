@@ -66,6 +66,21 @@ pub(crate) fn ensure() -> anyhow::Result<ControlPlane> {
     })
 }
 
+/// kubectl at the control plane's version, built from the Go modules when
+/// not cached yet: for a machine whose kubectl is missing or too old.
+pub(crate) fn kubectl() -> anyhow::Result<PathBuf> {
+    let kubectl = cache_dir()
+        .join(format!("kubectl-{KUBERNETES}"))
+        .join("kubectl");
+    if !kubectl.exists() {
+        let go = GoEnv::new(go()?);
+        let built = kubectl_module(&go).and_then(|module| build(&go, &kubectl, &module));
+        go.remove_caches();
+        built?;
+    }
+    Ok(kubectl)
+}
+
 /// `go`, or one line saying how to get it.
 pub(crate) fn go() -> anyhow::Result<PathBuf> {
     let candidates = [PathBuf::from("go"), PathBuf::from("/usr/local/go/bin/go")];
@@ -140,10 +155,38 @@ fn etcd_module() -> anyhow::Result<Module> {
     })
 }
 
-/// kube-apiserver's module: `go install` refuses modules with `replace`
-/// lines, and `k8s.io/kubernetes` points each staging module at its own
-/// tree; here each points at its published `v0.x.y` instead.
+/// kube-apiserver's module.
 fn kube_apiserver_module(go: &GoEnv) -> anyhow::Result<Module> {
+    kubernetes_module(
+        go,
+        "kube-apiserver",
+        "package main\n\nimport (\n\t\"os\"\n\n\t\"k8s.io/component-base/cli\"\n\
+         \t\"k8s.io/kubernetes/cmd/kube-apiserver/app\"\n)\n\n\
+         func main() { os.Exit(cli.Run(app.NewAPIServerCommand())) }\n",
+    )
+}
+
+/// kubectl's module, its `main` as `k8s.io/kubernetes/cmd/kubectl` has it.
+fn kubectl_module(go: &GoEnv) -> anyhow::Result<Module> {
+    kubernetes_module(
+        go,
+        "kubectl",
+        "package main\n\nimport (\n\t\"k8s.io/component-base/cli\"\n\
+         \t\"k8s.io/kubectl/pkg/cmd\"\n\t\"k8s.io/kubectl/pkg/cmd/util\"\n)\n\n\
+         func main() {\n\tif err := cli.RunNoErrOutput(cmd.NewDefaultKubectlCommand()); err != nil {\n\
+         \t\tutil.CheckErr(err)\n\t}\n}\n",
+    )
+}
+
+/// A module building `main_go` against `k8s.io/kubernetes`: `go install`
+/// refuses modules with `replace` lines, and `k8s.io/kubernetes` points each
+/// staging module at its own tree; here each points at its published
+/// `v0.x.y` instead.
+fn kubernetes_module(
+    go: &GoEnv,
+    name: &'static str,
+    main_go: &'static str,
+) -> anyhow::Result<Module> {
     let out = go
         .command()
         .args([
@@ -179,19 +222,23 @@ fn kube_apiserver_module(go: &GoEnv) -> anyhow::Result<Module> {
         ("gitMinor", minor),
     ]
     .iter()
-    .map(|(k, v)| format!("-X k8s.io/component-base/version.{k}={v}"))
+    .flat_map(|(k, v)| {
+        [
+            "k8s.io/component-base/version",
+            "k8s.io/client-go/pkg/version",
+        ]
+        .map(|package| format!("-X {package}.{k}={v}"))
+    })
     .collect::<Vec<_>>()
     .join(" ");
     Ok(Module {
-        name: "kube-apiserver",
+        name,
         go_mod: format!(
-            "module ccm.local/kube-apiserver\n\ngo 1.24.0\n\nrequire k8s.io/kubernetes {KUBERNETES}\n\n\
+            "module ccm.local/{name}\n\ngo 1.24.0\n\nrequire k8s.io/kubernetes {KUBERNETES}\n\n\
              replace (\n{}\n)\n",
             replaces.join("\n")
         ),
-        main_go: "package main\n\nimport (\n\t\"os\"\n\n\t\"k8s.io/component-base/cli\"\n\
-                  \t\"k8s.io/kubernetes/cmd/kube-apiserver/app\"\n)\n\n\
-                  func main() { os.Exit(cli.Run(app.NewAPIServerCommand())) }\n",
+        main_go,
         ldflags: format!("-s -w {ldflags}"),
     })
 }

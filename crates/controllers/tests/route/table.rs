@@ -217,7 +217,9 @@ async fn routes_outside_the_cluster_cidr_or_of_other_clusters_are_never_touched(
 #[tokio::test]
 async fn a_pod_cidr_outside_the_cluster_cidr_gets_no_route_and_a_warning() {
     let mut h = Harness::new().await;
-    h.create_node(&node("n1", &["10.244.1.0/24", "192.168.1.0/24"]))
+    // One pod CIDR per family, as kube-apiserver allows: the IPv6 one lies
+    // outside the cluster's IPv6 CIDR.
+    h.create_node(&node("n1", &["10.244.1.0/24", "fd00:99::/64"]))
         .await;
     h.start(&[ControllerId::Route], &route_settings(HOUR)).await;
 
@@ -234,7 +236,7 @@ async fn a_pod_cidr_outside_the_cluster_cidr_gets_no_route_and_a_warning() {
     .expect("a bounded wait");
     let note = events[0].note.clone().unwrap_or_default();
     assert!(
-        note.contains("192.168.1.0/24") && note.contains("--cluster-cidr"),
+        note.contains("fd00:99::/64") && note.contains("--cluster-cidr"),
         "{note}"
     );
     h.stop().await;

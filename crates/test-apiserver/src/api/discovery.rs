@@ -44,11 +44,15 @@ pub(crate) fn body(path: &Discovery, address: &str) -> Result<Value, ApiError> {
         }
         Discovery::Resources(g, v) => resource_list(g, v),
         Discovery::Health => json!("ok"),
+        Discovery::OpenApiV3 => super::openapi::root(),
+        Discovery::OpenApiV3Document(g, v) => {
+            super::openapi::document(g, v).ok_or_else(ApiError::no_such_path)?
+        }
         Discovery::OpenApi => {
             return Err(ApiError::new(
                 404,
                 "NotFound",
-                "test-apiserver does not serve OpenAPI documents: run kubectl with --validate=false",
+                "test-apiserver serves OpenAPI v3 (/openapi/v3) only, not v2",
             ));
         }
     })

@@ -19,6 +19,11 @@ pub(crate) enum Discovery {
     Groups,
     Group(&'static str),
     Resources(&'static str, &'static str),
+    /// `/openapi/v3`: the list of documents.
+    OpenApiV3,
+    /// `/openapi/v3/api/v1` or `/openapi/v3/apis/<group>/<version>`.
+    OpenApiV3Document(&'static str, &'static str),
+    /// Any other `/openapi` path (v2): not served.
     OpenApi,
 }
 
@@ -69,6 +74,12 @@ pub(crate) fn parse(method: &Method, path: &str, params: &Params) -> Result<Rout
         [] => discovery(Discovery::Root),
         ["version"] => discovery(Discovery::Version),
         ["healthz" | "livez" | "readyz", ..] => discovery(Discovery::Health),
+        ["openapi", "v3"] => discovery(Discovery::OpenApiV3),
+        ["openapi", "v3", "api", "v1"] => discovery(Discovery::OpenApiV3Document("", "v1")),
+        ["openapi", "v3", "apis", group, "v1"] => match GROUPS.iter().find(|g| *g == group) {
+            Some(g) => discovery(Discovery::OpenApiV3Document(g, "v1")),
+            None => Err(ApiError::no_such_path()),
+        },
         ["openapi", ..] => discovery(Discovery::OpenApi),
         ["api"] => discovery(Discovery::CoreVersions),
         ["api", "v1"] => discovery(Discovery::Resources("", "v1")),
