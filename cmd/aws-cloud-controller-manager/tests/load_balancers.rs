@@ -8,7 +8,7 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use ccm_test_support::{eventually, ingress_hostnames};
+use ccm_test_support::{eventually, has_load_balancer_finalizer, ingress_hostnames};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use provider_aws::annotations;
@@ -21,7 +21,6 @@ use support::{E2e, aws};
 
 /// How long the CCM may take to act on a change.
 const ACT_WITHIN: Duration = Duration::from_secs(60);
-const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
 
 /// Upstream's load balancer name: `a` and the Service's UID without dashes,
 /// cut to 32 characters.
@@ -116,11 +115,7 @@ async fn a_service_gets_an_nlb_whose_targets_follow_the_nodes_and_leaves_nothing
         aws::calls(&e2e.ccm.metrics().await?)
     );
     assert!(
-        service
-            .metadata
-            .finalizers
-            .as_ref()
-            .is_some_and(|f| f.iter().any(|f| f == FINALIZER)),
+        has_load_balancer_finalizer(&service),
         "{:?}",
         service.metadata.finalizers
     );

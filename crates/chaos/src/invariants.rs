@@ -6,6 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use ccm_test_support::{has_load_balancer_finalizer, service_key, wants_load_balancer};
+
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::Api;
 use kube::api::ListParams;
@@ -13,9 +15,6 @@ use kube::api::ListParams;
 use crate::cloud::{CloudProcess, CloudState};
 use crate::env::CLUSTER;
 
-/// The finalizer the service controller puts on Services it made a load
-/// balancer for.
-const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
 /// How often convergence is checked.
 const POLL: Duration = Duration::from_millis(200);
 
@@ -41,27 +40,6 @@ impl Verdict {
 /// as upstream does, from the UID.
 fn expected_name(service: &Service) -> String {
     cloud_provider::default_load_balancer_name(service)
-}
-
-fn key(service: &Service) -> String {
-    format!(
-        "{}/{}",
-        service.metadata.namespace.as_deref().unwrap_or_default(),
-        service.metadata.name.as_deref().unwrap_or_default()
-    )
-}
-
-fn needs_load_balancer(service: &Service) -> bool {
-    service.metadata.deletion_timestamp.is_none()
-        && service.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("LoadBalancer")
-}
-
-fn has_finalizer(service: &Service) -> bool {
-    service
-        .metadata
-        .finalizers
-        .as_ref()
-        .is_some_and(|f| f.iter().any(|f| f == FINALIZER))
 }
 
 fn ingress_ip(service: &Service) -> Option<&str> {
@@ -90,8 +68,8 @@ pub(crate) fn judge(services: &[Service], nodes: &[Node], cloud: &CloudState) ->
     };
     let wanted: BTreeMap<String, &Service> = services
         .iter()
-        .filter(|s| needs_load_balancer(s))
-        .map(|s| (key(s), s))
+        .filter(|s| wants_load_balancer(s))
+        .map(|s| (service_key(s), s))
         .collect();
     let mut found: BTreeMap<&str, Vec<&crate::cloud::CloudLoadBalancer>> = BTreeMap::new();
     for lb in &cloud.load_balancers {
@@ -137,17 +115,17 @@ pub(crate) fn judge(services: &[Service], nodes: &[Node], cloud: &CloudState) ->
                 lb.ip
             ));
         }
-        if !has_finalizer(service) {
+        if !has_load_balancer_finalizer(service) {
             verdict.inconsistent.push(format!(
                 "{service_key} has a load balancer but no finalizer"
             ));
         }
     }
-    for service in services.iter().filter(|s| !needs_load_balancer(s)) {
-        if has_finalizer(service) {
+    for service in services.iter().filter(|s| !wants_load_balancer(s)) {
+        if has_load_balancer_finalizer(service) {
             verdict.inconsistent.push(format!(
                 "{} keeps the finalizer without a load balancer",
-                key(service)
+                service_key(service)
             ));
         }
     }
@@ -224,7 +202,7 @@ mod tests {
                 name: Some(name.into()),
                 namespace: Some("default".into()),
                 uid: Some(uid.into()),
-                finalizers: lb.then(|| vec![FINALIZER.to_owned()]),
+                finalizers: lb.then(|| vec![ccm_test_support::LOAD_BALANCER_FINALIZER.to_owned()]),
                 ..ObjectMeta::default()
             },
             spec: Some(ServiceSpec {

@@ -15,6 +15,10 @@ use crate::CloudError;
 
 mod body;
 pub use body::{FencedBody, Refused};
+#[cfg(any(test, feature = "test-util"))]
+mod countdown;
+#[cfg(any(test, feature = "test-util"))]
+pub use countdown::Countdown;
 
 /// The leadership check a scope carries.
 pub trait RequestFence: Send + Sync + std::fmt::Debug {

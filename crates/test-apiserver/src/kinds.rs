@@ -4,6 +4,7 @@
 
 pub(crate) mod csr;
 pub(crate) mod event;
+mod lease;
 mod node;
 mod pod;
 mod rbac;
@@ -157,7 +158,6 @@ pub(crate) fn prepare_create(
             set_path(obj, &["spec", "finalizers"], json!(["kubernetes"]));
             meta::set_top(obj, "status", json!({"phase": "Active"}));
         }
-        Kind::Node => sync_pod_cidrs(obj),
         Kind::Service => {
             service::prepare(obj, None, services)
                 .map_err(|causes| invalid(obj, "Service", &causes))?;
@@ -204,7 +204,7 @@ pub(crate) fn prepare_update(
             set_path(new, &["spec", "finalizers"], finalizers);
         }
         Kind::Node => {
-            sync_pod_cidrs(new);
+            // `validate` synced the pod CIDRs.
             let before = old.pointer("/spec/podCIDRs");
             if before.is_some_and(|b| b.as_array().is_some_and(|a| !a.is_empty()))
                 && new.pointer("/spec/podCIDRs") != before
@@ -246,7 +246,7 @@ pub(crate) fn prepare_status_update(kind: Kind, new: &mut Value, old: &Value) {
 }
 
 /// The checks kube-apiserver makes of any object's metadata, and of a
-/// Node's or a Lease's spec.
+/// Node's (its pod CIDR fields synced first) or a Lease's spec.
 fn validate(kind: Kind, obj: &mut Value) -> Result<(), ApiError> {
     if kind == Kind::Node {
         sync_pod_cidrs(obj);
@@ -254,7 +254,7 @@ fn validate(kind: Kind, obj: &mut Value) -> Result<(), ApiError> {
     let mut causes = crate::validation::metadata::check(obj);
     match kind {
         Kind::Node => causes.extend(node::check(obj)),
-        Kind::Lease => causes.extend(node::check_lease(obj)),
+        Kind::Lease => causes.extend(lease::check(obj)),
         _ => {}
     }
     if causes.is_empty() {

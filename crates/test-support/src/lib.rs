@@ -12,6 +12,7 @@ mod api;
 mod ccm;
 mod certificates;
 mod control_plane;
+mod listener;
 pub mod monitoring;
 mod objects;
 mod pki;
@@ -26,9 +27,11 @@ pub use certificates::{
     KUBELET_SERVING_SIGNER, SERVING_USAGES, kubelet_serving_csr, kubelet_serving_request,
 };
 pub use control_plane::{ControlPlane, ETCD_ENV, KUBE_APISERVER_ENV, free_port, kubeconfig_yaml};
+pub use listener::RecordingListener;
 pub use objects::{
-    UNINITIALIZED, annotation, csi_persistent_volume, has_taint, ingress_hostnames, ingress_ips,
-    load_balancer_service, ready_condition, uninitialized_node, unique,
+    LOAD_BALANCER_FINALIZER, UNINITIALIZED, annotation, csi_persistent_volume,
+    has_load_balancer_finalizer, has_taint, ingress_hostnames, ingress_ips, load_balancer_service,
+    ready_condition, service_key, uninitialized_node, unique, wants_load_balancer,
 };
 pub use rbac::RBAC_DIR_ENV;
 pub use wait::{Outcome, eventually};

@@ -166,6 +166,35 @@ fn ingress(
         .collect()
 }
 
+/// The finalizer the service controller keeps on a Service while it may
+/// hold a load balancer.
+pub const LOAD_BALANCER_FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
+
+/// `namespace/name`, as the clouds tag load balancers with it.
+pub fn service_key(service: &Service) -> String {
+    format!(
+        "{}/{}",
+        service.metadata.namespace.as_deref().unwrap_or_default(),
+        service.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+/// Whether `service` should have a load balancer: of type LoadBalancer and
+/// not being deleted.
+pub fn wants_load_balancer(service: &Service) -> bool {
+    service.metadata.deletion_timestamp.is_none()
+        && service.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("LoadBalancer")
+}
+
+/// Whether `service` carries [`LOAD_BALANCER_FINALIZER`].
+pub fn has_load_balancer_finalizer(service: &Service) -> bool {
+    service
+        .metadata
+        .finalizers
+        .as_ref()
+        .is_some_and(|f| f.iter().any(|f| f == LOAD_BALANCER_FINALIZER))
+}
+
 /// The value of annotation `key` on `service`.
 pub fn annotation<'a>(service: &'a Service, key: &str) -> Option<&'a str> {
     service

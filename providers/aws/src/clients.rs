@@ -153,13 +153,17 @@ mod tests {
 
     use aws_sdk_ec2::config::Credentials;
     use aws_sdk_ec2::error::DisplayErrorContext;
+    use ccm_test_support::RecordingListener;
     use cloud_provider::CloudError;
-    use cloud_provider::fence::{RequestFence, scope};
+    use cloud_provider::fence::{Countdown, RequestFence, scope};
 
     use super::*;
     use crate::api::{Api, ApiError};
     use crate::metrics::ApiMetrics;
     use crate::throttle::{RateLimit, Throttle};
+
+    /// How long the wire may take to show what a client sent.
+    const WIRE_WAIT: Duration = Duration::from_secs(10);
 
     #[derive(Debug)]
     struct LostTheLease;
@@ -215,51 +219,13 @@ mod tests {
         assert!(accepted.load(Ordering::SeqCst) >= 1, "the request was sent");
     }
 
-    /// Allows its first `allowed` checks and refuses every later one.
-    #[derive(Debug)]
-    struct Countdown {
-        allowed: usize,
-        asked: AtomicUsize,
-    }
-
-    impl RequestFence for Countdown {
-        fn check(&self) -> Result<(), String> {
-            if self.asked.fetch_add(1, Ordering::SeqCst) < self.allowed {
-                Ok(())
-            } else {
-                Err("the lease lapsed".into())
-            }
-        }
-    }
-
-    /// A loopback listener that keeps every byte it receives.
-    async fn recording_listener() -> (String, Arc<std::sync::Mutex<Vec<u8>>>) {
-        use tokio::io::AsyncReadExt;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let received = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink = received.clone();
-        tokio::spawn(async move {
-            while let Ok((mut stream, _)) = listener.accept().await {
-                let mut buf = [0u8; 4096];
-                while let Ok(n @ 1..) = stream.read(&mut buf).await {
-                    sink.lock().unwrap().extend_from_slice(&buf[..n]);
-                }
-            }
-        });
-        (url, received)
-    }
-
     #[tokio::test]
     async fn a_request_whose_lease_lapses_before_its_body_is_written_never_completes() {
-        let (url, received) = recording_listener().await;
-        let ec2 = ec2_at(&url);
+        let wire = RecordingListener::start().await.unwrap();
+        let ec2 = ec2_at(&wire.url);
         // The interceptor's check passes; the body's, when the connection
         // writes it (a process frozen in between, say), refuses.
-        let fence = Arc::new(Countdown {
-            allowed: 1,
-            asked: AtomicUsize::new(0),
-        });
+        let fence = Arc::new(Countdown::new(1));
         let refused = scope(
             fence.clone(),
             ec2.create_route()
@@ -270,35 +236,31 @@ mod tests {
         )
         .await
         .unwrap_err();
-        assert_eq!(fence.asked.load(Ordering::SeqCst), 2, "asked twice");
+        assert_eq!(fence.asked(), 2, "asked twice");
         let text = DisplayErrorContext(&refused).to_string();
         assert!(text.contains("the lease lapsed"), "{text}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let bytes = String::from_utf8_lossy(&received.lock().unwrap()).into_owned();
+        // Once the client has closed the connection, nothing more arrives.
+        wire.closed(1, WIRE_WAIT).await.unwrap();
+        let bytes = wire.received();
         assert!(
             !bytes.contains("Action=CreateRoute"),
             "the body never reached the wire: {bytes}"
         );
 
-        // Allowed, the same request carries its body.
-        let allowed = Arc::new(Countdown {
-            allowed: 2,
-            asked: AtomicUsize::new(0),
-        });
-        let _ = tokio::time::timeout(
-            Duration::from_millis(500),
-            scope(
-                allowed,
-                ec2.create_route()
-                    .route_table_id("rtb-1")
-                    .destination_cidr_block("10.244.1.0/24")
-                    .instance_id("i-1")
-                    .send(),
-            ),
-        )
-        .await;
-        let bytes = String::from_utf8_lossy(&received.lock().unwrap()).into_owned();
-        assert!(bytes.contains("Action=CreateRoute"), "{bytes}");
+        // Allowed, the same request carries its body (never answered here).
+        let allowed = Arc::new(Countdown::new(2));
+        let send = scope(
+            allowed,
+            ec2.create_route()
+                .route_table_id("rtb-1")
+                .destination_cidr_block("10.244.1.0/24")
+                .instance_id("i-1")
+                .send(),
+        );
+        tokio::select! {
+            _ = send => panic!("the recording listener never answers"),
+            arrived = wire.received_containing("Action=CreateRoute", WIRE_WAIT) => arrived.unwrap(),
+        }
     }
 
     #[tokio::test]

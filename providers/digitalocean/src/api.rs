@@ -374,7 +374,7 @@ mod fence_tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use cloud_provider::CloudError;
-    use cloud_provider::fence::{RequestFence, scope};
+    use cloud_provider::fence::{Countdown, RequestFence, scope};
 
     use super::*;
     use crate::config::AccessToken;
@@ -418,54 +418,24 @@ mod fence_tests {
         );
     }
 
-    /// Allows its first `allowed` checks and refuses every later one.
-    #[derive(Debug)]
-    struct Countdown {
-        allowed: usize,
-        asked: AtomicUsize,
-    }
-
-    impl RequestFence for Countdown {
-        fn check(&self) -> Result<(), String> {
-            if self.asked.fetch_add(1, Ordering::SeqCst) < self.allowed {
-                Ok(())
-            } else {
-                Err("the lease lapsed".into())
-            }
-        }
-    }
-
     #[tokio::test]
     async fn a_request_whose_lease_lapses_before_its_body_is_written_never_completes() {
-        use tokio::io::AsyncReadExt;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = Url::parse(&format!("http://{}/", listener.local_addr().unwrap())).unwrap();
-        let received = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let sink = received.clone();
-        tokio::spawn(async move {
-            while let Ok((mut stream, _)) = listener.accept().await {
-                let mut buf = [0u8; 4096];
-                while let Ok(n @ 1..) = stream.read(&mut buf).await {
-                    sink.lock().unwrap().extend_from_slice(&buf[..n]);
-                }
-            }
-        });
+        let wire = ccm_test_support::RecordingListener::start().await.unwrap();
+        let base = Url::parse(&format!("{}/", wire.url)).unwrap();
         let client = Client::new(base, AccessToken::new("token"), None).unwrap();
         let body = serde_json::json!({ "droplet_ids": [1, 2] });
         for method in [Method::POST, Method::PUT] {
             // The check before the send passes; the body's, when the
             // connection writes it (a process frozen in between), refuses.
-            let fence = Arc::new(Countdown {
-                allowed: 1,
-                asked: AtomicUsize::new(0),
-            });
+            let fence = Arc::new(Countdown::new(1));
             let call = client.send(method.clone(), "v2/load_balancers/lb-1", &[], Some(&body));
             let err = scope(fence.clone(), call).await.unwrap_err();
             assert!(matches!(err, ApiError::Fenced { .. }), "{method}: {err:?}");
-            assert_eq!(fence.asked.load(Ordering::SeqCst), 3, "{method}");
+            assert_eq!(fence.asked(), 3, "{method}");
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let wire = String::from_utf8_lossy(&received.lock().unwrap()).into_owned();
+        // Once the client has closed its connections, nothing more arrives.
+        wire.closed(2, Duration::from_secs(10)).await.unwrap();
+        let wire = wire.received();
         assert!(
             !wire.contains("droplet_ids"),
             "no body reached the wire: {wire}"

@@ -35,6 +35,17 @@ async fn client(url: &str, identity: &str) -> RemoteCloud {
     remote
 }
 
+/// A route of 10.244.1.0/24 to node n1.
+fn route_to_n1() -> Route {
+    Route {
+        name: String::new(),
+        target_node: "n1".into(),
+        target_provider_id: None,
+        destination_cidr: "10.244.1.0/24".parse().unwrap(),
+        blackhole: false,
+    }
+}
+
 async fn get(url: &str) -> Value {
     reqwest::get(url).await.unwrap().json().await.unwrap()
 }
@@ -70,13 +81,7 @@ async fn a_remote_client_gets_the_same_answers_and_the_log_names_the_caller() {
         "batch size from the server"
     );
 
-    let route = Route {
-        name: String::new(),
-        target_node: "n1".into(),
-        target_provider_id: None,
-        destination_cidr: "10.244.1.0/24".parse().unwrap(),
-        blackhole: false,
-    };
+    let route = route_to_n1();
     a.create_route("c1", "r1", &route).await.unwrap();
     assert_eq!(b.list_routes("c1").await.unwrap().len(), 1);
 
@@ -254,42 +259,14 @@ fn a_server_url_must_be_loopback_http_and_stand_alone() {
     }
 }
 
-/// Allows its first `allowed` checks and refuses every later one: a lease
-/// that lapses between the check before a send and the write.
-#[derive(Debug)]
-struct Countdown {
-    allowed: usize,
-    asked: std::sync::atomic::AtomicUsize,
-}
-
-impl cloud_provider::fence::RequestFence for Countdown {
-    fn check(&self) -> Result<(), String> {
-        let asked = self.asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        if asked < self.allowed {
-            Ok(())
-        } else {
-            Err("the lease lapsed".into())
-        }
-    }
-}
-
 #[tokio::test]
 async fn a_mutation_whose_lease_lapses_before_its_body_is_written_never_reaches_the_cloud() {
     let (url, cloud) = serve().await;
     let remote = client(&url, "replica-a").await;
-    let route = Route {
-        name: String::new(),
-        target_node: "n1".into(),
-        target_provider_id: None,
-        destination_cidr: "10.244.1.0/24".parse().unwrap(),
-        blackhole: false,
-    };
+    let route = route_to_n1();
     // The check before the send passes; the one when the connection reads
     // the body (a process frozen in between, say) refuses.
-    let fence = std::sync::Arc::new(Countdown {
-        allowed: 1,
-        asked: std::sync::atomic::AtomicUsize::new(0),
-    });
+    let fence = std::sync::Arc::new(cloud_provider::fence::Countdown::new(1));
     let refused = cloud_provider::fence::scope(fence.clone(), async {
         remote.create_route("c1", "r1", &route).await
     })
@@ -299,7 +276,7 @@ async fn a_mutation_whose_lease_lapses_before_its_body_is_written_never_reaches_
         matches!(refused, CloudError::Retry { .. }),
         "a fenced refusal, retried by a leader: {refused:?}"
     );
-    assert_eq!(fence.asked.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert_eq!(fence.asked(), 3);
     assert!(cloud.routes().is_empty(), "the cloud never acted on it");
     let calls = get(&format!("{url}/calls")).await;
     assert!(

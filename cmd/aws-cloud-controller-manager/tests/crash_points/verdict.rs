@@ -7,17 +7,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ccm_test_support::ingress_hostnames;
+use ccm_test_support::{
+    has_load_balancer_finalizer, ingress_hostnames, service_key, wants_load_balancer,
+};
+use cloud_provider::default_load_balancer_name;
 use k8s_openapi::api::core::v1::{Node, Service};
 use provider_aws::SERVICE_NAME_TAG;
 use provider_aws::test_util::seed::Estate;
 
 use crate::support::aws;
 use crate::support::objects::node_port;
-
-/// The finalizer the service controller puts on Services it made a load
-/// balancer for.
-const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
 
 /// Everything out of place, one line each, by kind.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -43,37 +42,6 @@ impl Verdict {
     }
 }
 
-/// Upstream's load balancer name: `a` and the Service's UID without dashes,
-/// cut to 32 characters.
-fn expected_name(service: &Service) -> String {
-    let uid = service.metadata.uid.clone().unwrap_or_default();
-    format!("a{}", uid.replace('-', ""))
-        .chars()
-        .take(32)
-        .collect()
-}
-
-fn key(service: &Service) -> String {
-    format!(
-        "{}/{}",
-        service.metadata.namespace.as_deref().unwrap_or_default(),
-        service.metadata.name.as_deref().unwrap_or_default()
-    )
-}
-
-fn needs_load_balancer(service: &Service) -> bool {
-    service.metadata.deletion_timestamp.is_none()
-        && service.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("LoadBalancer")
-}
-
-fn has_finalizer(service: &Service) -> bool {
-    service
-        .metadata
-        .finalizers
-        .as_ref()
-        .is_some_and(|f| f.iter().any(|f| f == FINALIZER))
-}
-
 fn ports(service: &Service) -> Vec<i32> {
     service
         .spec
@@ -94,8 +62,8 @@ pub(crate) async fn check(
     let mut verdict = Verdict::default();
     let wanted: BTreeMap<String, &Service> = services
         .iter()
-        .filter(|s| needs_load_balancer(s))
-        .map(|s| (key(s), s))
+        .filter(|s| wants_load_balancer(s))
+        .map(|s| (service_key(s), s))
         .collect();
     let instance_of: BTreeMap<&str, &str> = estate
         .instances
@@ -123,7 +91,7 @@ pub(crate) async fn check(
             continue;
         };
         match wanted.get(service) {
-            Some(s) if expected_name(s) == name => {
+            Some(s) if default_load_balancer_name(s) == name => {
                 kept_arns.insert(arn.clone());
                 found.entry(service.clone()).or_default().push(name.clone());
                 by_name.insert(name, lb);
@@ -186,7 +154,7 @@ pub(crate) async fn check(
     // Each wanted Service: its load balancer in shape, its status and
     // finalizer.
     for (service_key, service) in &wanted {
-        let name = expected_name(service);
+        let name = default_load_balancer_name(service);
         let Some(lb) = by_name.get(&name) else {
             verdict
                 .inconsistent
@@ -200,7 +168,7 @@ pub(crate) async fn check(
                 ingress_hostnames(service)
             ));
         }
-        if !has_finalizer(service) {
+        if !has_load_balancer_finalizer(service) {
             verdict.inconsistent.push(format!(
                 "{service_key} has a load balancer and no finalizer"
             ));
@@ -239,21 +207,21 @@ pub(crate) async fn check(
             ));
         }
     }
-    for service in services.iter().filter(|s| !needs_load_balancer(s)) {
+    for service in services.iter().filter(|s| !wants_load_balancer(s)) {
         if service.metadata.deletion_timestamp.is_some() {
             verdict
                 .inconsistent
-                .push(format!("{} is still being deleted", key(service)));
-        } else if has_finalizer(service) {
+                .push(format!("{} is still being deleted", service_key(service)));
+        } else if has_load_balancer_finalizer(service) {
             verdict.inconsistent.push(format!(
                 "{} needs no load balancer and keeps the finalizer",
-                key(service)
+                service_key(service)
             ));
         }
         if !ingress_hostnames(service).is_empty() {
             verdict.inconsistent.push(format!(
                 "{} needs no load balancer and has an ingress",
-                key(service)
+                service_key(service)
             ));
         }
     }

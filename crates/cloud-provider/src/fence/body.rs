@@ -71,29 +71,10 @@ impl Body for FencedBody {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
     use http_body::Body as _;
 
     use super::*;
-    use crate::fence::scope;
-
-    /// Allows its first `allowed` checks, refuses every later one.
-    #[derive(Debug)]
-    struct Countdown {
-        allowed: usize,
-        asked: AtomicUsize,
-    }
-
-    impl RequestFence for Countdown {
-        fn check(&self) -> Result<(), String> {
-            if self.asked.fetch_add(1, Ordering::SeqCst) < self.allowed {
-                Ok(())
-            } else {
-                Err("the lease lapsed".into())
-            }
-        }
-    }
+    use crate::fence::{Countdown, scope};
 
     fn read(body: &mut FencedBody) -> Poll<Option<Result<Frame<Bytes>, Refused>>> {
         let waker = std::task::Waker::noop();
@@ -102,13 +83,10 @@ mod tests {
 
     #[tokio::test]
     async fn the_fence_is_asked_when_the_body_is_read_not_when_it_is_made() {
-        let fence = Arc::new(Countdown {
-            allowed: 0,
-            asked: AtomicUsize::new(0),
-        });
+        let fence = Arc::new(Countdown::new(0));
         let shared: Arc<dyn RequestFence> = fence.clone();
         let mut body = scope(shared, async { FencedBody::new("Action=CreateRoute") }).await;
-        assert_eq!(fence.asked.load(Ordering::SeqCst), 0, "not asked when made");
+        assert_eq!(fence.asked(), 0, "not asked when made");
         assert_eq!(body.size_hint().exact(), Some(18));
         let Poll::Ready(Some(Err(refused))) = read(&mut body) else {
             panic!("a lapsed lease must refuse the write");
@@ -122,10 +100,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_allowed_body_is_written_once_whole() {
-        let fence: Arc<dyn RequestFence> = Arc::new(Countdown {
-            allowed: 1,
-            asked: AtomicUsize::new(0),
-        });
+        let fence: Arc<dyn RequestFence> = Arc::new(Countdown::new(1));
         let mut body = scope(fence, async { FencedBody::new("payload") }).await;
         let Poll::Ready(Some(Ok(frame))) = read(&mut body) else {
             panic!("an allowed body is written");

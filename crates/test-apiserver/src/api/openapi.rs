@@ -30,21 +30,49 @@ fn key(group: &str, version: &str) -> String {
     }
 }
 
+/// A group-version's document, and the digest its URL carries (clients
+/// cache by it).
+struct Document {
+    group: &'static str,
+    version: &'static str,
+    body: Value,
+    hash: String,
+}
+
+/// Every document, built once.
+fn documents() -> &'static [Document] {
+    static DOCS: OnceLock<Vec<Document>> = OnceLock::new();
+    DOCS.get_or_init(|| {
+        group_versions()
+            .map(|(group, version)| {
+                let body = build(group, version);
+                let hash = fingerprint(&body);
+                Document {
+                    group,
+                    version,
+                    body,
+                    hash,
+                }
+            })
+            .collect()
+    })
+}
+
 /// `/openapi/v3`: where each group-version's document is.
 pub(crate) fn root() -> Value {
-    let paths: Map<String, Value> = group_versions()
-        .map(|(g, v)| {
-            let key = key(g, v);
-            let hash = fingerprint(&document(g, v).unwrap_or(Value::Null));
-            let url = json!({ "serverRelativeURL": format!("/openapi/v3/{key}?hash={hash}") });
+    let paths: Map<String, Value> = documents()
+        .iter()
+        .map(|doc| {
+            let key = key(doc.group, doc.version);
+            let url =
+                json!({ "serverRelativeURL": format!("/openapi/v3/{key}?hash={}", doc.hash) });
             (key, url)
         })
         .collect();
     json!({ "paths": paths })
 }
 
-/// A stable digest of a document, for its URL's `hash` (clients cache by
-/// it).
+/// A stable digest of a document.
 fn fingerprint(doc: &Value) -> String {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -52,17 +80,12 @@ fn fingerprint(doc: &Value) -> String {
     format!("{:016X}", hasher.finish())
 }
 
-/// The document of `group`/`version`, if served; built once.
+/// The document of `group`/`version`, if served.
 pub(crate) fn document(group: &str, version: &str) -> Option<Value> {
-    static DOCS: OnceLock<Vec<((&'static str, &'static str), Value)>> = OnceLock::new();
-    let docs = DOCS.get_or_init(|| {
-        group_versions()
-            .map(|(g, v)| ((g, v), build(g, v)))
-            .collect()
-    });
-    docs.iter()
-        .find(|((g, v), _)| *g == group && *v == version)
-        .map(|(_, doc)| doc.clone())
+    documents()
+        .iter()
+        .find(|doc| doc.group == group && doc.version == version)
+        .map(|doc| doc.body.clone())
 }
 
 /// The schema name of `kind`'s type, after adding its schema (and every
@@ -142,8 +165,10 @@ fn operation(rt: &ResourceType, action: &str, id: &str, writes: bool, schema: &s
 fn build(group: &str, version: &str) -> Value {
     let mut generator = SchemaSettings::openapi3().into_generator();
     let mut paths = Map::new();
+    let mut kinds = Vec::new();
     for rt in resources::in_group_version(group, version) {
         let schema = add_kind(&mut generator, rt.kind_id);
+        kinds.push((rt, schema.clone()));
         let base = format!("/{}", key(group, version));
         let collection = if rt.namespaced {
             format!("{base}/namespaces/{{namespace}}/{}", rt.plural)
@@ -169,8 +194,7 @@ fn build(group: &str, version: &str) -> Value {
         );
     }
     let mut schemas: Map<String, Value> = generator.take_definitions(true).into_iter().collect();
-    for rt in resources::in_group_version(group, version) {
-        let name = add_kind(&mut SchemaSettings::openapi3().into_generator(), rt.kind_id);
+    for (rt, name) in kinds {
         if let Some(schema) = schemas.get_mut(&name).and_then(Value::as_object_mut) {
             schema.insert("x-kubernetes-group-version-kind".into(), json!([gvk(rt)]));
         }

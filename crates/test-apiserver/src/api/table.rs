@@ -70,10 +70,9 @@ fn row(rt: &ResourceType, include: Include, stored: &Value, now: jiff::Timestamp
     match include {
         Include::None => {}
         Include::Metadata => {
-            row.insert(
-                "object".into(),
-                super::render::metadata_only(&registry::view(rt, stored)),
-            );
+            // Both views of an object share its metadata: no need to build
+            // the view.
+            row.insert("object".into(), super::render::metadata_only(stored));
         }
         Include::Object => {
             row.insert("object".into(), registry::view(rt, stored));

@@ -92,32 +92,6 @@ pub(crate) fn check(obj: &Value) -> Vec<(String, String)> {
     causes
 }
 
-/// Every problem with the Lease `obj`'s spec, as `(field, message)`.
-pub(crate) fn check_lease(obj: &Value) -> Vec<(String, String)> {
-    let mut causes = Vec::new();
-    if let Some(d) = obj
-        .pointer("/spec/leaseDurationSeconds")
-        .and_then(Value::as_i64)
-        .filter(|d| *d <= 0)
-    {
-        causes.push((
-            "spec.leaseDurationSeconds".into(),
-            format!("Invalid value: {d}: must be greater than 0"),
-        ));
-    }
-    if let Some(t) = obj
-        .pointer("/spec/leaseTransitions")
-        .and_then(Value::as_i64)
-        .filter(|t| *t < 0)
-    {
-        causes.push((
-            "spec.leaseTransitions".into(),
-            format!("Invalid value: {t}: must be greater than or equal to 0"),
-        ));
-    }
-    causes
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,15 +126,5 @@ mod tests {
         );
         let dual = json!({ "spec": { "podCIDRs": ["10.0.0.0/24", "fd00::/64"] } });
         assert!(check(&dual).is_empty());
-    }
-
-    #[test]
-    fn a_lease_lasts_a_positive_time_and_counts_transitions_from_zero() {
-        assert!(check_lease(&json!({ "spec": { "leaseDurationSeconds": 15 } })).is_empty());
-        assert_eq!(
-            check_lease(&json!({ "spec": { "leaseDurationSeconds": 0, "leaseTransitions": -1 } }))
-                .len(),
-            2
-        );
     }
 }
