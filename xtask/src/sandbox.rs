@@ -126,9 +126,9 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
                         println!(
                             "kubectl get nodes -o wide: {nodes} nodes Ready, each with an INTERNAL-IP"
                         );
-                        let ingress = kubectl::service_gets_ingress(&kubeconfig, left)?;
+                        let [applied, created] = kubectl::services_get_ingress(&kubeconfig, left)?;
                         println!(
-                            "a Service created with kubectl shows its EXTERNAL-IP in kubectl get service: {ingress}"
+                            "Services made with kubectl apply and kubectl create service show their EXTERNAL-IP in kubectl get service: {applied}, {created}"
                         );
                         return Ok(());
                     }
@@ -160,7 +160,7 @@ fn refuses_metrics_without_a_token(metrics: SocketAddr) -> anyhow::Result<()> {
 
 fn explain(kubeconfig: &Path, curl: &str) {
     println!(
-        "\nKeep going with kubectl (Ctrl-C stops the sandbox):\n\n    export KUBECONFIG={}\n    kubectl get nodes -o wide\n    kubectl apply -f - <<'EOF'\n    apiVersion: v1\n    kind: Service\n    metadata: {{name: web, namespace: default}}\n    spec: {{type: LoadBalancer, ports: [{{port: 80, targetPort: 8080}}]}}\n    EOF\n    kubectl get service web -w\n\nRead the CCM's metrics as user metrics-reader:\n\n    {curl}\n",
+        "\nKeep going with kubectl (Ctrl-C stops the sandbox):\n\n    export KUBECONFIG={}\n    kubectl get nodes -o wide\n    kubectl apply -f - <<'EOF'\n    apiVersion: v1\n    kind: Service\n    metadata: {{name: web, namespace: default}}\n    spec: {{type: LoadBalancer, ports: [{{port: 80, targetPort: 8080}}]}}\n    EOF\n    kubectl create service loadbalancer web2 --tcp=80:8080\n    kubectl get services -w\n\nRead the CCM's metrics as user metrics-reader:\n\n    {curl}\n",
         kubeconfig.display()
     );
 }

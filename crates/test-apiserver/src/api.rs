@@ -138,11 +138,12 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
                 (Err(e), _) => Err(e),
                 (Ok(()), Some(f)) => Err(f.to_api_error()),
                 (Ok(()), None) => {
+                    let accept = header(header::ACCEPT);
                     serve_review(
                         &shared,
                         review,
                         user.as_ref(),
-                        content_type.as_deref(),
+                        (accept.as_deref(), content_type.as_deref()),
                         body,
                     )
                     .await
@@ -179,24 +180,25 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
     response
 }
 
-/// A POST of a review, answered as JSON.
+/// A POST of a review.
 async fn serve_review(
     shared: &Shared,
     review: &'static ReviewType,
     user: Option<&UserInfo>,
-    content_type: Option<&str>,
+    (accept, content_type): (Option<&str>, Option<&str>),
     body: Incoming,
 ) -> Result<Response<Body>, ApiError> {
-    let body = write::json_body(content_type, &read_body(body).await?)?;
+    let body = write::body_value(content_type, &read_body(body).await?)?;
     let (code, answer) = auth::reviews::serve(shared, review, user, body)?;
-    Ok(json_value_response(code, &answer))
+    Ok(value_response(code, &answer, accept))
 }
 
-fn json_value_response(code: u16, value: &serde_json::Value) -> Response<Body> {
-    render::json_response(
+fn value_response(code: u16, value: &serde_json::Value, accept: Option<&str>) -> Response<Body> {
+    render::response(
         code,
         Bytes::from(serde_json::to_vec(value).unwrap_or_default()),
         &[],
+        accept,
     )
 }
 
@@ -223,20 +225,25 @@ async fn serve_resource(
     body: Incoming,
 ) -> Result<Response<Body>, ApiError> {
     if req.subresource == Subresource::Token {
-        let body = write::json_body(content_type, &read_body(body).await?)?;
+        let body = write::body_value(content_type, &read_body(body).await?)?;
         let (code, answer) = auth::reviews::token_request(
             shared,
             req.namespace.as_deref().unwrap_or(""),
             req.name.as_deref().unwrap_or(""),
             body,
         )?;
-        return Ok(json_value_response(code, &answer));
+        return Ok(value_response(code, &answer, accept));
     }
     if req.subresource == Subresource::Approval && matches!(req.verb, Verb::Update | Verb::Patch) {
         auth::approval::check(shared, req, user)?;
     }
     let list = matches!(req.verb, Verb::List | Verb::DeleteCollection);
     let repr = render::negotiate(accept, list, params.get("includeObject"))?;
+    if req.verb == Verb::Watch && !render::accepts_json(accept) {
+        return Err(ApiError::not_acceptable(
+            "watch streams are served as application/json only (test-apiserver)",
+        ));
+    }
     let name = req.name.as_deref().unwrap_or("");
     let (code, bytes, warnings) = match req.verb {
         Verb::Get => (200, read::get(shared, req, name, repr)?, Vec::new()),
@@ -268,10 +275,21 @@ async fn serve_resource(
             &read_body(body).await?,
             repr,
         )?,
-        Verb::Delete => write::delete(shared, req, name, params, &read_body(body).await?, repr)?,
-        Verb::DeleteCollection => {
-            write::delete_collection(shared, req, params, &read_body(body).await?, repr)?
-        }
+        Verb::Delete => write::delete(
+            shared,
+            req,
+            name,
+            params,
+            (content_type, &read_body(body).await?),
+            repr,
+        )?,
+        Verb::DeleteCollection => write::delete_collection(
+            shared,
+            req,
+            params,
+            (content_type, &read_body(body).await?),
+            repr,
+        )?,
     };
-    Ok(render::json_response(code, bytes, &warnings))
+    Ok(render::response(code, bytes, &warnings, accept))
 }

@@ -143,8 +143,13 @@
 //! - Bodies are decoded as the k8s-openapi (Kubernetes 1.33) type of their
 //!   kind and encoded again, as kube-apiserver decodes them: wrong types are
 //!   400; unknown fields are dropped with a `Warning` header, or refused with
-//!   400 under `fieldValidation=Strict`. Bodies must be JSON: YAML and
-//!   protobuf are 415.
+//!   400 under `fieldValidation=Strict`. Bodies are JSON, or protobuf
+//!   (`application/vnd.kubernetes.protobuf`, k8s-pb's messages) for every
+//!   served kind, the reviews, `TokenRequest` and `DeleteOptions`: YAML and
+//!   CBOR are 415. A client that ranks protobuf first (client-go's typed
+//!   clients: `kubectl create service|secret|configmap|namespace`,
+//!   `kubectl describe`) gets objects and lists as protobuf; errors and
+//!   watch streams are JSON, and a watch accepting protobuf only is 406.
 //! - uid, creationTimestamp, `generateName` (five-character suffix), and one
 //!   global, monotonically increasing resourceVersion. `generation` is kept
 //!   where Kubernetes keeps it: on Pods (1 on create, +1 on spec changes
@@ -263,9 +268,7 @@
 //! kubectl 1.27 and newer validate on the server (`create`, `apply` and
 //! `replace` need no `--validate=false`; this server does its own decoding,
 //! see Objects) and `kubectl explain` works; `/openapi/v2` is 404, so older
-//! kubectl needs `--validate=false`. Generator commands that build objects
-//! with typed clients (`kubectl create configmap`, `create secret`) send
-//! protobuf and get 415: use `create -f` with a manifest.
+//! kubectl needs `--validate=false`.
 //!
 //! # Not implemented
 //!
@@ -275,7 +278,7 @@
 //! LocalSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview,
 //! admission, validation beyond
 //! names and the rules above, `managedFields` and server-side apply, YAML,
-//! protobuf and CBOR bodies, `meta.k8s.io/v1beta1` Tables, aggregated discovery, OpenAPI v2,
+//! CBOR bodies, protobuf watch streams and errors, `meta.k8s.io/v1beta1` Tables, aggregated discovery, OpenAPI v2,
 //! subresources other than `status`, `namespaces/finalize` and
 //! `serviceaccounts/token`, and the
 //! controllers (garbage collector, namespace controller, kubelet, node
@@ -297,6 +300,7 @@ mod kinds;
 mod kubeconfig;
 mod meta;
 mod patch;
+mod protobuf;
 mod registry;
 mod resources;
 mod seed;

@@ -125,7 +125,23 @@ pub(crate) fn decode_patched(
 /// `fieldValidation=Strict`.
 pub(crate) fn decode(
     rt: &ResourceType,
+    body: Value,
+    validation: FieldValidation,
+) -> Result<Decoded, ApiError> {
+    decode_with_duplicates(rt, body, &[], validation)
+}
+
+/// As [`decode`], for a body that repeated the fields `duplicates` (see
+/// [`crate::validation::duplicates`]): refused or warned about as unknown
+/// fields are, and before them.
+///
+/// # Errors
+///
+/// As [`decode`], and 400 for repeated fields under `fieldValidation=Strict`.
+pub(crate) fn decode_with_duplicates(
+    rt: &ResourceType,
     mut body: Value,
+    duplicates: &[String],
     validation: FieldValidation,
 ) -> Result<Decoded, ApiError> {
     let api_version = rt.api_version();
@@ -155,28 +171,27 @@ pub(crate) fn decode(
             rt.kind, rt.version, rt.kind
         ))
     })?;
-    let unknown = kinds::unknown_fields(&body, &decoded);
+    let problems: Vec<String> = duplicates
+        .iter()
+        .map(|f| format!("duplicate field {f:?}"))
+        .chain(
+            kinds::unknown_fields(&body, &decoded)
+                .iter()
+                .map(|f| format!("unknown field {f:?}")),
+        )
+        .collect();
     let mut warnings = Vec::new();
     match validation {
-        FieldValidation::Strict if !unknown.is_empty() => {
-            let listed: Vec<String> = unknown
-                .iter()
-                .map(|f| format!("unknown field {f:?}"))
-                .collect();
+        FieldValidation::Strict if !problems.is_empty() => {
             return Err(ApiError::bad_request(format!(
                 "{} in version {:?} cannot be handled as a {}: {STRICT_DECODING} {}",
                 rt.kind,
                 rt.version,
                 rt.kind,
-                listed.join(", ")
+                problems.join(", ")
             )));
         }
-        FieldValidation::Warn => {
-            warnings = unknown
-                .iter()
-                .map(|f| format!("unknown field {f:?}"))
-                .collect();
-        }
+        FieldValidation::Warn => warnings = problems,
         _ => {}
     }
     if rt.kind_id == Kind::EventV1 {

@@ -1,7 +1,9 @@
-//! Name rules Kubernetes enforces on `metadata.name`.
+//! Name rules Kubernetes enforces on `metadata.name`; the rules for
+//! metadata and for repeated fields live in the submodules.
 
 use crate::resources::Kind;
 
+pub(crate) mod duplicates;
 pub(crate) mod metadata;
 
 /// RFC 1123 subdomain: lowercase alphanumerics, `-` and `.`, at most 253.

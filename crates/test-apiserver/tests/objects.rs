@@ -330,3 +330,66 @@ contract_test!(unknown_fields_are_dropped_or_refused_when_strict, |t| {
     cms.delete(&name, &DeleteParams::default()).await?;
     Ok(())
 });
+
+contract_test!(
+    repeated_fields_are_refused_under_strict_and_warned_about_otherwise,
+    |t| {
+        let name = ccm_test_support::unique("dup");
+        // Built by hand: serde cannot write a repeated key.
+        let body = format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}","labels":{{"a":"1","a":"2"}}}},"data":{{"x":"1","x":"2"}},"bogus":1}}"#
+        );
+        let post = |validation: &str| {
+            http::Request::post(format!(
+                "/api/v1/namespaces/default/configmaps?fieldValidation={validation}"
+            ))
+            .header("content-type", "application/json")
+            .body(body.clone().into_bytes())
+        };
+        let refused = api_error(t.client().request::<ConfigMap>(post("Strict")?).await)?;
+        assert_eq!((refused.code, refused.reason.as_str()), (400, "BadRequest"));
+        assert_eq!(
+            refused.message,
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: \
+         duplicate field \"metadata.labels.a\", duplicate field \"data.x\", unknown field \"bogus\""
+        );
+
+        let response = t
+            .client()
+            .send(post("Warn")?.map(kube::client::Body::from))
+            .await?;
+        assert_eq!(response.status().as_u16(), 201);
+        let warnings: Vec<String> = response
+            .headers()
+            .get_all(http::header::WARNING)
+            .iter()
+            .filter_map(|v| v.to_str().ok().map(str::to_owned))
+            .collect();
+        assert_eq!(
+            warnings,
+            [
+                r#"299 - "duplicate field \"metadata.labels.a\"""#,
+                r#"299 - "duplicate field \"data.x\"""#,
+                r#"299 - "unknown field \"bogus\"""#,
+            ]
+        );
+        // The last of the repeated values is kept, as Go's decoder keeps it.
+        let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
+        let stored = cms.get(&name).await?;
+        assert_eq!(
+            stored.data.context("data")?.get("x").map(String::as_str),
+            Some("2")
+        );
+        assert_eq!(
+            stored
+                .metadata
+                .labels
+                .context("labels")?
+                .get("a")
+                .map(String::as_str),
+            Some("2")
+        );
+        cms.delete(&name, &DeleteParams::default()).await?;
+        Ok(())
+    }
+);

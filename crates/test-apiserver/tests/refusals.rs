@@ -51,7 +51,7 @@ async fn server_side_apply_is_415_and_says_why() -> anyhow::Result<()> {
 }
 
 #[tokio::test]
-async fn non_json_bodies_and_protobuf_only_clients_are_refused() -> anyhow::Result<()> {
+async fn yaml_bodies_and_protobuf_only_watches_are_refused() -> anyhow::Result<()> {
     let server = TestApiServer::start().await?;
     let yaml = http::Request::post("/api/v1/namespaces/default/configmaps")
         .header("content-type", "application/yaml")
@@ -61,7 +61,7 @@ async fn non_json_bodies_and_protobuf_only_clients_are_refused() -> anyhow::Resu
         (code, status["reason"].as_str()),
         (415, Some("UnsupportedMediaType"))
     );
-    let protobuf = http::Request::get("/api/v1/nodes")
+    let protobuf = http::Request::get("/api/v1/nodes?watch=true")
         .header("accept", "application/vnd.kubernetes.protobuf")
         .body(Vec::new())?;
     let (code, status) = send(&server, protobuf).await?;

@@ -1,7 +1,8 @@
 //! The sandbox's last check, as a user would do it with the README's
 //! commands: `kubectl get nodes -o wide` shows every node Ready with the
 //! address the fake cloud gave it, and a LoadBalancer Service created with
-//! kubectl shows its EXTERNAL-IP in `kubectl get service`.
+//! `kubectl apply` (JSON) and one created with `kubectl create service`
+//! (protobuf) each show their EXTERNAL-IP in `kubectl get service`.
 
 use std::path::Path;
 use std::process::Command;
@@ -11,6 +12,9 @@ use anyhow::{Context, bail};
 
 const NAME: &str = "kubectl-web";
 
+/// The Service the README tells a newcomer to create with `kubectl create`.
+const CREATED: &str = "kubectl-web2";
+
 /// The Service the README tells a newcomer to apply.
 const MANIFEST: &str = "\
 apiVersion: v1
@@ -19,25 +23,57 @@ metadata: {name: kubectl-web, namespace: default}
 spec: {type: LoadBalancer, ports: [{port: 80, targetPort: 8080}]}
 ";
 
-/// Applies [`MANIFEST`] with kubectl, then waits up to `timeout` for its
-/// ingress, reading it back with kubectl too.
-pub(crate) fn service_gets_ingress(kubeconfig: &Path, timeout: Duration) -> anyhow::Result<String> {
+/// Applies [`MANIFEST`] with kubectl and creates [`CREATED`] with `kubectl
+/// create service loadbalancer`, then waits up to `timeout` for their
+/// ingresses, reading them back with kubectl too.
+pub(crate) fn services_get_ingress(
+    kubeconfig: &Path,
+    timeout: Duration,
+) -> anyhow::Result<[String; 2]> {
+    let start = Instant::now();
     let apply = crate::cmd::output_with_stdin(
         kubectl(kubeconfig).args(["apply", "-f", "-"]),
         MANIFEST.as_bytes(),
     )?;
-    if !apply.status.success() {
+    succeeded(&apply, &format!("kubectl apply of Service {NAME}"))?;
+    let create = kubectl(kubeconfig)
+        .args([
+            "create",
+            "service",
+            "loadbalancer",
+            CREATED,
+            "--tcp=80:8080",
+        ])
+        .output()
+        .context("running kubectl create service")?;
+    succeeded(
+        &create,
+        &format!("kubectl create service loadbalancer {CREATED}"),
+    )?;
+    let applied = ingress(kubeconfig, NAME, timeout.saturating_sub(start.elapsed()))?;
+    let created = ingress(kubeconfig, CREATED, timeout.saturating_sub(start.elapsed()))?;
+    Ok([applied, created])
+}
+
+fn succeeded(out: &std::process::Output, what: &str) -> anyhow::Result<()> {
+    if !out.status.success() {
         bail!(
-            "kubectl apply of Service {NAME} failed ({}): {}",
-            apply.status,
-            String::from_utf8_lossy(&apply.stderr).trim()
+            "{what} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
         );
     }
+    Ok(())
+}
+
+/// Waits up to `timeout` for Service `name`'s EXTERNAL-IP in `kubectl get
+/// service`.
+fn ingress(kubeconfig: &Path, name: &str, timeout: Duration) -> anyhow::Result<String> {
     let start = Instant::now();
     loop {
         // The table kubectl prints, as the user reads it.
         let out = kubectl(kubeconfig)
-            .args(["get", "service", NAME])
+            .args(["get", "service", name])
             .output()
             .context("running kubectl get")?;
         let ingress = column(&String::from_utf8_lossy(&out.stdout), "EXTERNAL-IP")
@@ -51,7 +87,7 @@ pub(crate) fn service_gets_ingress(kubeconfig: &Path, timeout: Duration) -> anyh
         }
         if start.elapsed() > timeout {
             bail!(
-                "Service {NAME}, created with kubectl, has no ingress after {timeout:?}: {}",
+                "Service {name}, created with kubectl, has no ingress after {timeout:?}: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
             );
         }

@@ -10,6 +10,7 @@ use hyper::body::Bytes;
 use serde_json::{Value, json};
 
 use super::table::{self, Include};
+use crate::protobuf;
 use crate::registry;
 use crate::resources::{Kind, ResourceType};
 use crate::status::ApiError;
@@ -58,6 +59,9 @@ pub(crate) fn negotiate(
                 .find(|(k, _)| k.eq_ignore_ascii_case(name))
                 .map(|(_, v)| *v)
         };
+        if media == protobuf::MEDIA_TYPE && param("as").is_none() {
+            return Ok(Representation::Object);
+        }
         if !matches!(media.as_str(), "application/json" | "application/*" | "*/*") {
             continue;
         }
@@ -73,8 +77,62 @@ pub(crate) fn negotiate(
         }
     }
     Err(ApiError::not_acceptable(format!(
-        "only the following media types are accepted: application/json, application/json;as={wanted_partial};g=meta.k8s.io;v=v1, application/json;as=Table;g=meta.k8s.io;v=v1 (got {accept:?})"
+        "only the following media types are accepted: application/json, {}, application/json;as={wanted_partial};g=meta.k8s.io;v=v1, application/json;as=Table;g=meta.k8s.io;v=v1 (got {accept:?})",
+        protobuf::MEDIA_TYPE
     )))
+}
+
+/// The media ranges of `Accept`, each as its type and whether it has an
+/// `as=` parameter.
+fn ranges(accept: &str) -> impl Iterator<Item = (String, bool)> + '_ {
+    accept.split(',').map(|range| {
+        let mut pieces = range.split(';').map(str::trim);
+        let media = pieces.next().unwrap_or("").to_ascii_lowercase();
+        let has_as = pieces.any(|p| p.to_ascii_lowercase().starts_with("as="));
+        (media, has_as)
+    })
+}
+
+/// Whether `Accept` puts plain protobuf before anything JSON (client-go's
+/// `application/vnd.kubernetes.protobuf,application/json`).
+pub(crate) fn prefers_protobuf(accept: Option<&str>) -> bool {
+    let Some(accept) = accept else { return false };
+    ranges(accept)
+        .find(|(media, has_as)| {
+            (media == protobuf::MEDIA_TYPE && !has_as)
+                || matches!(media.as_str(), "application/json" | "application/*" | "*/*")
+        })
+        .is_some_and(|(media, _)| media == protobuf::MEDIA_TYPE)
+}
+
+/// Whether `Accept` takes JSON at all (no header takes anything).
+pub(crate) fn accepts_json(accept: Option<&str>) -> bool {
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+        return true;
+    };
+    ranges(accept)
+        .any(|(media, _)| matches!(media.as_str(), "application/json" | "application/*" | "*/*"))
+}
+
+/// A response in the encoding the client prefers: protobuf when it ranks it
+/// first and the body's kind is written as protobuf, JSON otherwise.
+pub(crate) fn response(
+    code: u16,
+    body: Bytes,
+    warnings: &[String],
+    accept: Option<&str>,
+) -> Response<Body> {
+    if prefers_protobuf(accept)
+        && let Some(encoded) = protobuf::encode(&body)
+    {
+        let mut response = json_response(code, encoded, warnings);
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(protobuf::MEDIA_TYPE),
+        );
+        return response;
+    }
+    json_response(code, body, warnings)
 }
 
 /// `metadata` alone, as `PartialObjectMetadata`.
@@ -197,9 +255,48 @@ mod tests {
     }
 
     #[test]
-    fn protobuf_only_is_not_acceptable() {
-        let err =
-            negotiate(Some("application/vnd.kubernetes.protobuf"), false, None).expect_err("406");
+    fn protobuf_is_chosen_when_ranked_before_json() {
+        let client_go = "application/vnd.kubernetes.protobuf,application/json";
+        assert_eq!(
+            negotiate(Some(client_go), false, None),
+            Ok(Representation::Object)
+        );
+        assert!(prefers_protobuf(Some(client_go)));
+        assert!(prefers_protobuf(Some(
+            "application/vnd.kubernetes.protobuf"
+        )));
+        assert!(!prefers_protobuf(Some(
+            "application/json, application/vnd.kubernetes.protobuf"
+        )));
+        assert!(!prefers_protobuf(Some(
+            "application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1, application/json"
+        )));
+        assert!(!prefers_protobuf(None));
+        assert!(accepts_json(Some(client_go)));
+        assert!(!accepts_json(Some("application/vnd.kubernetes.protobuf")));
+        assert!(accepts_json(None));
+    }
+
+    #[test]
+    fn a_protobuf_table_is_not_acceptable() {
+        let err = negotiate(
+            Some("application/vnd.kubernetes.protobuf;as=Table;g=meta.k8s.io;v=v1"),
+            true,
+            None,
+        )
+        .expect_err("406");
         assert_eq!(err.code, 406);
+    }
+
+    #[test]
+    fn a_service_is_answered_in_protobuf_when_preferred() {
+        let body = Bytes::from_static(
+            br#"{"apiVersion":"v1","kind":"Service","metadata":{"name":"web"}}"#,
+        );
+        let client_go = Some("application/vnd.kubernetes.protobuf,application/json");
+        let answer = response(201, body.clone(), &[], client_go);
+        assert_eq!(answer.headers()[header::CONTENT_TYPE], protobuf::MEDIA_TYPE);
+        let answer = response(201, body, &[], Some("application/json"));
+        assert_eq!(answer.headers()[header::CONTENT_TYPE], "application/json");
     }
 }

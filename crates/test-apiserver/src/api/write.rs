@@ -13,6 +13,7 @@ use super::route::ResourceRequest;
 use crate::auth::UserInfo;
 use crate::kinds;
 use crate::patch::{self, PatchType};
+use crate::protobuf;
 use crate::registry::{
     self, DeleteOptions, FieldValidation, Outcome, Target, UpdateError, WriteOptions, Written,
 };
@@ -20,6 +21,7 @@ use crate::resources::Kind;
 use crate::server::Shared;
 use crate::status::ApiError;
 use crate::store::StoredObject;
+use crate::validation;
 
 /// A write's response: status code, body, warnings.
 pub(crate) type Reply = (u16, Bytes, Vec<String>);
@@ -31,20 +33,42 @@ fn write_options(params: &Params) -> Result<WriteOptions, ApiError> {
     })
 }
 
-/// Bodies of POST and PUT must be JSON; this server reads no YAML or protobuf.
-pub(crate) fn json_body(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
+/// The body of a POST, PUT or DELETE as JSON: it is JSON, or protobuf for
+/// the kinds [`protobuf`] reads; this server reads no YAML or CBOR.
+pub(crate) fn body_value(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
     let essence = content_type
         .and_then(|c| c.split(';').next())
         .map(|c| c.trim().to_ascii_lowercase())
         .unwrap_or_default();
+    if essence == protobuf::MEDIA_TYPE {
+        return protobuf::decode(body);
+    }
     if !essence.is_empty() && essence != "application/json" {
         return Err(ApiError::unsupported_media_type(format!(
-            "the body of the request was in an unknown format ({essence}) - accepted media types include: application/json \
-             (test-apiserver reads JSON only)"
+            "the body of the request was in an unknown format ({essence}) - accepted media types include: application/json, {} \
+             (test-apiserver reads no YAML or CBOR)",
+            protobuf::MEDIA_TYPE
         )));
     }
     serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("error decoding request body as JSON: {e}")))
+}
+
+/// A POST or PUT body as JSON, with the fields a JSON body repeated (looked
+/// for unless `fieldValidation=Ignore`; protobuf cannot repeat one).
+fn body_and_duplicates(
+    content_type: Option<&str>,
+    body: &[u8],
+    validation: FieldValidation,
+) -> Result<(Value, Vec<String>), ApiError> {
+    let value = body_value(content_type, body)?;
+    let json = !content_type.is_some_and(|c| c.trim_start().starts_with(protobuf::MEDIA_TYPE));
+    let duplicates = if json && validation != FieldValidation::Ignore {
+        validation::duplicates::find(body)
+    } else {
+        Vec::new()
+    };
+    Ok((value, duplicates))
 }
 
 fn reply(req: &ResourceRequest, repr: Representation, outcome: Outcome) -> Reply {
@@ -67,7 +91,9 @@ pub(crate) fn create(
     (repr, requester): (Representation, Option<&UserInfo>),
 ) -> Result<Reply, ApiError> {
     let opts = write_options(params)?;
-    let mut decoded = registry::decode(req.rt, json_body(content_type, body)?, opts.validation)?;
+    let (value, duplicates) = body_and_duplicates(content_type, body, opts.validation)?;
+    let mut decoded =
+        registry::decode_with_duplicates(req.rt, value, &duplicates, opts.validation)?;
     if req.rt.kind_id == Kind::CertificateSigningRequest {
         kinds::csr::set_requester(&mut decoded.value, requester);
     }
@@ -108,7 +134,8 @@ pub(crate) fn update(
     repr: Representation,
 ) -> Result<Reply, ApiError> {
     let opts = write_options(params)?;
-    let decoded = registry::decode(req.rt, json_body(content_type, body)?, opts.validation)?;
+    let (value, duplicates) = body_and_duplicates(content_type, body, opts.validation)?;
+    let decoded = registry::decode_with_duplicates(req.rt, value, &duplicates, opts.validation)?;
     for _ in 0..ATTEMPTS {
         match registry::update(
             &shared.store,
@@ -166,12 +193,16 @@ pub(crate) fn patch(
     Err(raced(req, name))
 }
 
-/// DeleteOptions from the body (JSON, possibly empty) and the query.
-fn delete_options(params: &Params, body: &[u8]) -> Result<DeleteOptions, ApiError> {
+/// DeleteOptions from the body (JSON or protobuf, possibly empty) and the query.
+fn delete_options(
+    params: &Params,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<DeleteOptions, ApiError> {
     let mut opts: DeleteOptions = if body.iter().all(u8::is_ascii_whitespace) {
         DeleteOptions::default()
     } else {
-        serde_json::from_slice(body)
+        serde_json::from_value(body_value(content_type, body)?)
             .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?
     };
     if let Some(policy) = params.get("propagationPolicy") {
@@ -201,10 +232,10 @@ pub(crate) fn delete(
     req: &ResourceRequest,
     name: &str,
     params: &Params,
-    body: &[u8],
+    (content_type, body): (Option<&str>, &[u8]),
     repr: Representation,
 ) -> Result<Reply, ApiError> {
-    let opts = delete_options(params, body)?;
+    let opts = delete_options(params, content_type, body)?;
     let outcome = registry::delete(
         &mut shared.store.lock(),
         req.rt,
@@ -221,10 +252,10 @@ pub(crate) fn delete_collection(
     shared: &Shared,
     req: &ResourceRequest,
     params: &Params,
-    body: &[u8],
+    (content_type, body): (Option<&str>, &[u8]),
     repr: Representation,
 ) -> Result<Reply, ApiError> {
-    let opts = delete_options(params, body)?;
+    let opts = delete_options(params, content_type, body)?;
     let selection = Selection::parse(params, req.rt)?;
     let mut store = shared.store.lock();
     let mut names = Vec::new();
