@@ -159,6 +159,20 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
             shared.accounting.lock().count_non_resource(&path);
             render::text_response(200, "ok")
         }
+        (Ok(Route::Discovery(Discovery::OpenApiV2)), Ok(())) => {
+            shared.accounting.lock().count_non_resource(&path);
+            match openapi::v2::body(header(header::ACCEPT).as_deref()) {
+                Ok((body, media_type)) => {
+                    let mut response = render::json_response(200, body, &[]);
+                    response.headers_mut().insert(
+                        header::CONTENT_TYPE,
+                        http::HeaderValue::from_static(media_type),
+                    );
+                    response
+                }
+                Err(e) => render::error_response(&e),
+            }
+        }
         (Ok(Route::Discovery(path_kind)), Ok(())) => {
             shared.accounting.lock().count_non_resource(&path);
             match discovery::body(&path_kind, &shared.address) {

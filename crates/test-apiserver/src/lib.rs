@@ -262,13 +262,16 @@
 //! kubectl 1.20 (Debian bookworm's) and 1.32 work for `get` (with the
 //! server's tables, `-o wide` included), `get -w`,
 //! `describe`, `create -f`, `patch` (`--type merge|json|strategic`) and
-//! `delete`, and other commands that send JSON. OpenAPI v3 is served
+//! `delete`, and the generators that send protobuf (`create service`,
+//! `create secret`, ...). OpenAPI v3 is served
 //! (`/openapi/v3` and a document per group-version, generated from the
 //! k8s-openapi types' schemas, every write taking `fieldValidation`), so
 //! kubectl 1.27 and newer validate on the server (`create`, `apply` and
 //! `replace` need no `--validate=false`; this server does its own decoding,
-//! see Objects) and `kubectl explain` works; `/openapi/v2` is 404, so older
-//! kubectl needs `--validate=false`.
+//! see Objects) and `kubectl explain` works; so is OpenAPI v2
+//! (`/openapi/v2`, made from the v3 documents, as JSON or gnostic's
+//! protobuf), which `kubectl explain --output=plaintext-openapiv2` and older
+//! clients read.
 //!
 //! # Not implemented
 //!
@@ -278,7 +281,7 @@
 //! LocalSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview,
 //! admission, validation beyond
 //! names and the rules above, `managedFields` and server-side apply, YAML,
-//! CBOR bodies, protobuf watch streams and errors, `meta.k8s.io/v1beta1` Tables, aggregated discovery, OpenAPI v2,
+//! CBOR bodies, protobuf watch streams and errors, `meta.k8s.io/v1beta1` Tables, aggregated discovery, OpenAPI v2's ETags,
 //! subresources other than `status`, `namespaces/finalize` and
 //! `serviceaccounts/token`, and the
 //! controllers (garbage collector, namespace controller, kubelet, node

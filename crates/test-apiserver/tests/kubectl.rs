@@ -362,3 +362,67 @@ async fn kubectl_apply_validates_on_the_server_and_explain_reads_the_openapi_doc
     assert!(lease.contains("holderIdentity"), "{lease}");
     Ok(())
 }
+
+#[tokio::test]
+async fn kubectl_create_and_describe_speak_protobuf_and_explain_reads_openapi_v2()
+-> anyhow::Result<()> {
+    ccm_test_support::kubectl_path()?;
+    let server = Binary::start(&[]).await?;
+    // Typed clients: protobuf bodies, protobuf answers.
+    for (args, said) in [
+        (
+            &["create", "service", "loadbalancer", "web2", "--tcp=80:8080"][..],
+            "service/web2 created",
+        ),
+        (
+            &[
+                "create",
+                "secret",
+                "generic",
+                "s1",
+                "--from-literal=a=b",
+                "--from-literal=empty=",
+            ],
+            "secret/s1 created",
+        ),
+        (
+            &["create", "configmap", "c1", "--from-literal=k=v"],
+            "configmap/c1 created",
+        ),
+        (&["create", "namespace", "n1"], "namespace/n1 created"),
+    ] {
+        assert_eq!(kubectl(&server, args).await?.trim(), said);
+    }
+    let target = kubectl(
+        &server,
+        &[
+            "get",
+            "service",
+            "web2",
+            "-o",
+            "jsonpath={.spec.ports[0].targetPort} {.spec.type}",
+        ],
+    )
+    .await?;
+    assert_eq!(target, "8080 LoadBalancer");
+    let data = kubectl(&server, &["get", "secret", "s1", "-o", "jsonpath={.data}"]).await?;
+    assert_eq!(data, r#"{"a":"Yg==","empty":""}"#);
+    let described = kubectl(&server, &["describe", "service", "web2"]).await?;
+    assert!(
+        described.contains("TargetPort:") && described.contains("8080/TCP"),
+        "{described}"
+    );
+
+    let explained = kubectl(
+        &server,
+        &[
+            "explain",
+            "service.spec.type",
+            "--output=plaintext-openapiv2",
+        ],
+    )
+    .await?;
+    assert!(explained.contains("FIELD:    type <string>"), "{explained}");
+    assert!(explained.contains("LoadBalancer"), "{explained}");
+    Ok(())
+}

@@ -137,9 +137,13 @@ async fn foreground_deletion_with_dependents_is_501() -> anyhow::Result<()> {
 }
 
 #[tokio::test]
-async fn openapi_v2_is_not_served_and_says_v3_is() -> anyhow::Result<()> {
+async fn openapi_v2_and_v3_are_served_and_other_openapi_paths_are_not() -> anyhow::Result<()> {
     let server = TestApiServer::start().await?;
-    let (code, status) = send(&server, http::Request::get("/openapi/v2").body(Vec::new())?).await?;
+    let (code, v2) = send(&server, http::Request::get("/openapi/v2").body(Vec::new())?).await?;
+    assert_eq!(code, 200);
+    assert_eq!(v2["swagger"], "2.0");
+    assert!(v2["definitions"]["io.k8s.api.core.v1.Node"].is_object());
+    let (code, status) = send(&server, http::Request::get("/openapi/v4").body(Vec::new())?).await?;
     assert_eq!(code, 404);
     assert!(
         status["message"]

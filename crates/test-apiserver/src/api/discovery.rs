@@ -48,11 +48,11 @@ pub(crate) fn body(path: &Discovery, address: &str) -> Result<Value, ApiError> {
         Discovery::OpenApiV3Document(g, v) => {
             super::openapi::document(g, v).ok_or_else(ApiError::no_such_path)?
         }
-        Discovery::OpenApi => {
+        Discovery::OpenApi | Discovery::OpenApiV2 => {
             return Err(ApiError::new(
                 404,
                 "NotFound",
-                "test-apiserver serves OpenAPI v3 (/openapi/v3) only, not v2",
+                "test-apiserver serves OpenAPI at /openapi/v2 and /openapi/v3 only",
             ));
         }
     })

@@ -8,6 +8,8 @@
 //! validate fields (`fieldValidation=Strict`), and what `kubectl explain`
 //! reads.
 
+pub(crate) mod v2;
+
 use std::sync::OnceLock;
 
 use schemars::JsonSchema;

@@ -23,7 +23,9 @@ pub(crate) enum Discovery {
     OpenApiV3,
     /// `/openapi/v3/api/v1` or `/openapi/v3/apis/<group>/<version>`.
     OpenApiV3Document(&'static str, &'static str),
-    /// Any other `/openapi` path (v2): not served.
+    /// `/openapi/v2`: the Swagger 2.0 document.
+    OpenApiV2,
+    /// Any other `/openapi` path: not served.
     OpenApi,
 }
 
@@ -80,6 +82,7 @@ pub(crate) fn parse(method: &Method, path: &str, params: &Params) -> Result<Rout
             Some(g) => discovery(Discovery::OpenApiV3Document(g, "v1")),
             None => Err(ApiError::no_such_path()),
         },
+        ["openapi", "v2"] => discovery(Discovery::OpenApiV2),
         ["openapi", ..] => discovery(Discovery::OpenApi),
         ["api"] => discovery(Discovery::CoreVersions),
         ["api", "v1"] => discovery(Discovery::Resources("", "v1")),
