@@ -70,6 +70,9 @@ struct Run {
     name: String,
     /// The mutation after which the process was killed.
     crashed_at: Option<u64>,
+    /// Processes started so far (the first, the one after the kill, and any
+    /// started because one exited by itself).
+    generation: usize,
 }
 
 /// The flags of [`support::flags`] with the chaos suites' short leases, so
@@ -128,11 +131,27 @@ impl Run {
             _dir: dir,
             name,
             crashed_at: None,
+            generation: 1,
         })
     }
 
-    /// Kills the process once the trap has tripped, then starts another.
+    /// Starts the next process, as a Deployment's pod is restarted.
+    fn relaunch(&mut self) -> anyhow::Result<()> {
+        self.ccm = launch(&format!("{}-{}", self.name, self.generation), &self.args)
+            .credentials(&self.credentials)
+            .spawn()?;
+        self.generation += 1;
+        Ok(())
+    }
+
+    /// Kills the process once the trap has tripped, then starts another; a
+    /// process that exited by itself (a lease lost on a loaded machine
+    /// ends it, as upstream's does) is restarted as its pod would be.
     async fn tick(&mut self) -> anyhow::Result<()> {
+        if let Some(status) = self.ccm.exited()? {
+            println!("         the CCM exited by itself ({status}); restarting it");
+            self.relaunch()?;
+        }
         if self.crashed_at.is_some() {
             return Ok(());
         }
@@ -141,9 +160,7 @@ impl Run {
             self.ccm.signal("KILL").await?;
             self.ccm.wait(EXIT_WITHIN).await?;
             self.proxy.release();
-            self.ccm = launch(&format!("{}-1", self.name), &self.args)
-                .credentials(&self.credentials)
-                .spawn()?;
+            self.relaunch()?;
             self.crashed_at = Some(mutations);
         }
         Ok(())

@@ -44,8 +44,15 @@ impl Run {
         })
     }
 
-    /// Kills the replica when the trap has tripped, then starts another.
+    /// Kills the replica when the trap has tripped, then starts another; a
+    /// replica that exited by itself (a lease lost on a loaded machine ends
+    /// it) is restarted as its pod would be.
     async fn tick(&mut self) -> anyhow::Result<()> {
+        if self.replica.exited()?.is_some() {
+            self.replica = self
+                .env
+                .spawn_replica(usize::from(self.crashed_at.is_some()))?;
+        }
         if self.crashed_at.is_some() {
             return Ok(());
         }
