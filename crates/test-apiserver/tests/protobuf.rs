@@ -242,3 +242,40 @@ contract_test!(a_body_that_is_not_protobuf_is_a_bad_request, |t| {
     assert_eq!(status["reason"], "BadRequest");
     Ok(())
 });
+
+contract_test!(openapi_v2_is_served_as_json_and_as_gnostic_protobuf, |t| {
+    let client = t.client();
+    let (code, doc) = support::raw(&client, http::Method::GET, "/openapi/v2", None).await?;
+    assert_eq!(code, 200);
+    assert_eq!(doc["swagger"], "2.0");
+    let service = &doc["definitions"]["io.k8s.api.core.v1.Service"];
+    assert_eq!(
+        service["properties"]["spec"]["$ref"],
+        "#/definitions/io.k8s.api.core.v1.ServiceSpec"
+    );
+    assert_eq!(
+        service["x-kubernetes-group-version-kind"],
+        json!([{ "group": "", "kind": "Service", "version": "v1" }])
+    );
+
+    // What client-go's discovery asks for, and what kube-apiserver answers.
+    let request = http::Request::get("/openapi/v2")
+        .header(
+            http::header::ACCEPT,
+            "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+        )
+        .body(kube::client::Body::empty())?;
+    let response = client.send(request).await?;
+    assert_eq!(response.status().as_u16(), 200);
+    assert_eq!(
+        response.headers()[http::header::CONTENT_TYPE],
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+    );
+    let body = response.into_body().collect().await?.to_bytes();
+    let needle = b"io.k8s.api.core.v1.ServiceSpec";
+    assert!(
+        body.windows(needle.len()).any(|w| w == needle),
+        "no Service schema"
+    );
+    Ok(())
+});
