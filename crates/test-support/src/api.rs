@@ -275,6 +275,7 @@ impl ApiServer {
         let rbac = ChartRbac::of(provider).await?;
         let admin = self.client();
         rbac.apply(&admin).await?;
+        rbac.wait_effective(&admin).await?;
         let token = rbac.token(&admin).await?;
         let kubeconfig = match self {
             Self::Memory(memory) => {

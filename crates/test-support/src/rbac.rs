@@ -6,9 +6,13 @@
 //! never silently runs as administrator instead.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
+};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -154,6 +158,81 @@ impl ChartRbac {
             .await
             .with_context(|| format!("requesting a token of ServiceAccount {}", self.account))?;
         Ok(issued.status.context("TokenRequest without status")?.token)
+    }
+
+    /// Waits until the API server's authorizer grants what each binding
+    /// binds: kube-apiserver's RBAC authorizer reads roles and bindings
+    /// through informers, so a CCM started right after [`Self::apply`] can
+    /// be refused for a moment. Asks with a SubjectAccessReview per binding
+    /// (the first rule of the role it names), for at most 30 s.
+    ///
+    /// # Errors
+    /// When a grant is still refused after that.
+    pub(crate) async fn wait_effective(&self, admin: &kube::Client) -> anyhow::Result<()> {
+        let reviews: Api<SubjectAccessReview> = Api::all(admin.clone());
+        for attributes in self.granted() {
+            let review = SubjectAccessReview {
+                spec: SubjectAccessReviewSpec {
+                    user: Some(self.user()),
+                    groups: Some(vec![
+                        "system:serviceaccounts".to_owned(),
+                        format!("system:serviceaccounts:{RELEASE_NAMESPACE}"),
+                        "system:authenticated".to_owned(),
+                    ]),
+                    resource_attributes: Some(attributes.clone()),
+                    ..SubjectAccessReviewSpec::default()
+                },
+                ..SubjectAccessReview::default()
+            };
+            let what = format!("the chart's RBAC to grant {attributes:?}");
+            crate::eventually(&what, Duration::from_secs(30), || async {
+                let answer = reviews.create(&PostParams::default(), &review).await?;
+                anyhow::Ok(answer.status.is_some_and(|s| s.allowed).then_some(()))
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// One thing each binding grants: the first verb on the first resource
+    /// of the first rule of the role it names, where it applies (none for a
+    /// role whose first rule is on non-resource URLs).
+    fn granted(&self) -> Vec<ResourceAttributes> {
+        self.objects
+            .iter()
+            .filter(|o| {
+                matches!(
+                    o["kind"].as_str(),
+                    Some("RoleBinding" | "ClusterRoleBinding")
+                )
+            })
+            .filter_map(|binding| {
+                let role = &binding["roleRef"];
+                let rule =
+                    self.objects.iter().find(|o| {
+                        o["kind"] == role["kind"] && o["metadata"]["name"] == role["name"]
+                    })?["rules"]
+                        .get(0)?
+                        .clone();
+                let first = |key: &str| rule[key].get(0).and_then(Value::as_str).map(str::to_owned);
+                // A rule on non-resource URLs is not asked about.
+                first("resources")?;
+                let namespace = (binding["kind"] == "RoleBinding").then(|| {
+                    binding["metadata"]["namespace"]
+                        .as_str()
+                        .unwrap_or(RELEASE_NAMESPACE)
+                        .to_owned()
+                });
+                Some(ResourceAttributes {
+                    group: first("apiGroups"),
+                    resource: first("resources"),
+                    verb: first("verbs"),
+                    name: first("resourceNames"),
+                    namespace,
+                    ..ResourceAttributes::default()
+                })
+            })
+            .collect()
     }
 
     /// The user the API server authenticates the ServiceAccount's tokens as.
