@@ -162,6 +162,22 @@ pub trait LoadBalancer: Send + Sync {
         default_load_balancer_name(service)
     }
 
+    /// What the provider tells from `service` alone, without calling the
+    /// cloud, before the service controller claims a new Service (stores
+    /// its finalizer): `Some(Ok(()))` when the load balancer is this
+    /// provider's to make and the Service is well-formed as far as can be
+    /// told offline; `Some(Err(`[`CloudError::ImplementedElsewhere`]`))`
+    /// when another controller implements it; `Some(Err(`
+    /// [`CloudError::InvalidInput`]`))` for a malformed Service.
+    ///
+    /// The default, `None`, says the answer needs the cloud: the controller
+    /// then asks [`get_load_balancer`](Self::get_load_balancer) first, one
+    /// read more per new Service than upstream's controller makes.
+    fn check_service(&self, service: &Service) -> Option<Result<(), CloudError>> {
+        let _ = service;
+        None
+    }
+
     /// Creates the load balancer for `service` or brings it up to date,
     /// sending traffic to `nodes`, and returns its status and any annotations
     /// to record on the Service.

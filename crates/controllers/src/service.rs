@@ -11,9 +11,12 @@
 //!   the provider confirmed the deletion, so no load balancer leaks, even for
 //!   a Service deleted while the CCM was down.
 //! - A Service another controller implements (the provider answers
-//!   `ImplementedElsewhere`, first asked read-only with `get_load_balancer`)
-//!   gets no finalizer, no status and no event, and the provider is not
-//!   asked about it again until it changes.
+//!   `ImplementedElsewhere` before the claim: from the Service alone through
+//!   `check_service`, else read-only with `get_load_balancer`) or that is
+//!   malformed gets no finalizer and no status (a malformed one gets its
+//!   Warning event), and the provider is not asked about it again until it
+//!   changes. The fake, AWS and DigitalOcean providers answer from the
+//!   Service alone, so a new Service costs one ensure, as upstream's.
 //! - The provider is called only when something it reads changed since the
 //!   last success: the Service's ports, protocols, annotations, traffic
 //!   policy, health-check node port, IP families or source ranges (an

@@ -180,7 +180,8 @@ async fn create_stores_the_finalizer_then_ensures_then_writes_the_ingress() {
     assert_eq!(
         ops,
         [Operation::GetLoadBalancer, Operation::EnsureLoadBalancer],
-        "a read-only ownership check, then one ensure"
+        "a provider that cannot tell ownership from the Service alone is asked \
+         read-only first, then one ensure"
     );
     let writes: Vec<(String, String)> = h
         .server
@@ -214,6 +215,27 @@ async fn create_stores_the_finalizer_then_ensures_then_writes_the_ingress() {
     for reason in ["EnsuringLoadBalancer", "EnsuredLoadBalancer"] {
         assert_eq!(h.events("web", reason).await.len(), 1, "{reason}");
     }
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_provider_that_tells_ownership_from_the_service_costs_one_ensure_per_new_service() {
+    let mut h = Harness::new().await;
+    h.create_node(&ready_node("n1")).await;
+    for name in ["web", "api", "db"] {
+        h.create_service(&load_balancer_service(name, &[])).await;
+    }
+    h.start(&[ControllerId::Service], &fast_settings()).await;
+    for name in ["web", "api", "db"] {
+        wait_ingress(&h, name).await;
+    }
+    h.settled().await;
+    let ops: Vec<Operation> = h.cloud.calls().iter().map(|c| c.op).collect();
+    assert_eq!(
+        ops,
+        [Operation::EnsureLoadBalancer; 3],
+        "no read before each ensure, as upstream's controller"
+    );
     h.stop().await;
 }
 

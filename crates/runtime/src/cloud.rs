@@ -412,6 +412,11 @@ impl LoadBalancer for MeteredCloud {
         }
     }
 
+    /// Not a cloud call: neither metered nor fenced.
+    fn check_service(&self, service: &Service) -> Option<Result<(), CloudError>> {
+        self.inner.load_balancer()?.check_service(service)
+    }
+
     async fn ensure_load_balancer(
         &self,
         cluster_name: &str,

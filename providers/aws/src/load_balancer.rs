@@ -249,6 +249,12 @@ impl LoadBalancer for AwsProvider {
         self.cloud()?.status(service).await
     }
 
+    /// Ownership and every annotation are read from the Service alone, so
+    /// a new Service costs no `DescribeLoadBalancers` before its ensure.
+    fn check_service(&self, service: &Service) -> Option<Result<(), CloudError>> {
+        Some(LoadBalancerSpec::from_service(service).map(drop))
+    }
+
     async fn ensure_load_balancer(
         &self,
         cluster_name: &str,

@@ -378,6 +378,25 @@ async fn invalid_input_changes_nothing_in_the_cloud() {
         .unwrap_err();
     assert!(matches!(err, CloudError::ImplementedElsewhere), "{err:?}");
 
+    // The same answers before a new Service is claimed, from the Service
+    // alone (no DescribeLoadBalancers).
+    let calls_before = calls(&*f.provider).values().sum::<u64>();
+    assert!(matches!(
+        f.lb().check_service(&bad),
+        Some(Err(CloudError::InvalidInput { .. }))
+    ));
+    assert!(matches!(
+        f.lb().check_service(&classic),
+        Some(Err(CloudError::InvalidInput { .. }))
+    ));
+    assert!(matches!(
+        f.lb().check_service(&external),
+        Some(Err(CloudError::ImplementedElsewhere))
+    ));
+    let good = service(&[], &[(80, 30080)]);
+    assert!(matches!(f.lb().check_service(&good), Some(Ok(()))));
+    assert_eq!(calls(&*f.provider).values().sum::<u64>(), calls_before);
+
     assert!(f.load_balancers().await.is_empty());
     assert!(f.target_groups().await.is_empty());
     assert_eq!(f.security_group_ids().await, groups_before);

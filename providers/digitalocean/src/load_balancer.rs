@@ -295,6 +295,17 @@ impl LoadBalancer for DigitalOceanProvider {
         })
     }
 
+    /// Disowning and every annotation are read from the Service alone, so
+    /// a new Service costs no lookup before its ensure (certificates and
+    /// what exists are checked by the ensure).
+    fn check_service(&self, service: &Service) -> Option<Result<(), CloudError>> {
+        Some(match options::is_disowned(service) {
+            Ok(true) => Err(CloudError::ImplementedElsewhere),
+            Ok(false) => options::parse(service).map(drop),
+            Err(e) => Err(e),
+        })
+    }
+
     /// The custom name annotation, else upstream's default name.
     fn load_balancer_name(&self, _cluster_name: &str, service: &Service) -> String {
         options::identity(service)

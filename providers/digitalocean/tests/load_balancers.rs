@@ -323,6 +323,18 @@ async fn a_disowned_service_is_implemented_elsewhere_from_every_method() {
         provider.ensure_load_balancer_deleted("c1", &svc).await,
         Err(CloudError::ImplementedElsewhere)
     ));
+    assert!(matches!(
+        provider.check_service(&svc),
+        Some(Err(CloudError::ImplementedElsewhere))
+    ));
+    assert!(matches!(
+        provider.check_service(&service("web", UID, &[])),
+        Some(Ok(()))
+    ));
+    assert!(matches!(
+        provider.check_service(&service("web", UID, &[(annotations::DISOWN, "maybe")])),
+        Some(Err(CloudError::InvalidInput { .. }))
+    ));
     assert!(account.requests().is_empty());
 }
 

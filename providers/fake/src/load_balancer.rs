@@ -60,7 +60,7 @@ pub(crate) fn panic_if_asked(service: &Service) {
     }
 }
 
-fn validate(service: &Service) -> Result<(), CloudError> {
+pub(crate) fn validate(service: &Service) -> Result<(), CloudError> {
     // A deliberate provider bug, asked for by the Service.
     panic_if_asked(service);
     if let Some(message) = annotation(service, ANNOTATION_FAIL) {
@@ -141,6 +141,11 @@ impl LoadBalancer for FakeCloud {
         validate(service)?;
         let name = self.load_balancer_name(cluster_name, service);
         Ok(self.state().load_balancers.get(&name).map(status_of))
+    }
+
+    /// The annotations decide ownership and validity: no call needed.
+    fn check_service(&self, service: &Service) -> Option<Result<(), CloudError>> {
+        Some(validate(service))
     }
 
     async fn ensure_load_balancer(

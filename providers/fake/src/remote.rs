@@ -18,7 +18,7 @@ use cloud_provider::{
 };
 use serde::de::DeserializeOwned;
 
-use crate::load_balancer::panic_if_asked;
+use crate::load_balancer::{panic_if_asked, validate};
 use crate::{Operation, PROVIDER_NAME, volumes};
 use wire::{
     Answer, Args, CALLER_HEADER, Limits, Plain, WireEnsured, WireMaybeStatus, WireMetadata,
@@ -258,6 +258,11 @@ impl LoadBalancer for RemoteCloud {
             )
             .await?;
         Ok(status.0.map(Into::into))
+    }
+
+    /// As the in-process fake cloud: the annotations decide.
+    fn check_service(&self, service: &Service) -> Option<Result<(), CloudError>> {
+        Some(validate(service))
     }
 
     async fn ensure_load_balancer(

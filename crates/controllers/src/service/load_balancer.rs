@@ -152,28 +152,35 @@ impl ServiceController {
     }
 
     /// Asks, when `check_owner`, whether another controller implements the
-    /// Service (read-only), then stores our finalizer.
+    /// Service and whether it is well-formed (from the Service alone when
+    /// the provider can tell, else read-only with `get_load_balancer`), then
+    /// stores our finalizer.
     async fn claim(
         &self,
         service: &Service,
         fingerprint: u64,
         check_owner: bool,
     ) -> Result<(), ReconcileError> {
-        if check_owner
-            && let Err(err) = self
-                .cloud
-                .get_load_balancer(&self.cluster_name, service)
-                .await
-        {
-            return self
-                .provider_failed(
-                    service,
-                    fingerprint,
-                    err,
-                    "SyncLoadBalancerFailed",
-                    "Error syncing load balancer",
-                )
-                .await;
+        if check_owner {
+            let checked = match self.cloud.check_service(service) {
+                Some(answer) => answer,
+                None => self
+                    .cloud
+                    .get_load_balancer(&self.cluster_name, service)
+                    .await
+                    .map(drop),
+            };
+            if let Err(err) = checked {
+                return self
+                    .provider_failed(
+                        service,
+                        fingerprint,
+                        err,
+                        "SyncLoadBalancerFailed",
+                        "Error syncing load balancer",
+                    )
+                    .await;
+            }
         }
         let stored = self.writes.add_finalizer(service).await?;
         let mut versions = Versions::new(service);
