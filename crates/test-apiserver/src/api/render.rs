@@ -84,7 +84,7 @@ pub(crate) fn negotiate(
 
 /// The media ranges of `Accept`, each as its type and whether it has an
 /// `as=` parameter.
-fn ranges(accept: &str) -> impl Iterator<Item = (String, bool)> + '_ {
+pub(crate) fn ranges(accept: &str) -> impl Iterator<Item = (String, bool)> + '_ {
     accept.split(',').map(|range| {
         let mut pieces = range.split(';').map(str::trim);
         let media = pieces.next().unwrap_or("").to_ascii_lowercase();

@@ -36,10 +36,7 @@ fn write_options(params: &Params) -> Result<WriteOptions, ApiError> {
 /// The body of a POST, PUT or DELETE as JSON: it is JSON, or protobuf for
 /// the kinds [`protobuf`] reads; this server reads no YAML or CBOR.
 pub(crate) fn body_value(content_type: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
-    let essence = content_type
-        .and_then(|c| c.split(';').next())
-        .map(|c| c.trim().to_ascii_lowercase())
-        .unwrap_or_default();
+    let essence = essence(content_type);
     if essence == protobuf::MEDIA_TYPE {
         return protobuf::decode(body);
     }
@@ -54,6 +51,14 @@ pub(crate) fn body_value(content_type: Option<&str>, body: &[u8]) -> Result<Valu
         .map_err(|e| ApiError::bad_request(format!("error decoding request body as JSON: {e}")))
 }
 
+/// The media type of a `Content-Type`, without parameters, lowercased.
+fn essence(content_type: Option<&str>) -> String {
+    content_type
+        .and_then(|c| c.split(';').next())
+        .map(|c| c.trim().to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
 /// A POST or PUT body as JSON, with the fields a JSON body repeated (looked
 /// for unless `fieldValidation=Ignore`; protobuf cannot repeat one).
 fn body_and_duplicates(
@@ -62,7 +67,7 @@ fn body_and_duplicates(
     validation: FieldValidation,
 ) -> Result<(Value, Vec<String>), ApiError> {
     let value = body_value(content_type, body)?;
-    let json = !content_type.is_some_and(|c| c.trim_start().starts_with(protobuf::MEDIA_TYPE));
+    let json = essence(content_type) != protobuf::MEDIA_TYPE;
     let duplicates = if json && validation != FieldValidation::Ignore {
         validation::duplicates::find(body)
     } else {

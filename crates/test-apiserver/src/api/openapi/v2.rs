@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 use hyper::body::Bytes;
 use serde_json::{Map, Value, json};
 
+use super::super::render::ranges;
 use super::{document, group_versions};
 use crate::status::ApiError;
 
@@ -23,13 +24,13 @@ const PROTOBUF: [&str; 2] = [
 ];
 
 /// The document, as JSON and as protobuf, built once.
-fn built() -> &'static (Value, Bytes, Bytes) {
-    static DOC: OnceLock<(Value, Bytes, Bytes)> = OnceLock::new();
+fn built() -> &'static (Bytes, Bytes) {
+    static DOC: OnceLock<(Bytes, Bytes)> = OnceLock::new();
     DOC.get_or_init(|| {
         let doc = build();
         let json = Bytes::from(serde_json::to_vec(&doc).unwrap_or_default());
         let protobuf = Bytes::from(proto::encode(&doc));
-        (doc, json, protobuf)
+        (json, protobuf)
     })
 }
 
@@ -40,17 +41,11 @@ fn built() -> &'static (Value, Bytes, Bytes) {
 ///
 /// 406 when `accept` takes neither JSON nor gnostic's protobuf.
 pub(crate) fn body(accept: Option<&str>) -> Result<(Bytes, &'static str), ApiError> {
-    let (_, json, protobuf) = built();
+    let (json, protobuf) = built();
     let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
         return Ok((json.clone(), "application/json"));
     };
-    for range in accept.split(',') {
-        let media = range
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
+    for (media, _) in ranges(accept) {
         if PROTOBUF.contains(&media.as_str()) {
             return Ok((protobuf.clone(), PROTOBUF[1]));
         }
@@ -199,7 +194,7 @@ mod tests {
 
     #[test]
     fn definitions_and_paths_are_swagger_2() {
-        let (doc, _, _) = built();
+        let doc: Value = serde_json::from_slice(&built().0).expect("JSON");
         assert_eq!(doc["swagger"], "2.0");
         let spec = &doc["definitions"]["io.k8s.api.core.v1.ServiceSpec"];
         assert_eq!(
