@@ -11,17 +11,48 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, bail, ensure};
-use clap::builder::PossibleValuesParser;
 use jiff::Timestamp;
 
 use crate::cmd::{self, repo_root, run};
 use crate::tools::{self, apt};
 use oci::Metadata;
 
-/// The providers `--provider` accepts, each with a binary
-/// `cmd/<provider>-cloud-controller-manager`; `cargo xtask ci` builds and
-/// checks every one's image.
-pub(crate) const PROVIDERS: [&str; 3] = ["aws", "digitalocean", "fake"];
+/// The providers `--provider` accepts: every binary crate
+/// `cmd/<provider>-cloud-controller-manager`, in name order, so that a
+/// provider `cargo xtask new-provider` made has its image at once;
+/// `cargo xtask ci` builds and checks every one's image.
+pub(crate) fn providers() -> Vec<String> {
+    providers_in(&repo_root())
+}
+
+fn providers_in(root: &Path) -> Vec<String> {
+    let mut found: Vec<String> = std::fs::read_dir(root.join("cmd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().join("Cargo.toml").is_file())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_suffix("-cloud-controller-manager")
+                .map(str::to_owned)
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// `--provider`'s parser: one of [`providers`].
+fn provider(value: &str) -> Result<String, String> {
+    let known = providers();
+    if known.iter().any(|p| p == value) {
+        Ok(value.to_owned())
+    } else {
+        Err(format!(
+            "no binary cmd/{value}-cloud-controller-manager; one of: {}",
+            known.join(", ")
+        ))
+    }
+}
 
 /// Where images are published; `cargo xtask image` never pushes there itself.
 const REPOSITORY: &str = "ghcr.io/rust-ccm";
@@ -48,7 +79,7 @@ const HOST_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 #[command(verbatim_doc_comment)]
 pub(crate) struct Options {
     /// The provider whose binary the image holds.
-    #[arg(long, value_parser = PossibleValuesParser::new(PROVIDERS))]
+    #[arg(long, value_parser = provider)]
     provider: String,
     /// Also compile the binary crate and build the image a second time and
     /// compare both byte for byte, inspect image.tar with skopeo (oci-archive
@@ -247,10 +278,24 @@ mod tests {
             ErrorKind::MissingRequiredArgument
         );
         let unknown = parse(&["--provider", "gcp"]).unwrap_err();
-        assert_eq!(unknown.kind(), ErrorKind::InvalidValue);
-        assert!(unknown.to_string().contains("gcp"), "{unknown}");
-        for provider in PROVIDERS {
-            assert_eq!(parse(&["--provider", provider]).unwrap().provider, provider);
+        assert_eq!(unknown.kind(), ErrorKind::ValueValidation);
+        let message = unknown.to_string();
+        assert!(
+            message.contains("gcp") && message.contains("aws, digitalocean, fake"),
+            "{message}"
+        );
+        let providers = providers();
+        for shipped in ["aws", "digitalocean", "fake"] {
+            assert!(
+                providers.iter().any(|p| p == shipped),
+                "{shipped}: {providers:?}"
+            );
+        }
+        for provider in &providers {
+            assert_eq!(
+                &parse(&["--provider", provider]).unwrap().provider,
+                provider
+            );
         }
         let options = parse(&["--provider=fake", "--check", "--push", "oci:x"]).unwrap();
         assert_eq!(

@@ -26,6 +26,7 @@ mod e2e;
 mod http;
 mod image;
 mod monitoring;
+mod new_provider;
 mod processes;
 mod sandbox;
 mod timestamp;
@@ -66,6 +67,7 @@ enum Task {
     Cluster(cluster::Options),
     Monitoring(monitoring::Options),
     Chaos(chaos::Options),
+    NewProvider(new_provider::Options),
     Ci(ci::Options),
     UpstreamFlags(upstream_flags::Options),
 }
@@ -82,6 +84,7 @@ impl Task {
             Self::Cluster(_) => "cluster",
             Self::Monitoring(_) => "monitoring",
             Self::Chaos(_) => "chaos",
+            Self::NewProvider(_) => "new-provider",
             Self::Ci(_) => "ci",
             Self::UpstreamFlags(_) => "upstream-flags",
         }
@@ -97,6 +100,7 @@ impl Task {
             Self::Cluster(options) => cluster::main(&options),
             Self::Monitoring(options) => monitoring::main(&options),
             Self::Chaos(options) => chaos::main(&options),
+            Self::NewProvider(options) => new_provider::main(&options),
             Self::Ci(options) => ci::main(&options),
             Self::UpstreamFlags(options) => upstream_flags::main(&options),
         }
@@ -136,6 +140,10 @@ fn main() -> ExitCode {
     let name = cli.task.name();
     match cli.task.run() {
         Ok(()) => ExitCode::SUCCESS,
+        Err(err) if err.downcast_ref::<new_provider::Refused>().is_some() => {
+            eprintln!("xtask {name}: {err}");
+            ExitCode::from(USAGE_ERROR)
+        }
         Err(err) => {
             eprintln!("xtask {name}: {err:#}");
             ExitCode::FAILURE

@@ -185,17 +185,23 @@ contract_test!(
     |t| {
         let cms: Api<ConfigMap> = Api::namespaced(t.client(), "default");
         let run = ccm_test_support::unique("streaming");
+        let mut last = String::new();
         for i in 0..3 {
-            cms.create(
-                &PostParams::default(),
-                &cm(&format!("{run}-{i}"), &json!({"run": run}))?,
-            )
-            .await?;
+            let created = cms
+                .create(
+                    &PostParams::default(),
+                    &cm(&format!("{run}-{i}"), &json!({"run": run}))?,
+                )
+                .await?;
+            last = created.metadata.resource_version.unwrap_or_default();
         }
         let params = WatchParams::streaming_lists()
             .labels(&format!("run={run}"))
             .timeout(30);
-        let mut stream = cms.watch(&params, "0").await?.boxed();
+        // Not older than the last create: "0" would let kube-apiserver
+        // answer from a watch cache that has not seen it yet (it lags
+        // under load).
+        let mut stream = cms.watch(&params, &last).await?.boxed();
         let mut added = Vec::new();
         let end = within(20, "the initial-events-end bookmark", async {
             while let Some(event) = stream.try_next().await? {

@@ -5,13 +5,16 @@
 //! the first test that asks for it ([`moto`]). Tests take turns: [`Moto`]
 //! holds a lock for the test's duration, and each turn starts from an empty
 //! cloud (`POST /moto-api/reset`). The server exits with the test process: it
-//! watches its standard input, which only this process holds.
+//! watches its standard input, which only this process holds. A test that
+//! counts or throttles the provider's requests puts a [`proxy::Proxy`] in
+//! front of moto and builds the provider on its endpoint with [`provider_at`].
 //!
 //! moto is PyPI `moto[server]` in a virtualenv under `target/tools/moto`,
 //! installed by `cargo xtask ci`. Its known gaps, which tests must not depend
 //! on: no `DescribeInstanceTopology`, no blackhole routes, and `MaxResults`
 //! of `DescribeInstances` counting reservations rather than instances.
 
+pub mod proxy;
 pub mod seed;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -313,12 +316,18 @@ pub fn elbv2(moto: &Moto) -> aws_sdk_elasticloadbalancingv2::Client {
 /// lines added to `[Global]` (which sets `Region` and
 /// `KubernetesClusterID`).
 pub fn cloud_config(moto: &Moto, global: &str) -> String {
+    cloud_config_at(&moto.endpoint, CLUSTER, global)
+}
+
+/// The cloud config of cluster `cluster` pointing EC2, ELBv2 and STS at
+/// `endpoint` (moto, or a [`proxy::Proxy`] in front of it), with `global`
+/// lines added to `[Global]`.
+pub fn cloud_config_at(endpoint: &str, cluster: &str, global: &str) -> String {
     let mut text =
-        format!("[Global]\nRegion = {REGION}\nKubernetesClusterID = {CLUSTER}\n{global}\n");
+        format!("[Global]\nRegion = {REGION}\nKubernetesClusterID = {cluster}\n{global}\n");
     for (n, service) in ["ec2", "elasticloadbalancing", "sts"].iter().enumerate() {
         text.push_str(&format!(
-            "[ServiceOverride \"{n}\"]\nService = {service}\nRegion = {REGION}\nURL = {}\nSigningRegion = {REGION}\n",
-            moto.endpoint
+            "[ServiceOverride \"{n}\"]\nService = {service}\nRegion = {REGION}\nURL = {endpoint}\nSigningRegion = {REGION}\n"
         ));
     }
     text
@@ -330,13 +339,25 @@ pub fn cloud_config(moto: &Moto, global: &str) -> String {
 /// # Panics
 /// When the config is refused or the provider cannot initialize.
 pub async fn provider(moto: &Moto, global: &str) -> Arc<dyn CloudProvider> {
-    let config = CloudConfig::new("/test/cloud.conf", cloud_config(moto, global));
+    provider_at(&moto.endpoint, CLUSTER, global).await
+}
+
+/// The provider of cluster `cluster` as the app builds it, from
+/// [`cloud_config_at`] for `endpoint`, then initialized.
+///
+/// # Panics
+/// When the config is refused or the provider cannot initialize.
+pub async fn provider_at(endpoint: &str, cluster: &str, global: &str) -> Arc<dyn CloudProvider> {
+    let config = CloudConfig::new(
+        "/test/cloud.conf",
+        cloud_config_at(endpoint, cluster, global),
+    );
     let env = Environment::default()
         .with("AWS_ACCESS_KEY_ID", ACCESS_KEY_ID)
         .with("AWS_SECRET_ACCESS_KEY", SECRET_ACCESS_KEY);
     let provider = AwsProviderFactory::build(Some(&config), &env).expect("valid cloud config");
     provider
-        .initialize(&InitContext::new(CLUSTER))
+        .initialize(&InitContext::new(cluster))
         .await
         .expect("initialized");
     provider

@@ -312,6 +312,18 @@ impl Account {
         });
     }
 
+    /// While `on`, every request answers 429, as DigitalOcean answers an
+    /// account over its limit, naming a reset one second away (so that a
+    /// client honouring `RateLimit-Reset` is let through soon after the
+    /// limit lifts); off again answers normally.
+    pub fn set_throttled(&self, on: bool) {
+        if on {
+            self.throttle_next(u32::MAX, 1);
+        } else {
+            self.with(|a| a.throttle_next = 0);
+        }
+    }
+
     /// Requests left in the hour, reported in `RateLimit-Remaining`.
     pub fn set_remaining(&self, remaining: u64) {
         self.with(|a| a.remaining = remaining);
@@ -326,6 +338,11 @@ impl Account {
     /// Requests the fake answered (those Prism refused never arrive).
     pub fn requests(&self) -> Vec<Recorded> {
         self.with(|a| a.requests.clone())
+    }
+
+    /// How many requests the fake answered, without copying them.
+    pub fn request_count(&self) -> usize {
+        self.with(|a| a.requests.len())
     }
 
     /// Forgets the requests answered so far.

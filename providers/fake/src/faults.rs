@@ -86,6 +86,10 @@ impl Faults {
         }
     }
 
+    pub(crate) fn clear_injected(&mut self) {
+        self.injections.clear();
+    }
+
     /// Decides the fate of one call: throttled, an injected error, a random
     /// error, or through.
     pub(crate) fn admit(&mut self, op: Operation) -> Result<(), CloudError> {

@@ -184,6 +184,11 @@ impl FakeCloud {
         self.inner.faults.lock().inject(op, error, times);
     }
 
+    /// Drops every error still queued by [`FakeCloud::fail_next`].
+    pub fn clear_injected(&self) {
+        self.inner.faults.lock().clear_injected();
+    }
+
     /// Adds or replaces an instance.
     pub fn add_instance(&self, instance: Instance) {
         self.inner.state.lock().insert_instance(instance);

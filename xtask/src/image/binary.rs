@@ -46,8 +46,8 @@ pub(crate) fn build(provider: &str) -> anyhow::Result<(PathBuf, std::time::Durat
     let started = Instant::now();
     let mut build = cargo();
     build.args(["build", "--release", "--locked", "--target", TARGET]);
-    for other in crate::image::PROVIDERS {
-        let other = self::package(other);
+    for other in crate::image::providers() {
+        let other = self::package(&other);
         if root.join("cmd").join(&other).join("Cargo.toml").exists() {
             build.args(["-p", &other]);
         }

@@ -1,0 +1,351 @@
+//! A loopback HTTP proxy in front of moto that counts the AWS requests it
+//! is sent and, while told to, answers every one as AWS answers rate
+//! limiting: EC2's `RequestLimitExceeded` (503) and ELBv2's `Throttling`
+//! (400), each with its service's XML error body.
+//!
+//! Point a provider's `[ServiceOverride]` URLs at [`Proxy::endpoint`]
+//! ([`super::cloud_config_at`]); seed and inspect moto with
+//! [`super::ec2`] and [`super::elbv2`], which go to moto directly and so are
+//! not counted.
+//!
+//! # Guarantees
+//! - A request is counted once its body has arrived, before it is answered,
+//!   so a test that drops a call as soon as the count moves has sent it.
+//! - A forwarded request is finished by moto even when the client goes
+//!   away before the answer, as a real endpoint finishes it.
+//! - Nothing is forwarded anywhere but to the upstream given to
+//!   [`Proxy::start`], without any HTTP proxy from the environment.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderMap, HeaderName, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+
+use super::Error;
+
+/// How long moto may take to answer one forwarded request.
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Headers that describe one hop, not the message: never passed on.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "content-length",
+    "host",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// The AWS service a request is for, as far as the throttled answer goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Service {
+    Ec2,
+    Elbv2,
+}
+
+/// What every connection's handler shares.
+#[derive(Debug)]
+struct Shared {
+    upstream: String,
+    client: reqwest::Client,
+    requests: AtomicU64,
+    throttled: AtomicBool,
+}
+
+/// The proxy: listening on 127.0.0.1 until dropped.
+#[derive(Debug)]
+pub struct Proxy {
+    /// `http://127.0.0.1:<port>`: the endpoint to give the provider.
+    pub endpoint: String,
+    shared: Arc<Shared>,
+    accept: JoinHandle<()>,
+}
+
+impl Proxy {
+    /// Starts a proxy to `upstream` (`http://host:port`, no trailing `/`)
+    /// on a free loopback port, serving on the current tokio runtime.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when no loopback port can be bound, or no HTTP client
+    /// can be built.
+    pub async fn start(upstream: &str) -> Result<Self, Error> {
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(super::io("binding the AWS proxy"))?;
+        let address = listener
+            .local_addr()
+            .map_err(super::io("reading the AWS proxy's address"))?;
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(FORWARD_TIMEOUT)
+            .build()
+            .map_err(|e| Error::Io {
+                what: "building the AWS proxy's client".into(),
+                source: std::io::Error::other(e),
+            })?;
+        let shared = Arc::new(Shared {
+            upstream: upstream.trim_end_matches('/').to_owned(),
+            client,
+            requests: AtomicU64::new(0),
+            throttled: AtomicBool::new(false),
+        });
+        let accept = tokio::spawn(accept(listener, shared.clone()));
+        Ok(Self {
+            endpoint: format!("http://{address}"),
+            shared,
+            accept,
+        })
+    }
+
+    /// How many requests the proxy has been sent, whatever their answer.
+    pub fn requests(&self) -> u64 {
+        self.shared.requests.load(Ordering::SeqCst)
+    }
+
+    /// While `on`, every request is answered as throttled and none reaches
+    /// moto.
+    pub fn set_throttled(&self, on: bool) {
+        self.shared.throttled.store(on, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+async fn accept(listener: TcpListener, shared: Arc<Shared>) {
+    while let Ok((stream, _)) = listener.accept().await {
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |request| handle(shared.clone(), request));
+            // A client that goes away mid-request ends its connection; the
+            // request itself is finished by its own task.
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+async fn handle(
+    shared: Arc<Shared>,
+    request: Request<Incoming>,
+) -> Result<Response<Full<Bytes>>, std::convert::Infallible> {
+    let (parts, body) = request.into_parts();
+    let body = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            return Ok(plain(
+                StatusCode::BAD_REQUEST,
+                format!("reading the body: {e}"),
+            ));
+        }
+    };
+    let n = shared.requests.fetch_add(1, Ordering::SeqCst) + 1;
+    if shared.throttled.load(Ordering::SeqCst) {
+        return Ok(throttled(service(&parts.headers, &body), n));
+    }
+    let path = parts
+        .uri
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    let forward = forward(shared, parts.method, path, parts.headers, body);
+    // Its own task, so that moto finishes it even if the client leaves.
+    Ok(match tokio::spawn(forward).await {
+        Ok(response) => response,
+        Err(e) => plain(StatusCode::BAD_GATEWAY, format!("forwarding: {e}")),
+    })
+}
+
+async fn forward(
+    shared: Arc<Shared>,
+    method: hyper::Method,
+    path: String,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response<Full<Bytes>> {
+    let sent = shared
+        .client
+        .request(method, format!("{}{path}", shared.upstream))
+        .headers(end_to_end(&headers))
+        .body(body)
+        .send()
+        .await;
+    let answer = match sent {
+        Ok(answer) => answer,
+        Err(e) => return plain(StatusCode::BAD_GATEWAY, format!("moto: {e}")),
+    };
+    let status = answer.status();
+    let headers = end_to_end(answer.headers());
+    let body = match answer.bytes().await {
+        Ok(body) => body,
+        Err(e) => return plain(StatusCode::BAD_GATEWAY, format!("moto's body: {e}")),
+    };
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
+}
+
+fn end_to_end(headers: &HeaderMap) -> HeaderMap {
+    headers
+        .iter()
+        .filter(|(name, _)| !HOP_BY_HOP.contains(&name.as_str()))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect()
+}
+
+/// Which service `headers` and `body` are for: the service in the
+/// signature's credential scope (`Credential=<key>/<date>/<region>/<service>/aws4_request`),
+/// else the API version in the form body.
+fn service(headers: &HeaderMap, body: &[u8]) -> Service {
+    let scope = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|auth| auth.split("Credential=").nth(1))
+        .and_then(|credential| credential.split('/').nth(3));
+    match scope {
+        Some("elasticloadbalancing") => Service::Elbv2,
+        Some(_) => Service::Ec2,
+        None if String::from_utf8_lossy(body).contains("Version=2015-12-01") => Service::Elbv2,
+        None => Service::Ec2,
+    }
+}
+
+/// AWS's answer to a rate-limited request of `service`; `n` makes its
+/// request ID.
+fn throttled(service: Service, n: u64) -> Response<Full<Bytes>> {
+    let id = format!("00000000-0000-4000-8000-{n:012x}");
+    let (status, body) = match service {
+        Service::Ec2 => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message></Error></Errors><RequestID>{id}</RequestID></Response>"
+            ),
+        ),
+        Service::Elbv2 => (
+            StatusCode::BAD_REQUEST,
+            format!(
+                "<ErrorResponse xmlns=\"http://elasticloadbalancing.amazonaws.com/doc/2015-12-01/\"><Error><Type>Sender</Type><Code>Throttling</Code><Message>Rate exceeded</Message></Error><RequestId>{id}</RequestId></ErrorResponse>"
+            ),
+        ),
+    };
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/xml"));
+    if let Ok(id) = HeaderValue::from_str(&id) {
+        headers.insert(HeaderName::from_static("x-amzn-requestid"), id);
+    }
+    response
+}
+
+fn plain(status: StatusCode, text: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(text)));
+    *response.status_mut() = status;
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn signed(service: &str) -> HeaderMap {
+        let auth = format!(
+            "AWS4-HMAC-SHA256 Credential=testing/20250101/us-east-1/{service}/aws4_request, SignedHeaders=host, Signature=0"
+        );
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_str(&auth).expect("a valid header"),
+        );
+        headers
+    }
+
+    #[test]
+    fn the_signature_scope_then_the_api_version_tells_the_service() {
+        assert_eq!(service(&signed("ec2"), b""), Service::Ec2);
+        assert_eq!(
+            service(&signed("elasticloadbalancing"), b"Action=DescribeInstances"),
+            Service::Elbv2
+        );
+        let unsigned = HeaderMap::new();
+        assert_eq!(
+            service(
+                &unsigned,
+                b"Action=DescribeLoadBalancers&Version=2015-12-01"
+            ),
+            Service::Elbv2
+        );
+        assert_eq!(
+            service(&unsigned, b"Action=DescribeInstances&Version=2016-11-15"),
+            Service::Ec2
+        );
+    }
+
+    #[tokio::test]
+    async fn throttled_requests_are_counted_and_the_sdk_reads_each_services_throttling() {
+        use aws_sdk_ec2::config::retry::RetryConfig;
+        use aws_sdk_ec2::config::{BehaviorVersion, Region};
+        use aws_sdk_ec2::error::ProvideErrorMetadata;
+
+        // Nothing listens on the discard port: a forwarded request fails.
+        let proxy = Proxy::start("http://127.0.0.1:9").await.expect("started");
+        let ec2 = aws_sdk_ec2::Client::from_conf(
+            aws_sdk_ec2::Config::builder()
+                .behavior_version(BehaviorVersion::latest())
+                .region(Region::new(super::super::REGION))
+                .endpoint_url(&proxy.endpoint)
+                .credentials_provider(super::super::credentials())
+                .retry_config(RetryConfig::disabled())
+                .build(),
+        );
+        let elbv2 = aws_sdk_elasticloadbalancingv2::Client::from_conf(
+            aws_sdk_elasticloadbalancingv2::Config::builder()
+                .behavior_version(BehaviorVersion::latest())
+                .region(Region::new(super::super::REGION))
+                .endpoint_url(&proxy.endpoint)
+                .credentials_provider(super::super::credentials())
+                .retry_config(RetryConfig::disabled())
+                .build(),
+        );
+        proxy.set_throttled(true);
+        let refused = ec2.describe_instances().send().await.unwrap_err();
+        assert_eq!(refused.code(), Some("RequestLimitExceeded"), "{refused:?}");
+        assert_eq!(
+            refused.raw_response().map(|r| r.status().as_u16()),
+            Some(503)
+        );
+        let refused = elbv2.describe_load_balancers().send().await.unwrap_err();
+        assert_eq!(refused.code(), Some("Throttling"), "{refused:?}");
+        assert_eq!(
+            refused.raw_response().map(|r| r.status().as_u16()),
+            Some(400)
+        );
+        assert_eq!(proxy.requests(), 2);
+
+        proxy.set_throttled(false);
+        let failed = ec2.describe_instances().send().await.unwrap_err();
+        assert_eq!(
+            failed.raw_response().map(|r| r.status().as_u16()),
+            Some(502)
+        );
+        assert_eq!(proxy.requests(), 3);
+    }
+}

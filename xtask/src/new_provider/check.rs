@@ -1,0 +1,129 @@
+//! The generator's own check, run by `cargo xtask ci`: providers generated
+//! into a copy of the workspace must build, be clippy- and rustfmt-clean,
+//! keep the repository tidy, pass their tests (the conformance suite
+//! against their in-memory cloud), and start as a binary.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail, ensure};
+
+use super::render::Capability;
+use crate::cmd::{cargo, repo_root, run, target_dir};
+
+/// The providers generated: every capability, and the two smallest sets.
+const GENERATED: [(&str, &[Capability]); 3] = [
+    (
+        "acme",
+        &[
+            Capability::Instances,
+            Capability::LoadBalancers,
+            Capability::Routes,
+        ],
+    ),
+    ("acme-lb", &[Capability::LoadBalancers]),
+    ("acme-nodes", &[Capability::Instances]),
+];
+
+pub(crate) fn check() -> anyhow::Result<()> {
+    let copy = target_dir().join("tmp").join("new-provider");
+    copy_workspace(&repo_root(), &copy)?;
+    for (name, capabilities) in GENERATED {
+        let written = super::generate(&copy, name, capabilities)?;
+        println!(
+            "generated `{name}` in {}: {} files",
+            copy.display(),
+            written.len()
+        );
+        super::format(&copy, name);
+    }
+    match super::generate(&copy, "acme", GENERATED[0].1) {
+        Err(e) if e.downcast_ref::<super::Refused>().is_some() => {
+            println!("generating `acme` again is refused: {e}");
+        }
+        other => bail!("generating an existing provider again was not refused: {other:?}"),
+    }
+    let packages = |prefix: &str, suffix: &str| -> Vec<String> {
+        GENERATED
+            .iter()
+            .flat_map(|(name, _)| ["-p".to_owned(), format!("{prefix}{name}{suffix}")])
+            .collect()
+    };
+    let libs = packages("ccm-provider-", "");
+    let bins = packages("", "-cloud-controller-manager");
+    let in_copy = |args: &[&str]| {
+        let mut cmd = cargo();
+        cmd.current_dir(&copy)
+            .env("CARGO_TARGET_DIR", target_dir())
+            .args(args);
+        cmd
+    };
+    run(&mut in_copy(&["fmt", "--all", "--check"]))?;
+    run(in_copy(&["clippy", "--all-targets"])
+        .args(&libs)
+        .args(&bins)
+        .args(["--", "-D", "warnings"]))?;
+    run(in_copy(&["build"]).args(&bins))?;
+    run(in_copy(&["test"]).args(&libs))?;
+    run(&mut in_copy(&["test", "-p", "xtask", "--test", "tidy"]))?;
+    for (name, _) in GENERATED {
+        let binary = target_dir()
+            .join("debug")
+            .join(format!("{name}-cloud-controller-manager"));
+        let out = Command::new(&binary)
+            .arg("--help")
+            .output()
+            .with_context(|| format!("running {} --help", binary.display()))?;
+        let help = String::from_utf8_lossy(&out.stdout);
+        ensure!(
+            out.status.success() && help.contains("--cloud-config"),
+            "{} --help failed ({}): {help}",
+            binary.display(),
+            out.status
+        );
+    }
+    println!(
+        "new-provider: {} generated providers build, pass clippy, rustfmt, tidy and their tests",
+        GENERATED.len()
+    );
+    std::fs::remove_dir_all(&copy).with_context(|| format!("removing {}", copy.display()))
+}
+
+/// Copies the files git knows of (tracked, and untracked but not ignored)
+/// from `root` to a fresh `to`.
+fn copy_workspace(root: &Path, to: &Path) -> anyhow::Result<()> {
+    if to.exists() {
+        std::fs::remove_dir_all(to).with_context(|| format!("removing {}", to.display()))?;
+    }
+    let out = Command::new("git")
+        .current_dir(root)
+        .args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ])
+        .output()
+        .context("running git ls-files")?;
+    ensure!(out.status.success(), "git ls-files failed: {}", out.status);
+    let files: Vec<PathBuf> = out
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| PathBuf::from(String::from_utf8_lossy(p).into_owned()))
+        .collect();
+    for file in &files {
+        let from = root.join(file);
+        // Deleted but not yet committed: nothing to copy.
+        if !from.is_file() {
+            continue;
+        }
+        let dest = to.join(file);
+        if let Some(dir) = dest.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        std::fs::copy(&from, &dest).with_context(|| format!("copying {}", from.display()))?;
+    }
+    Ok(())
+}
