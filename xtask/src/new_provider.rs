@@ -29,7 +29,13 @@ use render::{Capability, Names};
 #[command(verbatim_doc_comment)]
 pub(crate) struct Options {
     /// The cloud's name: --cloud-provider, the crate and the binary.
-    name: String,
+    #[arg(required_unless_present = "check")]
+    name: Option<String>,
+    /// Instead of generating into this workspace: generate three providers
+    /// into a copy of it and build, lint and test them (what `cargo xtask
+    /// ci` runs).
+    #[arg(long, conflicts_with_all = ["name", "capabilities"])]
+    check: bool,
     /// What the provider offers (routes need instances).
     #[arg(
         long,
@@ -45,17 +51,20 @@ pub(crate) struct Options {
 pub(crate) struct Refused(pub(crate) String);
 
 pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
+    let Some(name) = options.name.as_deref().filter(|_| !options.check) else {
+        return check();
+    };
     let root = crate::cmd::repo_root();
-    let written = generate(&root, &options.name, &options.capabilities)?;
-    format(&root, &options.name);
-    println!("generated provider `{}`:", options.name);
+    let written = generate(&root, name, &options.capabilities)?;
+    format(&root, name);
+    println!("generated provider `{name}`:");
     for path in &written {
         println!("  {path}");
     }
     println!(
         "\nnext: cargo build -p {0}-cloud-controller-manager && cargo test -p ccm-provider-{0}\n\
          then fill in providers/{0}/src/api.rs (docs/adding-a-provider.md)",
-        options.name
+        name
     );
     Ok(())
 }

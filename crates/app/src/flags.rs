@@ -201,7 +201,7 @@ pub(crate) fn parse(
 /// `--help`: the flags by upstream's sections.
 #[cfg(test)]
 pub(crate) fn help() -> String {
-    provider::help_for(&[])
+    provider::help_for("fake", &[])
 }
 
 /// clap's error as one line: its first line, without the `error: ` prefix.

@@ -142,12 +142,15 @@ impl Emulator for MotoEmulator {
     }
 }
 
+/// The most pages a listing reads: far more than the suite ever makes.
+const MAX_PAGES: usize = 100;
+
 /// Load balancers, their listeners and target groups, in the whole account.
 async fn load_balancer_resources(moto: &Moto) -> Resources {
     let elbv2 = elbv2(moto);
     let mut arns = Vec::new();
     let mut marker = None;
-    loop {
+    for _page in 0..MAX_PAGES {
         let page = elbv2
             .describe_load_balancers()
             .set_marker(marker)
@@ -179,7 +182,7 @@ async fn load_balancer_resources(moto: &Moto) -> Resources {
     }
     let mut target_groups = 0;
     let mut marker = None;
-    loop {
+    for _page in 0..MAX_PAGES {
         let page = elbv2
             .describe_target_groups()
             .set_marker(marker)

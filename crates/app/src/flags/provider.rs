@@ -113,7 +113,7 @@ pub(crate) fn parse_for(
         .map_err(|err| one_line(&err))?;
     let mut flags = Flags::from_arg_matches(&matches).map_err(|err| one_line(&err))?;
     if flags.global.help {
-        return Ok(Parsed::Help(help_for(extras)));
+        return Ok(Parsed::Help(help_for(provider, extras)));
     }
     match flags.global.version.as_deref() {
         None | Some("false") => {}
@@ -138,10 +138,14 @@ pub(crate) fn parse_for(
     Ok(Parsed::Run(Box::new(settings)))
 }
 
-/// `--help` of a binary whose provider adds the controllers `extras`.
-pub(crate) fn help_for(extras: &[ProviderController]) -> String {
+/// `--help` of `provider`'s binary, whose provider adds the controllers
+/// `extras`; its usage line names the binary, as upstream's does.
+pub(crate) fn help_for(provider: &str, extras: &[ProviderController]) -> String {
     use clap::CommandFactory;
-    augment(Flags::command(), extras).render_help().to_string()
+    augment(Flags::command(), extras)
+        .bin_name(format!("{provider}-cloud-controller-manager"))
+        .render_help()
+        .to_string()
 }
 
 /// The provider controllers `--controllers` enables, and their settings.

@@ -255,7 +255,11 @@ fn without_the_provider_the_names_and_flags_are_unknown() {
 
 #[test]
 fn help_lists_the_provider_flags_only_where_declared() {
-    let with = help_for(EXTRAS);
+    let with = help_for("aws", EXTRAS);
+    assert!(
+        with.contains("Usage: aws-cloud-controller-manager [OPTIONS]"),
+        "the usage line names the binary: {with}"
+    );
     for flag in [
         "--tags",
         "--resources",
@@ -265,5 +269,5 @@ fn help_lists_the_provider_flags_only_where_declared() {
     ] {
         assert!(with.contains(flag), "{flag} in --help");
     }
-    assert!(!help_for(&[]).contains("--dualstack"));
+    assert!(!help_for("aws", &[]).contains("--dualstack"));
 }
