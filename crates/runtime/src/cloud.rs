@@ -17,9 +17,10 @@ use cloud_provider::{
 use tokio::time::Instant;
 
 use crate::metrics::{CloudCallLabels, Metrics, OperationLabels};
-use crate::pacer::Pacer;
-
+mod classes;
 mod provider_controllers;
+
+use classes::{Class, Classes};
 
 /// Whether this process may change the cloud right now.
 ///
@@ -84,7 +85,9 @@ const FENCED_RETRY: Duration = Duration::from_secs(2);
 /// Wraps a provider so that every interface call is counted and timed by
 /// operation and outcome, and every mutation first passes the [`Fence`].
 /// Once the cloud answers `Throttled`, calls are paced to the rate it allows
-/// instead of being refused in a herd.
+/// instead of being refused in a herd, and the route and load-balancer
+/// mutations in flight are cut to what it takes, each class on its own
+/// (`classes`).
 ///
 /// It implements the interface itself, so controllers use it as a provider;
 /// a capability is present exactly when the wrapped provider has it.
@@ -93,17 +96,17 @@ pub struct MeteredCloud {
     inner: Arc<dyn CloudProvider>,
     metrics: Metrics,
     fence: Arc<dyn Fence>,
-    pacer: Pacer,
+    classes: Classes,
 }
 
 impl MeteredCloud {
     /// Wraps `inner`.
     pub fn new(inner: Arc<dyn CloudProvider>, metrics: Metrics, fence: Arc<dyn Fence>) -> Self {
         Self {
+            classes: Classes::new(&metrics),
             inner,
             metrics,
             fence,
-            pacer: Pacer::default(),
         }
     }
 
@@ -143,9 +146,12 @@ impl MeteredCloud {
         fenced: bool,
         call: impl Future<Output = Result<T, CloudError>>,
     ) -> Result<T, CloudError> {
-        self.pacer.wait_turn().await;
-        // Checked once the call may go: a wait in the pacer can outlast the
-        // lease.
+        let class = Class::of(operation);
+        let permit = self.classes.permit(class).await;
+        let pacer = self.classes.pacer(class);
+        pacer.wait_turn().await;
+        // Checked once the call may go: a wait for room or in the pacer can
+        // outlast the lease.
         if fenced {
             self.check_fence(operation)?;
         }
@@ -157,9 +163,19 @@ impl MeteredCloud {
             call.await
         };
         match &result {
-            Ok(_) => self.pacer.succeeded(),
-            Err(CloudError::Throttled { retry_after }) => self.pacer.throttled(*retry_after),
-            Err(_) => {}
+            Ok(_) => {
+                pacer.succeeded();
+                if let Some(permit) = permit {
+                    permit.succeeded();
+                }
+            }
+            Err(CloudError::Throttled { retry_after }) => {
+                pacer.throttled(*retry_after);
+                if let Some(permit) = permit {
+                    permit.throttled();
+                }
+            }
+            Err(_) => drop(permit),
         }
         let op = OperationLabels {
             operation: operation.into(),

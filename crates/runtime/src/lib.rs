@@ -21,6 +21,7 @@
 mod backoff;
 mod batcher;
 mod cloud;
+mod concurrency;
 mod context;
 pub mod controller;
 mod error;

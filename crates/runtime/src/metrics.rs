@@ -45,6 +45,13 @@ pub(crate) struct OperationLabels {
     pub(crate) operation: String,
 }
 
+/// Labels naming a class of cloud mutations.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ClassLabels {
+    /// `routes` or `load_balancers`.
+    pub(crate) class: String,
+}
+
 fn duration_histogram() -> Histogram {
     // 1 ms .. ~65 s
     Histogram::new(exponential_buckets(0.001, 2.0, 17))
@@ -62,6 +69,7 @@ pub struct Metrics {
     pub(crate) cloud_call_duration: Family<OperationLabels, Histogram, fn() -> Histogram>,
     pub(crate) cloud_batch_size: Family<OperationLabels, Histogram, fn() -> Histogram>,
     controller_running: Family<ControllerLabels, Gauge>,
+    pub(crate) concurrency_limit: Family<ClassLabels, Gauge>,
     pub(crate) activity: Activity,
     pub(crate) stalls: crate::stalls::Stalls,
 }
@@ -133,7 +141,14 @@ impl Metrics {
             "1 for each enabled controller that runs, 0 for one that is off (capability absent, flags, or not built)",
             controller_running.clone(),
         );
+        let concurrency_limit = Family::<ClassLabels, Gauge>::default();
+        registry.register(
+            "ccm_cloud_provider_concurrency_limit",
+            "Cloud mutations of a class allowed in flight at once: halved when the cloud throttles, grown back by one per window of successes",
+            concurrency_limit.clone(),
+        );
         Self {
+            concurrency_limit,
             activity: Activity::default(),
             stalls: crate::stalls::Stalls::default(),
             controller_running,
