@@ -125,8 +125,13 @@ async fn text_logs_written_to_a_file_carry_no_escape_codes() {
     let cluster = unique("logtext");
     let ccm = start(&server, dir.path(), &cluster, &["--v=2"]).await;
     settle(&server, &cluster).await;
-    let log = ccm.log();
-    assert!(log.contains("initialized"), "{log}");
+    // The node's patch is seen before the CCM logs it: wait for the line.
+    let log = eventually("the node's `initialized` line", WAIT, || async {
+        let log = ccm.log();
+        log.contains("initialized").then_some(log)
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}:\n{}", ccm.log()));
     assert!(
         !log.contains('\u{1b}'),
         "escape codes in a log file:\n{log}"
