@@ -9,7 +9,7 @@ use std::time::Duration;
 use cloud_provider::{CloudError, LoadBalancer, Routes};
 
 use crate::routes::{create, listed, remove, route_to};
-use crate::steps::{bounded, delete, ensure, expect, lbs, routes, settled, uid, unchanged};
+use crate::steps::{bounded, delete, ensure, expect, settled, uid, unchanged};
 use crate::{Emulator, Outcome, Report, Subject};
 
 /// The most cancellation points tried per operation.
@@ -24,13 +24,13 @@ pub(crate) async fn run(subject: &Subject, report: &mut Report) {
         throttled(subject).await,
     );
     let name = "errors: an ensure cancelled after each of its requests is finished by the next";
-    match lbs(&subject.provider) {
+    match subject.provider.load_balancer() {
         Some(lb) => report.result(name, cancelled_ensures(subject, lb).await),
         None => report.record(name, Outcome::NotApplicable("no load balancers".into())),
     }
     let name =
         "errors: a route create cancelled after each of its requests is finished by the next";
-    match routes(&subject.provider) {
+    match subject.provider.routes() {
         Some(r) => report.result(name, cancelled_routes(subject, r).await),
         None => report.record(name, Outcome::NotApplicable("no routes".into())),
     }

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::{CloudError, LoadBalancer};
 
-use crate::steps::{bounded, delete, delta, ensure, expect, get, lbs, settled, uid, unchanged};
+use crate::steps::{bounded, delete, delta, ensure, expect, get, settled, uid, unchanged};
 use crate::{Outcome, Report, Resources, Subject};
 
 pub(crate) async fn run(subject: &Subject, report: &mut Report) {
-    let Some(lb) = lbs(&subject.provider) else {
+    let Some(lb) = subject.provider.load_balancer() else {
         report.record(
             "load balancers",
             Outcome::NotApplicable("the provider has no load balancers".into()),
@@ -127,7 +127,10 @@ async fn neighbours_survive(
     ensure(lb, c, &other, nodes).await?;
     // The neighbour cluster's Service has our Service's namespace and name.
     let theirs = e.service("conformance-lb", &uid(0x03));
-    let their_lb = lbs(&subject.neighbour).ok_or("the neighbour provider has no load balancers")?;
+    let their_lb = subject
+        .neighbour
+        .load_balancer()
+        .ok_or("the neighbour provider has no load balancers")?;
     let nc = &subject.neighbour_cluster;
     ensure(their_lb, nc, &theirs, nodes).await?;
     let all = e.resources().await;

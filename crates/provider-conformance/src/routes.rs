@@ -5,11 +5,11 @@
 use cloud_provider::k8s_openapi::api::core::v1::Node;
 use cloud_provider::{Route, Routes};
 
-use crate::steps::{expect, node_name, provider_id, routes, settled, unchanged};
+use crate::steps::{expect, node_name, provider_id, settled, unchanged};
 use crate::{Outcome, Report, Subject};
 
 pub(crate) async fn run(subject: &Subject, report: &mut Report) {
-    let Some(ours) = routes(&subject.provider) else {
+    let Some(ours) = subject.provider.routes() else {
         report.record(
             "routes",
             Outcome::NotApplicable("the provider has no routes".into()),
@@ -121,7 +121,10 @@ async fn neighbours_survive(
 ) -> Result<(), String> {
     let e = &subject.emulator;
     let (c, nc) = (&subject.cluster, &subject.neighbour_cluster);
-    let theirs = super::steps::routes(&subject.neighbour).ok_or("the neighbour has no routes")?;
+    let theirs = subject
+        .neighbour
+        .routes()
+        .ok_or("the neighbour has no routes")?;
     let their_node = e.add_instance("conformance-route-neighbour").await;
     let (ours_cidr, their_cidr) = ("10.250.2.0/24", "10.251.2.0/24");
     create(theirs, nc, &route_to(&their_node, their_cidr)).await?;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
-use cloud_provider::{CloudError, CloudProvider, LoadBalancer, LoadBalancerStatus, Routes};
+use cloud_provider::{CloudError, LoadBalancer, LoadBalancerStatus};
 
 use crate::Resources;
 
@@ -53,16 +53,6 @@ where
         "{what} still asked to retry after {ATTEMPTS} attempts: {}",
         last.map(|e| e.to_string()).unwrap_or_default()
     ))
-}
-
-/// The provider's load balancers.
-pub(crate) fn lbs(provider: &Arc<dyn CloudProvider>) -> Option<&dyn LoadBalancer> {
-    provider.load_balancer()
-}
-
-/// The provider's routes.
-pub(crate) fn routes(provider: &Arc<dyn CloudProvider>) -> Option<&dyn Routes> {
-    provider.routes()
 }
 
 /// `ensure_load_balancer`, settled.
