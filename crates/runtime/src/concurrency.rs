@@ -178,7 +178,7 @@ mod tests {
         assert_eq!(limit.current(), 200, "never above its max");
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn up_to_the_limit_calls_go_at_once() {
         let limit = limit(3);
         let permits = [
@@ -233,7 +233,7 @@ mod tests {
         assert_eq!(limit.current(), 8);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_waiting_call_goes_when_room_is_given_back() {
         let limit = limit(1);
         let first = limit.acquire().await;
@@ -252,7 +252,7 @@ mod tests {
             .expect("no panic");
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_cancelled_waiter_passes_its_turn_on() {
         let limit = limit(1);
         let first = limit.acquire().await;
