@@ -6,6 +6,12 @@
 //! immediately before sending each request (the AWS provider from an SDK
 //! interceptor, DigitalOcean's before each HTTP request). Outside a scope,
 //! in reads and tests, [`check`] always passes.
+//!
+//! A provider that describes each request ([`check_request`]: its name,
+//! whether it changes the cloud, the arguments that matter) and says so
+//! ([`CloudProvider::describes_requests`](crate::CloudProvider::describes_requests))
+//! can be run as a dry run (`--dry-run`): inside a [`dry_run`] scope its
+//! reads are sent and its first mutation is refused and planned instead.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -20,6 +26,20 @@ mod countdown;
 #[cfg(any(test, feature = "test-util"))]
 pub use countdown::Countdown;
 
+/// One cloud request as its provider describes it to the fence, just
+/// before it leaves the process.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// The cloud's name for the call: `CreateListener`,
+    /// `POST /v2/load_balancers`.
+    pub operation: &'a str,
+    /// Whether it changes the cloud (false for describes, gets and lists).
+    pub mutates: bool,
+    /// The arguments that matter, as one line, for a dry run's plan; never
+    /// a credential.
+    pub detail: &'a str,
+}
+
 /// The leadership check a scope carries.
 pub trait RequestFence: Send + Sync + std::fmt::Debug {
     /// `Err` with the reason when this process must not change the cloud now.
@@ -27,6 +47,21 @@ pub trait RequestFence: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// The reason, when this process must not send a cloud request now.
     fn check(&self) -> Result<(), String>;
+
+    /// [`RequestFence::check`] for a described request; a dry run's fence
+    /// lets reads through and refuses (and records) mutations.
+    ///
+    /// # Errors
+    /// The reason, when this request must not be sent.
+    fn check_request(&self, request: &Request<'_>) -> Result<(), String> {
+        let _ = request;
+        self.check()
+    }
+
+    /// Whether mutations in this scope are planned, not sent.
+    fn dry_run(&self) -> bool {
+        false
+    }
 }
 
 tokio::task_local! {
@@ -55,6 +90,31 @@ pub fn check() -> Result<(), CloudError> {
         }),
         Ok(Ok(())) | Err(_) => Ok(()),
     }
+}
+
+/// [`check`] for a described `request`: call it immediately before each
+/// request leaves the process, in place of [`check`], so that a dry run
+/// can tell reads from mutations.
+///
+/// # Errors
+/// [`CloudError::Retry`] naming the reason when the scope's fence refuses
+/// (a mutation, in a dry run).
+pub fn check_request(request: Request<'_>) -> Result<(), CloudError> {
+    match FENCE.try_with(|fence| fence.check_request(&request)) {
+        Ok(Err(reason)) => Err(CloudError::Retry {
+            after: RETRY_AFTER,
+            reason: format!("refusing to send {}: {reason}", request.operation),
+        }),
+        Ok(Ok(())) | Err(_) => Ok(()),
+    }
+}
+
+/// Whether the current task runs in a dry run: its mutations are planned,
+/// not sent. A provider whose one call both reads and changes (the fake
+/// cloud's idempotent ensure) reads first in a dry run, so that the plan
+/// can say whether the change is already in place.
+pub fn dry_run() -> bool {
+    FENCE.try_with(|fence| fence.dry_run()).unwrap_or(false)
 }
 
 #[cfg(test)]

@@ -36,6 +36,7 @@ mod error;
 pub mod fence;
 mod instance_tags;
 mod instances;
+mod inventory;
 mod load_balancer;
 mod pod_cidrs;
 mod provider;
@@ -49,6 +50,7 @@ pub use config::{CloudConfig, ConfigError, Environment, ProviderFactory};
 pub use error::{BoxError, CloudError};
 pub use instance_tags::{InstanceTags, TagOutcome};
 pub use instances::{BatchResult, InstanceMetadata, Instances, NodeAddress, NodeAddressType};
+pub use inventory::{Inventory, OwnedResource, Owner};
 pub use load_balancer::{
     EnsuredLoadBalancer, IpMode, LoadBalancer, LoadBalancerIngress, LoadBalancerStatus,
     LoadBalancerWarning, PortStatus, default_load_balancer_name,

@@ -5,7 +5,8 @@
 use async_trait::async_trait;
 
 use crate::{
-    CloudError, InstanceTags, Instances, LoadBalancer, PodCidrs, Routes, ServiceObserver, Volumes,
+    CloudError, InstanceTags, Instances, Inventory, LoadBalancer, PodCidrs, Routes,
+    ServiceObserver, Volumes,
 };
 
 /// What a provider learns about its cluster when it is initialized.
@@ -109,6 +110,22 @@ pub trait CloudProvider: Send + Sync + std::fmt::Debug + 'static {
     /// controller needs it.
     fn pod_cidrs(&self) -> Option<&dyn PodCidrs> {
         None
+    }
+
+    /// What the provider made for a cluster, if it can list it; the
+    /// `audit` subcommand needs it.
+    fn inventory(&self) -> Option<&dyn Inventory> {
+        None
+    }
+
+    /// Whether every request this provider sends is described to the
+    /// request fence first ([`fence::check_request`](crate::fence::check_request)),
+    /// so that `--dry-run` can send its reads and plan its mutations. A
+    /// provider that does not is never called for a mutation in a dry run:
+    /// the plan then names the call without saying whether it would change
+    /// anything.
+    fn describes_requests(&self) -> bool {
+        false
     }
 
     /// Appends the provider's own metrics (such as upstream's

@@ -38,7 +38,7 @@ mod eligible;
 mod load_balancer;
 mod node_sync;
 mod records;
-mod spec;
+pub(crate) mod spec;
 mod states;
 mod status;
 mod writes;

@@ -16,67 +16,18 @@ use cloud_provider::{
 };
 use tokio::time::Instant;
 
+use crate::dry_run::Plan;
 use crate::metrics::{CloudCallLabels, Metrics, OperationLabels};
+use planned::{route_key, service_key};
 mod classes;
+mod fence;
+mod inventory;
+mod planned;
 mod provider_controllers;
 
 use classes::{Class, Classes};
-
-/// Whether this process may change the cloud right now.
-///
-/// The leader-election crate's handle implements this in the app; tests use
-/// [`AlwaysLeader`].
-pub trait Fence: Send + Sync + std::fmt::Debug {
-    /// `Err` with the reason when mutations must be refused (not leader, or
-    /// the lease may have expired).
-    ///
-    /// # Errors
-    /// [`Fenced`] when this process must not change the cloud now.
-    fn check(&self) -> Result<(), Fenced>;
-
-    /// When the permission [`Fence::check`] gave lapses unless renewed
-    /// (the end of the current lease term); `None` when it never lapses.
-    /// A mutation still running then is cancelled unless `check` passes
-    /// again.
-    fn lapses_at(&self) -> Option<Instant> {
-        None
-    }
-}
-
-/// Why a [`Fence`] refused a mutation: the fence's own error (the
-/// leader-election crate's `NotLeader` in the app). Its message is the
-/// reason's; it has no separate `source()`.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Fenced(cloud_provider::BoxError);
-
-impl Fenced {
-    /// A refusal for `reason`.
-    pub fn new(reason: impl Into<cloud_provider::BoxError>) -> Self {
-        Self(reason.into())
-    }
-}
-
-/// A fence that always allows mutations (`--leader-elect=false`, tests).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct AlwaysLeader;
-
-impl Fence for AlwaysLeader {
-    fn check(&self) -> Result<(), Fenced> {
-        Ok(())
-    }
-}
-
-/// The leadership check each cloud request of a mutation passes
-/// ([`cloud_provider::fence::check`]).
-#[derive(Debug)]
-struct PerRequest(Arc<dyn Fence>);
-
-impl RequestFence for PerRequest {
-    fn check(&self) -> Result<(), String> {
-        self.0.check().map_err(|reason| reason.to_string())
-    }
-}
+use fence::PerRequest;
+pub use fence::{AlwaysLeader, Fence, Fenced};
 
 /// How soon a fenced mutation is retried: by then this process has either
 /// renewed its lease or exited.
@@ -97,7 +48,12 @@ pub struct MeteredCloud {
     metrics: Metrics,
     fence: Arc<dyn Fence>,
     classes: Classes,
+    dry_run: Option<Plan>,
 }
+
+/// How soon a reconcile whose mutation a dry run planned is tried again:
+/// the plan is refreshed then (and logged only if it changed).
+const DRY_RUN_RECHECK: Duration = Duration::from_secs(300);
 
 impl MeteredCloud {
     /// Wraps `inner`.
@@ -107,7 +63,25 @@ impl MeteredCloud {
             inner,
             metrics,
             fence,
+            dry_run: None,
         }
+    }
+
+    /// The same wrapper as a dry run (`--dry-run`): every mutation is
+    /// planned in `plan` instead of made. A provider that describes its
+    /// requests ([`CloudProvider::describes_requests`]) is called with its
+    /// mutating requests refused, so its reads tell whether the change is
+    /// already in place; any other provider is not called at all. The
+    /// controller gets `Retry` in five minutes for a planned change.
+    #[must_use]
+    pub fn dry_run(mut self, plan: Plan) -> Self {
+        self.dry_run = Some(plan);
+        self
+    }
+
+    /// The dry run's plan, when this is one.
+    pub fn plan(&self) -> Option<&Plan> {
+        self.dry_run.as_ref()
     }
 
     /// The fence's answer for a Kubernetes write that destroys or releases
@@ -207,8 +181,12 @@ impl MeteredCloud {
     async fn mutate<T>(
         &self,
         operation: &'static str,
+        object: impl FnOnce() -> String,
         call: impl Future<Output = Result<T, CloudError>>,
     ) -> Result<T, CloudError> {
+        if let Some(plan) = &self.dry_run {
+            return self.planned(plan, operation, None, object(), call).await;
+        }
         // Refused at once when not leading; checked again after any wait.
         self.check_fence(operation)?;
         self.metered(operation, None, true, call).await
@@ -270,8 +248,14 @@ impl MeteredCloud {
         &self,
         operation: &'static str,
         batch: usize,
+        object: impl FnOnce() -> String,
         call: impl Future<Output = Result<T, CloudError>>,
     ) -> Result<T, CloudError> {
+        if let Some(plan) = &self.dry_run {
+            return self
+                .planned(plan, operation, Some(batch), object(), call)
+                .await;
+        }
         self.check_fence(operation)?;
         self.metered(operation, Some(batch), true, call).await
     }
@@ -342,6 +326,16 @@ impl CloudProvider for MeteredCloud {
         self.inner
             .instance_tags()
             .map(|_| self as &dyn cloud_provider::InstanceTags)
+    }
+
+    fn inventory(&self) -> Option<&dyn cloud_provider::Inventory> {
+        self.inner
+            .inventory()
+            .map(|_| self as &dyn cloud_provider::Inventory)
+    }
+
+    fn describes_requests(&self) -> bool {
+        self.inner.describes_requests()
     }
 
     fn pod_cidrs(&self) -> Option<&dyn cloud_provider::PodCidrs> {
@@ -439,7 +433,7 @@ impl LoadBalancer for MeteredCloud {
         service: &Service,
         nodes: &[Arc<Node>],
     ) -> Result<EnsuredLoadBalancer, CloudError> {
-        self.mutate("ensure_load_balancer", async {
+        self.mutate("ensure_load_balancer", || service_key(service), async {
             self.load_balancer_inner()?
                 .ensure_load_balancer(cluster_name, service, nodes)
                 .await
@@ -453,7 +447,7 @@ impl LoadBalancer for MeteredCloud {
         service: &Service,
         nodes: &[Arc<Node>],
     ) -> Result<(), CloudError> {
-        self.mutate("update_load_balancer", async {
+        self.mutate("update_load_balancer", || service_key(service), async {
             self.load_balancer_inner()?
                 .update_load_balancer(cluster_name, service, nodes)
                 .await
@@ -466,11 +460,15 @@ impl LoadBalancer for MeteredCloud {
         cluster_name: &str,
         service: &Service,
     ) -> Result<(), CloudError> {
-        self.mutate("ensure_load_balancer_deleted", async {
-            self.load_balancer_inner()?
-                .ensure_load_balancer_deleted(cluster_name, service)
-                .await
-        })
+        self.mutate(
+            "ensure_load_balancer_deleted",
+            || service_key(service),
+            async {
+                self.load_balancer_inner()?
+                    .ensure_load_balancer_deleted(cluster_name, service)
+                    .await
+            },
+        )
         .await
     }
 }
@@ -490,7 +488,7 @@ impl Routes for MeteredCloud {
         name_hint: &str,
         route: &Route,
     ) -> Result<(), CloudError> {
-        self.mutate("create_route", async {
+        self.mutate("create_route", || route_key(route), async {
             self.routes_inner()?
                 .create_route(cluster_name, name_hint, route)
                 .await
@@ -499,7 +497,7 @@ impl Routes for MeteredCloud {
     }
 
     async fn delete_route(&self, cluster_name: &str, route: &Route) -> Result<(), CloudError> {
-        self.mutate("delete_route", async {
+        self.mutate("delete_route", || route_key(route), async {
             self.routes_inner()?.delete_route(cluster_name, route).await
         })
         .await
@@ -541,7 +539,8 @@ impl ServiceObserver for MeteredCloud {
     }
 
     async fn sync_services(&self, services: &[Arc<Service>]) -> Result<(), CloudError> {
-        self.mutate("sync_services", async {
+        let object = || format!("{} Services", services.len());
+        self.mutate("sync_services", object, async {
             self.service_observer_inner()?.sync_services(services).await
         })
         .await

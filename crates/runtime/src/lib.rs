@@ -24,6 +24,7 @@ mod cloud;
 mod concurrency;
 mod context;
 pub mod controller;
+pub mod dry_run;
 mod error;
 mod events;
 mod informer;

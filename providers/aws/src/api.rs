@@ -14,6 +14,7 @@ use aws_sdk_ec2::error::{BoxError, DisplayErrorContext, ProvideErrorMetadata, Sd
 use cloud_provider::CloudError;
 use tokio::time::Instant;
 
+use crate::clients::FenceRefusal;
 use crate::metrics::ApiMetrics;
 use crate::throttle::{MAX_PACING_WAIT, Throttle};
 
@@ -74,15 +75,18 @@ pub(crate) enum ApiError {
         #[source]
         source: BoxError,
     },
-    /// No answer from AWS: connection, timeout, unreadable response.
     /// The framework's request fence refused: this process may no longer
-    /// change the cloud (see [`cloud_provider::fence`]).
+    /// change the cloud, or a dry run plans this request instead of sending
+    /// it (see [`cloud_provider::fence`]).
     #[error("{operation} not sent: {source}")]
     Fenced {
+        /// The API operation.
         operation: &'static str,
+        /// The fence's answer, which the caller gets as it is.
         #[source]
         source: CloudError,
     },
+    /// No answer from AWS: connection, timeout, unreadable response.
     #[error("{operation} failed: {detail}")]
     Transport {
         /// The API operation.
@@ -189,6 +193,8 @@ impl Api {
     /// called again for each retry of a transient failure.
     ///
     /// # Errors
+    /// [`ApiError::Fenced`], never retried, when the request fence refuses
+    /// (before an attempt, or the interceptor as the request leaves);
     /// [`ApiError::Throttled`] without calling AWS when the throttle holds
     /// the call back, or when AWS throttles it; otherwise AWS's error.
     pub(crate) async fn call<T, E, F, Fut>(
@@ -204,8 +210,10 @@ impl Api {
         let mut attempt = 1;
         loop {
             // Each attempt waits for the rate limit (briefly: see
-            // `throttle`), then asks the request fence; the clients'
-            // interceptor asks again just before transmitting.
+            // `throttle`), then asks the request fence whether anything may
+            // be sent; the clients' interceptor asks again just before
+            // transmitting, describing the request, and only it can tell a
+            // dry run's reads, which pass, from its mutations.
             let admitted = self.throttle.admit_within(MAX_PACING_WAIT).await;
             cloud_provider::fence::check()
                 .map_err(|source| ApiError::Fenced { operation, source })?;
@@ -228,9 +236,12 @@ impl Api {
                 }
                 Err(err) => err,
             };
+            // Refused by the interceptor (nothing was sent), or leadership
+            // lost meanwhile: no retry.
+            if let Some(source) = FenceRefusal::find(&err) {
+                return Err(ApiError::Fenced { operation, source });
+            }
             self.metrics.failed(operation);
-            // Refused by the interceptor, or leadership lost meanwhile: no
-            // retry.
             cloud_provider::fence::check()
                 .map_err(|source| ApiError::Fenced { operation, source })?;
             match classify(&err) {

@@ -1,6 +1,10 @@
 //! Building the EC2 and ELBv2 clients: region, credentials, the
-//! `[ServiceOverride]` endpoints with their signing region and name, and
-//! timeouts. Retries are left to [`crate::api`].
+//! `[ServiceOverride]` endpoints with their signing region and name,
+//! timeouts, and the request fence each request is described to
+//! ([`FenceEachRequest`], with [`query`]). Retries are left to
+//! [`crate::api`].
+
+mod query;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -16,9 +20,11 @@ use aws_sdk_ec2::error::BoxError;
 use aws_smithy_types::Document;
 use aws_smithy_types::body::SdkBody;
 use bytes::Bytes;
-use cloud_provider::fence::FencedBody;
+use cloud_provider::CloudError;
+use cloud_provider::fence::{self, FencedBody, Request};
 
 use crate::config::{AwsConfig, AwsService, ServiceOverride};
+use query::QueryRequest;
 
 /// A connection that takes longer than this is a transient failure.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -70,13 +76,23 @@ pub(crate) fn elbv2(
     aws_sdk_elasticloadbalancingv2::Client::from_conf(builder.build())
 }
 
-/// Asks the framework's request fence ([`cloud_provider::fence::check`])
-/// immediately before each request is transmitted, after signing and any
-/// wait: a load-balancer operation of a dozen requests stops at the first
-/// one that would leave after this process lost its lease. The body is
-/// handed to the connection as a [`FencedBody`], which asks once more when
-/// the connection writes it, so a process frozen between the two (SIGSTOP,
-/// a stalled VM) does not send it when it resumes.
+/// Describes each request to the framework's request fence
+/// ([`fence::check_request`]) immediately before it is transmitted, after
+/// signing and any wait: a load-balancer operation of a dozen requests
+/// stops at the first one that would leave after this process lost its
+/// lease, and in a dry run at its first mutation, which the fence records
+/// as the plan. The body is handed to the connection as a [`FencedBody`],
+/// which asks once more when the connection writes it, so a process frozen
+/// between the two (SIGSTOP, a stalled VM) does not send it when it
+/// resumes.
+///
+/// # Guarantees
+/// - The operation is the body's `Action`; `Describe*`, `Get*` and `List*`
+///   are reads and everything else mutates. A request whose body names no
+///   action (none does, on EC2 and ELBv2) is described as a mutation, so a
+///   dry run never sends it.
+/// - A refusal reaches the caller as a [`FenceRefusal`] in the SDK error's
+///   causes, which [`crate::api::Api::call`] answers with, unretried.
 #[derive(Debug)]
 pub(crate) struct FenceEachRequest;
 
@@ -91,16 +107,46 @@ impl Intercept for FenceEachRequest {
         _runtime_components: &RuntimeComponents,
         _cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        cloud_provider::fence::check().map_err(BoxError::from)?;
+        let request = context.request_mut();
+        let described = request.body().bytes().and_then(QueryRequest::parse);
+        let checked = match &described {
+            Some(query) => fence::check_request(query.as_fence_request()),
+            None => fence::check_request(Request {
+                operation: "an AWS request without an Action",
+                mutates: true,
+                detail: "",
+            }),
+        };
+        checked.map_err(|refused| BoxError::from(FenceRefusal(refused)))?;
         // Each attempt gets a fresh copy of the signed request, so the
         // in-memory body (every EC2 and ELBv2 call has one) is rewrapped
         // per attempt.
-        let request = context.request_mut();
         if let Some(bytes) = request.body().bytes() {
             let fenced = FencedBody::new(Bytes::copy_from_slice(bytes));
             *request.body_mut() = SdkBody::from_body_1_x(fenced);
         }
         Ok(())
+    }
+}
+
+/// The request fence's refusal of one request, carried through the SDK's
+/// error to [`crate::api::Api::call`].
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct FenceRefusal(pub(crate) CloudError);
+
+impl FenceRefusal {
+    /// The fence's error, if the fence refused the request `err` is about
+    /// (anywhere in its chain of causes).
+    pub(crate) fn find(err: &(dyn std::error::Error + 'static)) -> Option<CloudError> {
+        let mut next = Some(err);
+        while let Some(err) = next {
+            if let Some(refusal) = err.downcast_ref::<Self>() {
+                return Some(refusal.0.clone());
+            }
+            next = err.source();
+        }
+        None
     }
 }
 
@@ -160,6 +206,7 @@ mod tests {
     use super::*;
     use crate::api::{Api, ApiError};
     use crate::metrics::ApiMetrics;
+    use crate::test_util::dry_run::DryRun;
     use crate::throttle::{RateLimit, Throttle};
 
     /// How long the wire may take to show what a client sent.
@@ -263,24 +310,28 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_fenced_api_call_is_neither_attempted_nor_retried() {
-        let (url, accepted) = listener().await;
-        let ec2 = ec2_at(&url);
+    fn api_at(url: &str, ec2: &aws_sdk_ec2::Client) -> Api {
         let elbv2 = aws_sdk_elasticloadbalancingv2::Client::from_conf(
             aws_sdk_elasticloadbalancingv2::Config::builder()
                 .behavior_version(BehaviorVersion::latest())
                 .region(Region::new("us-east-1"))
-                .endpoint_url(&url)
+                .endpoint_url(url)
                 .credentials_provider(Credentials::new("AKID", "SECRET", None, None, "test"))
                 .build(),
         );
-        let api = Api::new(
+        Api::new(
             ec2.clone(),
             elbv2,
             Arc::new(Throttle::new(RateLimit::default()).unwrap()),
             Arc::new(ApiMetrics::default()),
-        );
+        )
+    }
+
+    #[tokio::test]
+    async fn a_fenced_api_call_is_neither_attempted_nor_retried() {
+        let (url, accepted) = listener().await;
+        let ec2 = ec2_at(&url);
+        let api = api_at(&url, &ec2);
         let attempts = AtomicUsize::new(0);
         let err = scope(
             Arc::new(LostTheLease),
@@ -295,5 +346,56 @@ mod tests {
         assert_eq!(attempts.load(Ordering::SeqCst), 0);
         assert_eq!(accepted.load(Ordering::SeqCst), 0);
         assert_eq!(CloudError::from(err).kind(), "retry");
+    }
+
+    #[tokio::test]
+    async fn a_dry_run_sends_reads_and_plans_a_mutation_as_a_fenced_error_never_retried() {
+        let (url, accepted) = listener().await;
+        let ec2 = ec2_at(&url);
+        let api = api_at(&url, &ec2);
+        let fence = Arc::new(DryRun::default());
+        let attempts = AtomicUsize::new(0);
+        let err = scope(
+            fence.clone(),
+            api.call("CreateRoute", || {
+                attempts.fetch_add(1, Ordering::SeqCst);
+                ec2.create_route()
+                    .route_table_id("rtb-1")
+                    .destination_cidr_block("10.244.1.0/24")
+                    .instance_id("i-1")
+                    .send()
+            }),
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(err, ApiError::Fenced { .. }), "{err:?}");
+        assert_eq!(attempts.load(Ordering::SeqCst), 1, "refused, not retried");
+        assert_eq!(accepted.load(Ordering::SeqCst), 0, "nothing was sent");
+        let planned = fence.planned();
+        assert_eq!(planned.len(), 1, "{planned:?}");
+        assert_eq!(planned[0].operation, "CreateRoute");
+        for argument in [
+            "RouteTableId=rtb-1",
+            "DestinationCidrBlock=10.244.1.0/24",
+            "InstanceId=i-1",
+        ] {
+            assert!(
+                planned[0].detail.split(' ').any(|word| word == argument),
+                "{argument} in {:?}",
+                planned[0].detail
+            );
+        }
+        assert!(!planned[0].detail.contains("Version="), "{planned:?}");
+        let err = CloudError::from(err);
+        assert_eq!(err.kind(), "retry");
+        assert!(err.to_string().contains("CreateRoute"), "{err}");
+
+        // A read is described and sent (and fails here, on a dropped
+        // connection).
+        let _ = scope(fence.clone(), ec2.describe_instances().send()).await;
+        assert!(accepted.load(Ordering::SeqCst) >= 1, "the read was sent");
+        let reads: Vec<String> = fence.reads().into_iter().map(|r| r.operation).collect();
+        assert_eq!(reads, ["DescribeInstances"]);
+        assert_eq!(fence.planned().len(), 1, "a read is not planned");
     }
 }

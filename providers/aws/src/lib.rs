@@ -25,7 +25,14 @@
 //! upstream's names (`cloudprovider_aws_api_request_duration_seconds`,
 //! `cloudprovider_aws_api_request_errors`,
 //! `cloudprovider_aws_api_throttled_requests_total`) and are served through
-//! `CloudProvider::encode_metrics`.
+//! `CloudProvider::encode_metrics`. Each request is described to the
+//! framework's request fence as it leaves (its `Action`, whether it
+//! mutates, its parameters), so `--dry-run` sends the reads and plans the
+//! first mutation (`CloudProvider::describes_requests`).
+//!
+//! # Audit
+//! [`inventory`] lists what the provider made for the cluster, with the
+//! Service or Node each resource is for.
 //!
 //! # Testing
 //! The feature `test-util` adds `test_util`: the moto harness (one
@@ -41,6 +48,7 @@ mod credentials;
 mod factory;
 mod instance_tags;
 mod instances;
+pub mod inventory;
 mod load_balancer;
 mod metrics;
 mod pod_cidrs;

@@ -8,7 +8,7 @@ use aws_config::meta::region::ProvideRegion;
 use aws_sdk_ec2::config::Region;
 use cloud_provider::{
     CloudError, CloudProvider, ConfigError, Environment, InitContext, InstanceTags, Instances,
-    LoadBalancer, PodCidrs, Routes, Volumes,
+    Inventory, LoadBalancer, PodCidrs, Routes, Volumes,
 };
 use tokio::sync::OnceCell;
 
@@ -230,6 +230,15 @@ impl CloudProvider for AwsProvider {
 
     fn pod_cidrs(&self) -> Option<&dyn PodCidrs> {
         Some(self)
+    }
+
+    fn inventory(&self) -> Option<&dyn Inventory> {
+        Some(self)
+    }
+
+    /// Every request goes through a client with `clients::FenceEachRequest`.
+    fn describes_requests(&self) -> bool {
+        true
     }
 
     fn encode_metrics(&self, out: &mut String) {

@@ -25,7 +25,7 @@ use cloud_provider::{CloudError, Route, Routes};
 use crate::instances::lookup::{filter, state};
 use crate::provider::{AwsProvider, Cloud};
 use crate::provider_id;
-use crate::tagging::ec2_tags;
+use crate::tagging::{ClusterTags, ec2_tags};
 
 /// A cluster route as one table has it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,6 +37,25 @@ struct TableRoute {
 impl Cloud {
     /// The cluster's route tables.
     async fn route_tables(&self) -> Result<Vec<RouteTable>, CloudError> {
+        let tables = self.route_tables_of(&self.tags).await?;
+        if tables.is_empty() {
+            return Err(CloudError::msg(match &self.config.route_table_id {
+                Some(id) => format!("route table {id} (RouteTableID) does not exist"),
+                None => format!(
+                    "no route table is tagged {}; tag the cluster's route table or set RouteTableID in [Global]",
+                    self.tags.key()
+                ),
+            }));
+        }
+        Ok(tables)
+    }
+
+    /// `RouteTableID` from the config, or every table tagged for `cluster`
+    /// (owned or shared); possibly none.
+    pub(crate) async fn route_tables_of(
+        &self,
+        cluster: &ClusterTags,
+    ) -> Result<Vec<RouteTable>, CloudError> {
         let filters = match &self.config.route_table_id {
             Some(id) => vec![filter("route-table-id", &[id])],
             None => Vec::new(),
@@ -62,16 +81,7 @@ impl Cloud {
             )
             .await?;
         if self.config.route_table_id.is_none() {
-            tables.retain(|t| self.tags.is_tagged(ec2_tags(t.tags())));
-        }
-        if tables.is_empty() {
-            return Err(CloudError::msg(match &self.config.route_table_id {
-                Some(id) => format!("route table {id} (RouteTableID) does not exist"),
-                None => format!(
-                    "no route table is tagged {}; tag the cluster's route table or set RouteTableID in [Global]",
-                    self.tags.key()
-                ),
-            }));
+            tables.retain(|t| cluster.is_tagged(ec2_tags(t.tags())));
         }
         Ok(tables)
     }
@@ -231,45 +241,57 @@ impl Cloud {
 
     async fn delete_route(&self, route: &Route) -> Result<(), CloudError> {
         let cidr = route.destination_cidr;
-        let (v4, v6) = split_cidr(cidr);
         for table in self.route_tables().await? {
             let table_id = table.route_table_id().unwrap_or_default();
             let ours = table
                 .routes()
                 .iter()
                 .any(|r| destination(r) == Some(cidr) && cluster_route(r).is_some());
-            if !ours {
-                continue;
-            }
-            let result = self
-                .api
-                .call("DeleteRoute", || {
-                    self.api
-                        .ec2
-                        .delete_route()
-                        .route_table_id(table_id)
-                        .set_destination_cidr_block(v4.clone())
-                        .set_destination_ipv6_cidr_block(v6.clone())
-                        .send()
-                })
-                .await;
-            match result {
-                Err(e) if e.is("InvalidRoute.NotFound") => {}
-                other => {
-                    other?;
-                }
+            if ours {
+                self.delete_table_route(table_id, cidr).await?;
             }
         }
         Ok(())
     }
+
+    /// Deletes the route to `cidr` from one table; gone already is fine.
+    pub(crate) async fn delete_table_route(
+        &self,
+        table_id: &str,
+        cidr: IpNet,
+    ) -> Result<(), CloudError> {
+        let (v4, v6) = split_cidr(cidr);
+        let result = self
+            .api
+            .call("DeleteRoute", || {
+                self.api
+                    .ec2
+                    .delete_route()
+                    .route_table_id(table_id)
+                    .set_destination_cidr_block(v4.clone())
+                    .set_destination_ipv6_cidr_block(v6.clone())
+                    .send()
+            })
+            .await;
+        match result {
+            Err(e) if e.is("InvalidRoute.NotFound") => Ok(()),
+            other => Ok(other.map(drop)?),
+        }
+    }
 }
 
 /// The route's destination, if it has a CIDR destination.
-fn destination(route: &Ec2Route) -> Option<IpNet> {
+pub(crate) fn destination(route: &Ec2Route) -> Option<IpNet> {
     route
         .destination_cidr_block()
         .or(route.destination_ipv6_cidr_block())
         .and_then(|c| c.parse().ok())
+}
+
+/// Whether `route` is a cluster route: one to an instance or network
+/// interface.
+pub(crate) fn is_cluster_route(route: &Ec2Route) -> bool {
+    cluster_route(route).is_some()
 }
 
 /// The route as a cluster route: one to an instance or network interface.

@@ -8,12 +8,15 @@
 //! watches its standard input, which only this process holds. A test that
 //! counts or throttles the provider's requests puts a [`proxy::Proxy`] in
 //! front of moto and builds the provider on its endpoint with [`provider_at`].
+//! A test of what a dry run would do runs the provider inside a
+//! [`dry_run::DryRun`] fence.
 //!
 //! moto is PyPI `moto[server]` in a virtualenv under `target/tools/moto`,
 //! installed by `cargo xtask ci`. Its known gaps, which tests must not depend
 //! on: no `DescribeInstanceTopology`, no blackhole routes, and `MaxResults`
 //! of `DescribeInstances` counting reservations rather than instances.
 
+pub mod dry_run;
 pub mod proxy;
 pub mod seed;
 

@@ -1,7 +1,9 @@
 //! Network Load Balancers against moto: what a Service gets, how targets
-//! follow nodes, what invalid input leaves alone, and that deletion leaves
-//! nothing the cluster owned.
+//! follow nodes, what invalid input leaves alone, that deletion leaves
+//! nothing the cluster owned, and what a dry run sends ([`dry_run`]).
 
+#[path = "load_balancers/dry_run.rs"]
+mod dry_run;
 #[path = "load_balancers/fixture.rs"]
 mod fixture;
 

@@ -9,7 +9,7 @@ use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use cloud_provider::RateLimiter;
-use cloud_provider::fence::FencedBody;
+use cloud_provider::fence::{FencedBody, Request};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use reqwest::{Method, Url};
 use serde::Serialize;
@@ -27,7 +27,8 @@ const PER_PAGE: u32 = 200;
 const MAX_PAGES: u32 = 500;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How much of an unexpected error body goes into a message.
+/// How much of a body goes into one line: an unexpected error's into its
+/// message, a request's into its description to the fence.
 const MAX_DETAIL: usize = 300;
 const USER_AGENT: &str = concat!(
     "rust-cloud-controller-manager/",
@@ -104,6 +105,16 @@ impl Client {
             path: path.clone(),
             source,
         };
+        cloud_provider::fence::check_request(Request {
+            operation: &format!("GET {path}"),
+            mutates: false,
+            detail: "",
+        })
+        .map_err(|source| ApiError::Fenced {
+            method: "GET",
+            path: path.clone(),
+            source,
+        })?;
         let resp = self
             .http
             .get(url)
@@ -221,6 +232,7 @@ impl Client {
         body: Option<&B>,
     ) -> Result<Vec<u8>, ApiError> {
         let name = method_name(&method);
+        let mutates = method != Method::GET;
         if let Some(retry_after) = self.budget.wait_needed(SystemTime::now()) {
             tracing::debug!(
                 method = name,
@@ -247,6 +259,8 @@ impl Client {
             .http
             .request(method, url)
             .header(AUTHORIZATION, self.auth.clone());
+        let operation = format!("{name} /{}", path.trim_start_matches('/'));
+        let mut detail = query_detail(query);
         // A request with a body (POST, PUT) carries it fenced: the fence is
         // asked again when the connection writes it. A DELETE has none to
         // carry the check (hyper writes a bodiless request without reading
@@ -257,6 +271,8 @@ impl Client {
                 path: path.to_owned(),
                 source,
             })?;
+            // serde_json writes compact JSON: one line.
+            detail = self.redact(&excerpt(&String::from_utf8_lossy(&json)));
             request = request
                 .header(CONTENT_TYPE, "application/json")
                 .body(reqwest::Body::wrap(FencedBody::new(json)));
@@ -273,11 +289,18 @@ impl Client {
             source,
         };
         // The framework's request fence, as late as possible: after the
-        // budget and the pacer's wait.
-        cloud_provider::fence::check().map_err(fenced)?;
+        // budget and the pacer's wait. Described, so that a dry run sends
+        // the reads and plans the mutations.
+        cloud_provider::fence::check_request(Request {
+            operation: &operation,
+            mutates,
+            detail: &detail,
+        })
+        .map_err(fenced)?;
         let response = match request.send().await {
             Ok(response) => response,
-            // The body's own check refused: a fenced error, not a transport one.
+            // The body's own check (the fence's plain `check`) refused: a
+            // fenced error, not a transport one.
             Err(source) => {
                 return Err(cloud_provider::fence::check()
                     .err()
@@ -358,6 +381,15 @@ fn excerpt(text: &str) -> String {
     }
 }
 
+/// A request's query as the fence's detail: `page=1&per_page=200`.
+fn query_detail(query: &[(&str, String)]) -> String {
+    query
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
 fn method_name(method: &Method) -> &'static str {
     match *method {
         Method::GET => "GET",
@@ -415,6 +447,76 @@ mod fence_tests {
         assert!(
             accepted.load(Ordering::SeqCst) >= 1,
             "sent outside a fence scope"
+        );
+    }
+
+    /// Refuses every request, recording how it was described.
+    #[derive(Debug, Default)]
+    struct Described(parking_lot::Mutex<Vec<(String, bool, String)>>);
+
+    impl RequestFence for Described {
+        fn check(&self) -> Result<(), String> {
+            Err("only described".into())
+        }
+
+        fn check_request(&self, request: &Request<'_>) -> Result<(), String> {
+            self.0.lock().push((
+                request.operation.to_owned(),
+                request.mutates,
+                request.detail.to_owned(),
+            ));
+            self.check()
+        }
+    }
+
+    #[tokio::test]
+    async fn each_request_is_described_to_the_fence_by_method_path_and_arguments() {
+        // Nothing listens there: every request is refused before it is sent.
+        let base = Url::parse("http://127.0.0.1:9/").unwrap();
+        let client = Client::new(base, AccessToken::new("dop_v1_secret"), None).unwrap();
+        let fence = Arc::new(Described::default());
+        let long = "x".repeat(2 * MAX_DETAIL);
+        scope(fence.clone(), async {
+            let query = [("tag_name", "k8s:c1".to_owned()), ("page", "1".to_owned())];
+            let _ = client
+                .get::<serde_json::Value>("/v2/droplets", &query)
+                .await;
+            let body = serde_json::json!({ "forwarding_rules": [{ "entry_port": 8080 }] });
+            let _ = client
+                .put::<_, serde_json::Value>("v2/load_balancers/lb-1", &body)
+                .await;
+            let _ = client
+                .post::<_, serde_json::Value>("/v2/tags", &serde_json::json!({ "name": long }))
+                .await;
+            let _ = client.delete("/v2/load_balancers/lb-1", None::<&()>).await;
+        })
+        .await;
+        let described = fence.0.lock().clone();
+        let operations: Vec<(&str, bool)> = described
+            .iter()
+            .map(|(op, mutates, _)| (op.as_str(), *mutates))
+            .collect();
+        assert_eq!(
+            operations,
+            [
+                ("GET /v2/droplets", false),
+                ("PUT /v2/load_balancers/lb-1", true),
+                ("POST /v2/tags", true),
+                ("DELETE /v2/load_balancers/lb-1", true),
+            ]
+        );
+        assert_eq!(described[0].2, "tag_name=k8s:c1&page=1");
+        assert_eq!(
+            described[1].2,
+            r#"{"forwarding_rules":[{"entry_port":8080}]}"#
+        );
+        let cut = &described[2].2;
+        assert_eq!(cut.chars().count(), MAX_DETAIL + 1, "{cut}");
+        assert!(cut.ends_with('…'), "{cut}");
+        assert_eq!(described[3].2, "");
+        assert!(
+            described.iter().all(|(_, _, d)| !d.contains("secret")),
+            "{described:?}"
         );
     }
 

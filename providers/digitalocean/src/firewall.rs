@@ -101,21 +101,44 @@ impl DigitalOceanProvider {
         self.api.post("/v2/firewalls", wanted).await
     }
 
+    /// Deletes firewall `id`; one already gone is no error.
+    pub(crate) async fn delete_firewall(&self, id: &str) -> Result<(), ApiError> {
+        tracing::info!(id = %id, "deleting the public-access firewall");
+        let deleted = match self
+            .api
+            .delete::<()>(&format!("/v2/firewalls/{id}"), None)
+            .await
+        {
+            Err(e) if e.is_not_found() => Ok(()),
+            other => other,
+        };
+        if self.observed.firewall.id().as_deref() == Some(id) {
+            self.observed.firewall.set(None);
+        }
+        deleted
+    }
+
+    /// Firewall `id`, `None` when there is none.
+    pub(crate) async fn firewall_by_id(&self, id: &str) -> Result<Option<Firewall>, ApiError> {
+        match self
+            .api
+            .get::<FirewallEnvelope>(&format!("/v2/firewalls/{id}"), &[])
+            .await
+        {
+            Ok(found) => Ok(Some(found.firewall)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The firewall: by the remembered ID, else the one named `name`.
-    async fn current_firewall(&self, name: &str) -> Result<Option<Firewall>, ApiError> {
+    pub(crate) async fn current_firewall(&self, name: &str) -> Result<Option<Firewall>, ApiError> {
         if let Some(id) = self.observed.firewall.id() {
-            match self
-                .api
-                .get::<FirewallEnvelope>(&format!("/v2/firewalls/{id}"), &[])
-                .await
-            {
-                Ok(found) => return Ok(Some(found.firewall)),
-                Err(e) if e.is_not_found() => {
-                    tracing::warn!(id = %id, "the public-access firewall no longer exists");
-                    self.observed.firewall.set(None);
-                }
-                Err(e) => return Err(e),
+            if let Some(found) = self.firewall_by_id(&id).await? {
+                return Ok(Some(found));
             }
+            tracing::warn!(id = %id, "the public-access firewall no longer exists");
+            self.observed.firewall.set(None);
         }
         let all: Vec<Firewall> = self.api.list_all("/v2/firewalls", &[]).await?;
         Ok(all.into_iter().find(|fw| fw.spec.name == name))

@@ -19,11 +19,17 @@
 //!   `topology.kubernetes.io/region`; one volume lookup per volume.
 //! - **Routes**: none. DigitalOcean VPCs route pod traffic natively, so the
 //!   route controller stays off.
+//! - **Inventory** (`<binary> audit`), with `DO_CLUSTER_ID`: the load
+//!   balancers tagged `k8s:<DO_CLUSTER_ID>`, owned by their name, then the
+//!   public-access firewall, owned by the cluster.
 //!
 //! The API client paces requests (`DO_API_RATE_LIMIT_QPS`), follows
 //! pagination, and turns 429 or a spent `RateLimit-Remaining` into
-//! [`CloudError::Throttled`] with the server's reset time. The token never
-//! appears in logs, errors or `Debug` output.
+//! [`CloudError::Throttled`] with the server's reset time. Each request is
+//! described to the framework's request fence just before it is sent
+//! (`GET /v2/load_balancers`, the query or the compact JSON body), so a dry
+//! run sends the reads and plans the mutations. The token never appears in
+//! logs, errors, descriptions or `Debug` output.
 //!
 //! With the `test-util` feature, `test_util` holds a stateful fake of the
 //! API behind a Prism proxy checking DigitalOcean's OpenAPI spec, for this
@@ -34,6 +40,7 @@ mod config;
 mod factory;
 mod firewall;
 mod instances;
+mod inventory;
 mod load_balancer;
 mod observer;
 mod provider_id;
@@ -50,8 +57,8 @@ use parking_lot::Mutex;
 
 use async_trait::async_trait;
 use cloud_provider::{
-    CloudError, CloudProvider, ConfigError, InitContext, Instances, LoadBalancer, RateLimiter,
-    ServiceObserver, Volumes,
+    CloudError, CloudProvider, ConfigError, InitContext, Instances, Inventory, LoadBalancer,
+    RateLimiter, ServiceObserver, Volumes,
 };
 
 pub use config::{
@@ -62,6 +69,7 @@ pub use config::{
 };
 pub use factory::DigitalOceanProviderFactory;
 pub use instances::MAX_BATCH_SIZE;
+pub use inventory::FIREWALL_KIND;
 pub use load_balancer::annotations;
 pub use provider_id::{PROVIDER_ID_PREFIX, droplet_id_from_provider_id};
 pub use volumes::DO_CSI_DRIVER;
@@ -156,6 +164,18 @@ impl CloudProvider for DigitalOceanProvider {
 
     fn volumes(&self) -> Option<&dyn Volumes> {
         Some(self)
+    }
+
+    /// With `DO_CLUSTER_ID`, whose tag marks the cluster's load balancers;
+    /// without it another cluster's in the account look the same.
+    fn inventory(&self) -> Option<&dyn Inventory> {
+        self.has_inventory().then_some(self as &dyn Inventory)
+    }
+
+    /// Every request goes through the API client, which describes it to the
+    /// fence just before it is sent.
+    fn describes_requests(&self) -> bool {
+        true
     }
 
     /// With a public-access firewall or a cluster ID to tag load balancers

@@ -67,7 +67,7 @@ fn status_of(lb: &types::LoadBalancer, hostname: Option<&str>) -> LoadBalancerSt
 }
 
 impl DigitalOceanProvider {
-    fn created(&self) -> MutexGuard<'_, HashMap<String, String>> {
+    pub(crate) fn created(&self) -> MutexGuard<'_, HashMap<String, String>> {
         self.created.lock()
     }
 

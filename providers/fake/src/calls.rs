@@ -34,11 +34,15 @@ pub enum Operation {
     DeleteRoute,
     /// `Volumes::volumes_labels` (batch)
     VolumesLabels,
+    /// `Inventory::owned_resources`
+    OwnedResources,
+    /// `Inventory::delete_owned`
+    DeleteOwned,
 }
 
 impl Operation {
     /// Every operation, for tables and metrics.
-    pub const ALL: [Self; 14] = [
+    pub const ALL: [Self; 16] = [
         Self::InstanceExists,
         Self::InstanceShutdown,
         Self::InstanceMetadata,
@@ -53,6 +57,8 @@ impl Operation {
         Self::CreateRoute,
         Self::DeleteRoute,
         Self::VolumesLabels,
+        Self::OwnedResources,
+        Self::DeleteOwned,
     ];
 
     /// The interface method's name, such as `instances_metadata`.
@@ -72,6 +78,8 @@ impl Operation {
             Self::CreateRoute => "create_route",
             Self::DeleteRoute => "delete_route",
             Self::VolumesLabels => "volumes_labels",
+            Self::OwnedResources => "owned_resources",
+            Self::DeleteOwned => "delete_owned",
         }
     }
 
@@ -89,6 +97,7 @@ impl Operation {
                 | Self::EnsureLoadBalancerDeleted
                 | Self::CreateRoute
                 | Self::DeleteRoute
+                | Self::DeleteOwned
         )
     }
 }

@@ -24,6 +24,7 @@ mod factory;
 mod faults;
 mod instance;
 mod instances;
+mod inventory;
 mod load_balancer;
 mod remote;
 mod routes;
@@ -47,12 +48,13 @@ pub use config::{AddressSpec, FakeConfig, InstanceSpec, Settings, VolumeSpec};
 pub use factory::FakeProviderFactory;
 pub use faults::InjectedError;
 pub use instance::{Instance, InstanceState};
+pub use inventory::ROUTE;
 pub use load_balancer::{
     ANNOTATION_FAIL, ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_HOSTNAME,
     ANNOTATION_LOAD_BALANCER_ID, ANNOTATION_PANIC, ANNOTATION_TYPE,
 };
 pub use remote::RemoteCloud;
-pub use remote::wire::CALLER_HEADER;
+pub use remote::wire::{CALLER_HEADER, DRY_RUN_HEADER};
 pub use state::{FakeLoadBalancer, ForwardedPort, OwnedRoute};
 pub use volumes::{CSI_DRIVER, FakeVolume};
 
@@ -324,5 +326,14 @@ impl CloudProvider for FakeCloud {
 
     fn volumes(&self) -> Option<&dyn Volumes> {
         Some(self)
+    }
+
+    fn inventory(&self) -> Option<&dyn cloud_provider::Inventory> {
+        Some(self)
+    }
+
+    /// Every change is described before it is made (`load_balancer::describe`).
+    fn describes_requests(&self) -> bool {
+        true
     }
 }

@@ -113,6 +113,85 @@ fn forwarded_ports(service: &Service) -> Vec<ForwardedPort> {
         .collect()
 }
 
+/// Describes a change to the request fence before it is made (see
+/// `cloud_provider::fence::check_request`): in a dry run, a change is
+/// refused and planned, and no change at all goes through.
+pub(crate) fn describe(op: Operation, detail: Option<&str>) -> Result<(), CloudError> {
+    cloud_provider::fence::check_request(cloud_provider::fence::Request {
+        operation: op.as_str(),
+        mutates: detail.is_some(),
+        detail: detail.unwrap_or_default(),
+    })
+}
+
+fn ports_text(ports: &[ForwardedPort]) -> String {
+    let each: Vec<String> = ports
+        .iter()
+        .map(|p| format!("{}/{}->{}", p.port, p.protocol, p.node_port))
+        .collect();
+    format!("[{}]", each.join(", "))
+}
+
+/// What changes from `old` to `new`, field by field; `None` when nothing
+/// does (the address is the cloud's own and never compared).
+fn difference(old: Option<&FakeLoadBalancer>, new: &FakeLoadBalancer) -> Option<String> {
+    let Some(old) = old else {
+        return Some(format!(
+            "create {} ports {} nodes {}",
+            new.name,
+            ports_text(&new.ports),
+            new.nodes.len()
+        ));
+    };
+    let mut changes = Vec::new();
+    if old.ports != new.ports {
+        changes.push(format!(
+            "ports {} -> {}",
+            ports_text(&old.ports),
+            ports_text(&new.ports)
+        ));
+    }
+    if old.nodes != new.nodes {
+        changes.push(format!(
+            "nodes [{}] -> [{}]",
+            old.nodes.join(","),
+            new.nodes.join(",")
+        ));
+    }
+    if old.source_ranges != new.source_ranges {
+        changes.push(format!(
+            "source ranges {:?} -> {:?}",
+            old.source_ranges, new.source_ranges
+        ));
+    }
+    if old.external_traffic_policy != new.external_traffic_policy
+        || old.health_check_node_port != new.health_check_node_port
+    {
+        changes.push(format!(
+            "traffic policy {:?}/{:?} -> {:?}/{:?}",
+            old.external_traffic_policy,
+            old.health_check_node_port,
+            new.external_traffic_policy,
+            new.health_check_node_port
+        ));
+    }
+    if old.hostname != new.hostname
+        || old.service != new.service
+        || old.cluster_name != new.cluster_name
+    {
+        changes.push(format!(
+            "owner or hostname {}/{}/{:?} -> {}/{}/{:?}",
+            old.cluster_name,
+            old.service,
+            old.hostname,
+            new.cluster_name,
+            new.service,
+            new.hostname
+        ));
+    }
+    (!changes.is_empty()).then(|| format!("{}: {}", new.name, changes.join("; ")))
+}
+
 fn status_of(lb: &FakeLoadBalancer) -> LoadBalancerStatus {
     let ingress = match &lb.hostname {
         Some(hostname) => LoadBalancerIngress {
@@ -164,22 +243,30 @@ impl LoadBalancer for FakeCloud {
         let name = self.load_balancer_name(cluster_name, service);
         let spec = service.spec.clone().unwrap_or_default();
         let mut state = self.state();
-        let ip = match state.load_balancers.get(&name) {
-            Some(existing) => existing.ip.clone(),
-            None => state.allocate_ip(),
-        };
-        let lb = FakeLoadBalancer {
+        let nodes = state.shared_node_list(node_names(nodes));
+        let mut lb = FakeLoadBalancer {
             name: name.clone(),
             cluster_name: cluster_name.to_owned(),
             service: service_key(service),
             ports: forwarded_ports(service),
-            nodes: state.shared_node_list(node_names(nodes)),
+            nodes,
             source_ranges: spec.load_balancer_source_ranges.unwrap_or_default(),
             external_traffic_policy: spec.external_traffic_policy,
             health_check_node_port: spec.health_check_node_port,
-            ip,
+            ip: String::new(),
             hostname: annotation(service, ANNOTATION_HOSTNAME).map(str::to_owned),
         };
+        let existing = state.load_balancers.get(&name);
+        if let Some(existing) = existing {
+            lb.ip.clone_from(&existing.ip);
+        }
+        describe(
+            Operation::EnsureLoadBalancer,
+            difference(existing, &lb).as_deref(),
+        )?;
+        if lb.ip.is_empty() {
+            lb.ip = state.allocate_ip();
+        }
         let status = status_of(&lb);
         state.load_balancers.insert(name.clone(), lb);
         let service_annotations = [(ANNOTATION_LOAD_BALANCER_ID.to_owned(), name)].into();
@@ -208,6 +295,14 @@ impl LoadBalancer for FakeCloud {
         let nodes = state.shared_node_list(node_names(nodes));
         match state.load_balancers.get_mut(&name) {
             Some(lb) => {
+                let change = (lb.nodes != nodes).then(|| {
+                    format!(
+                        "{name}: nodes [{}] -> [{}]",
+                        lb.nodes.join(","),
+                        nodes.join(",")
+                    )
+                });
+                describe(Operation::UpdateLoadBalancer, change.as_deref())?;
                 lb.nodes = nodes;
                 Ok(())
             }
@@ -232,7 +327,13 @@ impl LoadBalancer for FakeCloud {
             return Err(CloudError::ImplementedElsewhere);
         }
         let name = self.load_balancer_name(cluster_name, service);
-        self.state().load_balancers.remove(&name);
+        let mut state = self.state();
+        let change = state
+            .load_balancers
+            .contains_key(&name)
+            .then(|| format!("delete {name}"));
+        describe(Operation::EnsureLoadBalancerDeleted, change.as_deref())?;
+        state.load_balancers.remove(&name);
         Ok(())
     }
 }

@@ -10,19 +10,19 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cloud_provider::fence::FencedBody;
+use cloud_provider::fence::{FencedBody, Request};
 use cloud_provider::k8s_openapi::api::core::v1::{Node, PersistentVolume, Service};
 use cloud_provider::{
     BatchResult, CloudError, CloudProvider, EnsuredLoadBalancer, InitContext, InstanceMetadata,
-    Instances, LoadBalancer, LoadBalancerStatus, Route, Routes, Volumes,
+    Instances, Inventory, LoadBalancer, LoadBalancerStatus, OwnedResource, Route, Routes, Volumes,
 };
 use serde::de::DeserializeOwned;
 
 use crate::load_balancer::{panic_if_asked, validate};
 use crate::{Operation, PROVIDER_NAME, volumes};
 use wire::{
-    Answer, Args, CALLER_HEADER, Limits, Plain, WireEnsured, WireMaybeStatus, WireMetadata,
-    WireRoute, WireRoutes,
+    Answer, Args, CALLER_HEADER, DRY_RUN_HEADER, Limits, PLANNED, Plain, WireEnsured,
+    WireMaybeStatus, WireMetadata, WireOwned, WireOwnedList, WireRoute, WireRoutes,
 };
 
 /// How long one call may take: beyond the server's longest injected
@@ -73,16 +73,29 @@ impl RemoteCloud {
         args: Args,
     ) -> Result<Answer<T>, CloudError> {
         let caller = self.caller.get().map_or("unknown", String::as_str);
+        // In a dry run the server plans a mutation instead of making it, so
+        // the plan can say whether it is already in place.
+        let dry_run = op.is_mutation() && cloud_provider::fence::dry_run();
         // The framework's request fence, as a real provider asks it: before
         // the send, and again when the connection writes the body.
-        cloud_provider::fence::check()?;
+        if !dry_run {
+            cloud_provider::fence::check_request(Request {
+                operation: op.as_str(),
+                mutates: op.is_mutation(),
+                detail: "",
+            })?;
+        }
         let body = serde_json::to_vec(&args)
             .map_err(|e| CloudError::other(format!("encoding {op}'s arguments"), e))?;
-        let response = self
+        let mut request = self
             .http
             .post(format!("{}/v1/{op}", self.url))
             .header(CALLER_HEADER, caller)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::CONTENT_TYPE, "application/json");
+        if dry_run {
+            request = request.header(DRY_RUN_HEADER, "true");
+        }
+        let response = request
             .body(reqwest::Body::wrap(FencedBody::new(body)))
             .send()
             .await
@@ -93,7 +106,22 @@ impl RemoteCloud {
                     Ok(()) => CloudError::other(format!("the fake cloud at {}: {op}", self.url), e),
                 }
             })?;
-        decode(response).await
+        let answer: Answer<T> = decode(response).await?;
+        match answer {
+            // What the server would have changed: each change described to
+            // this process's fence, which plans and refuses it.
+            Err(planned) if dry_run && planned.kind == PLANNED => {
+                for detail in planned.message.lines() {
+                    cloud_provider::fence::check_request(Request {
+                        operation: op.as_str(),
+                        mutates: true,
+                        detail,
+                    })?;
+                }
+                Err(CloudError::msg(format!("{op}: planned, not sent")))
+            }
+            answer => Ok(answer),
+        }
     }
 
     /// One call answered by one value.
@@ -197,6 +225,15 @@ impl CloudProvider for RemoteCloud {
 
     fn volumes(&self) -> Option<&dyn Volumes> {
         Some(self)
+    }
+
+    fn inventory(&self) -> Option<&dyn Inventory> {
+        Some(self)
+    }
+
+    /// Mutations are planned by the server in a dry run.
+    fn describes_requests(&self) -> bool {
+        true
     }
 }
 
@@ -364,5 +401,30 @@ impl Volumes for RemoteCloud {
             ..Args::default()
         };
         self.batch(Operation::VolumesLabels, args, plain).await
+    }
+}
+
+#[async_trait]
+impl Inventory for RemoteCloud {
+    async fn owned_resources(&self, cluster_name: &str) -> Result<Vec<OwnedResource>, CloudError> {
+        let args = Args {
+            cluster: Some(cluster_name.to_owned()),
+            ..Args::default()
+        };
+        let list: WireOwnedList = self.single(Operation::OwnedResources, args).await?;
+        list.0.into_iter().map(OwnedResource::try_from).collect()
+    }
+
+    async fn delete_owned(
+        &self,
+        cluster_name: &str,
+        resource: &OwnedResource,
+    ) -> Result<(), CloudError> {
+        let args = Args {
+            cluster: Some(cluster_name.to_owned()),
+            resource: Some(WireOwned::from(resource)),
+            ..Args::default()
+        };
+        self.single(Operation::DeleteOwned, args).await.map(plain)
     }
 }

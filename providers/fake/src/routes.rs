@@ -4,6 +4,7 @@ use async_trait::async_trait;
 use cloud_provider::{CloudError, Route, Routes};
 
 use crate::instance::InstanceState;
+use crate::load_balancer::describe;
 use crate::{FakeCloud, Operation, OwnedRoute};
 
 #[async_trait]
@@ -54,13 +55,15 @@ impl Routes for FakeCloud {
             Some(r)
                 if r.route.target_node == route.target_node && r.cluster_name == cluster_name =>
             {
-                Ok(())
+                describe(Operation::CreateRoute, None)
             }
             Some(r) => Err(CloudError::msg(format!(
                 "a route for {} already exists (to {:?}, cluster {})",
                 route.destination_cidr, r.route.target_node, r.cluster_name
             ))),
             None => {
+                let change = format!("{} -> {}", route.destination_cidr, route.target_node);
+                describe(Operation::CreateRoute, Some(&change))?;
                 let route = Route {
                     name: name_hint.to_owned(),
                     blackhole: false,
@@ -81,9 +84,17 @@ impl Routes for FakeCloud {
             route.target_node.clone(),
         ];
         self.enter(Operation::DeleteRoute, args, None).await?;
-        self.state().routes.retain(|r| {
-            !(r.cluster_name == cluster_name && r.route.destination_cidr == route.destination_cidr)
-        });
+        let mut state = self.state();
+        let owned = |r: &OwnedRoute| {
+            r.cluster_name == cluster_name && r.route.destination_cidr == route.destination_cidr
+        };
+        let change = state
+            .routes
+            .iter()
+            .any(owned)
+            .then(|| format!("delete {} -> {}", route.destination_cidr, route.target_node));
+        describe(Operation::DeleteRoute, change.as_deref())?;
+        state.routes.retain(|r| !owned(r));
         Ok(())
     }
 }

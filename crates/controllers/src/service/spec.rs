@@ -14,14 +14,14 @@ pub(crate) const CLEANUP_FINALIZER: &str = "service.kubernetes.io/load-balancer-
 /// Whether the Service wants a load balancer from this controller: type
 /// LoadBalancer without `spec.loadBalancerClass` (a class hands it to
 /// another implementation).
-pub(crate) fn wants_load_balancer(service: &Service) -> bool {
+pub fn wants_load_balancer(service: &Service) -> bool {
     service.spec.as_ref().is_some_and(|s| {
         s.type_.as_deref() == Some("LoadBalancer") && s.load_balancer_class.is_none()
     })
 }
 
 /// Whether the Service carries [`CLEANUP_FINALIZER`].
-pub(crate) fn has_finalizer(service: &Service) -> bool {
+pub fn has_finalizer(service: &Service) -> bool {
     service
         .metadata
         .finalizers

@@ -39,11 +39,16 @@ impl InstanceTags for MeteredCloud {
         provider_ids: &[String],
         tags: &BTreeMap<String, String>,
     ) -> BatchResult<TagOutcome> {
-        self.mutate_batch("tag_instances", provider_ids.len(), async {
-            self.instance_tags_inner()?
-                .tag_instances(provider_ids, tags)
-                .await
-        })
+        self.mutate_batch(
+            "tag_instances",
+            provider_ids.len(),
+            || provider_ids.join(","),
+            async {
+                self.instance_tags_inner()?
+                    .tag_instances(provider_ids, tags)
+                    .await
+            },
+        )
         .await
     }
 
@@ -52,11 +57,16 @@ impl InstanceTags for MeteredCloud {
         provider_ids: &[String],
         tags: &BTreeMap<String, String>,
     ) -> BatchResult<TagOutcome> {
-        self.mutate_batch("untag_instances", provider_ids.len(), async {
-            self.instance_tags_inner()?
-                .untag_instances(provider_ids, tags)
-                .await
-        })
+        self.mutate_batch(
+            "untag_instances",
+            provider_ids.len(),
+            || provider_ids.join(","),
+            async {
+                self.instance_tags_inner()?
+                    .untag_instances(provider_ids, tags)
+                    .await
+            },
+        )
         .await
     }
 }

@@ -51,7 +51,8 @@ impl Cloud {
         self.describe_target_groups(Some(lb_arn), None).await
     }
 
-    async fn describe_target_groups(
+    /// Target groups, of one load balancer or by name, or all of them.
+    pub(crate) async fn describe_target_groups(
         &self,
         lb_arn: Option<&str>,
         name: Option<&str>,

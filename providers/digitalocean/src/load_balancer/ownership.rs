@@ -70,6 +70,17 @@ pub(crate) fn owner(lb: &LoadBalancer, uid: &str, cluster_tag: Option<&str>) -> 
     }
 }
 
+/// Whether `lb` is the cluster's tagged `cluster_tag`: it carries that tag
+/// and no other cluster's. Whether a Service's tag is there too does not
+/// matter: upstream tags what it creates with the cluster tag alone.
+pub(crate) fn is_clusters(lb: &LoadBalancer, cluster_tag: &str) -> bool {
+    lb.tags.iter().any(|t| t == cluster_tag)
+        && !lb
+            .tags
+            .iter()
+            .any(|t| t.starts_with(CLUSTER_TAG_PREFIX) && t != cluster_tag)
+}
+
 /// The tags `lb` should carry and lacks.
 pub(crate) fn missing_tags(lb: &LoadBalancer, uid: &str, cluster_tag: Option<&str>) -> Vec<String> {
     [Some(service_tag(uid)), cluster_tag.map(str::to_owned)]
@@ -128,6 +139,21 @@ mod tests {
                 want,
                 "{tags:?} {cluster:?}"
             );
+        }
+    }
+
+    #[test]
+    fn a_load_balancer_is_the_clusters_when_tagged_for_it_and_no_other() {
+        for (tags, want) in [
+            (vec!["k8s-service:u1", "k8s:c1"], true),
+            (vec!["k8s:c1"], true),
+            (vec!["k8s-service:u1"], false),
+            (vec![], false),
+            (vec!["k8s:c2"], false),
+            (vec!["k8s:c1", "k8s:c2"], false),
+            (vec!["k8s:c10"], false),
+        ] {
+            assert_eq!(is_clusters(&lb(&tags), "k8s:c1"), want, "{tags:?}");
         }
     }
 

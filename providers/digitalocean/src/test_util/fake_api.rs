@@ -83,6 +83,8 @@ pub struct AccountState {
     /// Break the droplet representation (for response-contract tests).
     pub corrupt_droplets: bool,
     next_lb: u64,
+    /// Counts every firewall created, so a deleted one's ID is never reused.
+    next_firewall: u64,
 }
 
 impl Default for AccountState {
@@ -101,6 +103,7 @@ impl Default for AccountState {
             remaining: HOURLY_LIMIT,
             corrupt_droplets: false,
             next_lb: 0,
+            next_firewall: 0,
         }
     }
 }
@@ -342,6 +345,7 @@ fn route(
         ("POST", ["v2", "firewalls"]) => firewalls::create(account, body),
         ("GET", ["v2", "firewalls", id]) => firewalls::get(account, id),
         ("PUT", ["v2", "firewalls", id]) => firewalls::update(account, id, body),
+        ("DELETE", ["v2", "firewalls", id]) => firewalls::delete(account, id),
         ("POST", ["v2", "tags"]) => tags::create(account, body),
         ("GET", ["v2", "volumes", id]) => volumes::get(account, id),
         ("POST", ["v2", "tags", tag, "resources"]) => tags::tag_resources(account, tag, body),

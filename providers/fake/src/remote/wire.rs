@@ -8,12 +8,21 @@ use std::time::Duration;
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::{
     CloudError, EnsuredLoadBalancer, InstanceMetadata, IpMode, LoadBalancerIngress,
-    LoadBalancerStatus, LoadBalancerWarning, NodeAddress, NodeAddressType, PortStatus, Route,
+    LoadBalancerStatus, LoadBalancerWarning, NodeAddress, NodeAddressType, OwnedResource, Owner,
+    PortStatus, Route,
 };
 use serde::{Deserialize, Serialize};
 
 /// The header naming the caller: the CCM's leader-election identity.
 pub const CALLER_HEADER: &str = "x-fake-cloud-caller";
+
+/// The header that makes a mutation a plan (`--dry-run`): the server says
+/// what it would change, changes nothing and logs the call as no mutation.
+pub const DRY_RUN_HEADER: &str = "x-fake-cloud-dry-run";
+
+/// The error kind of a dry run's answer when the call would change
+/// something; its message lists the changes, one per line.
+pub(crate) const PLANNED: &str = "planned";
 
 /// The arguments of one call; which fields are set depends on the
 /// operation in the request's path.
@@ -31,6 +40,8 @@ pub(crate) struct Args {
     pub(crate) name_hint: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) ids: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) resource: Option<WireOwned>,
 }
 
 /// A [`CloudError`], kind by kind.
@@ -339,4 +350,80 @@ impl From<&Vec<Route>> for WireRoutes {
 pub(crate) struct Limits {
     pub(crate) batch_size: usize,
     pub(crate) volume_batch_size: usize,
+}
+
+/// An [`OwnedResource`]: its owner as a kind (`load-balancer-name`,
+/// `service`, `node`, `cluster`) and a value (`namespace/name` for a
+/// Service).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct WireOwned {
+    kind: String,
+    id: String,
+    name: String,
+    owner_kind: String,
+    #[serde(default)]
+    owner: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cidr: Option<String>,
+}
+
+impl From<&OwnedResource> for WireOwned {
+    fn from(r: &OwnedResource) -> Self {
+        let (owner_kind, owner) = match &r.owner {
+            Owner::LoadBalancerName(name) => ("load-balancer-name", name.clone()),
+            Owner::Service { namespace, name } => ("service", format!("{namespace}/{name}")),
+            Owner::Node(name) => ("node", name.clone()),
+            Owner::Cluster => ("cluster", String::new()),
+        };
+        Self {
+            kind: r.kind.clone(),
+            id: r.id.clone(),
+            name: r.name.clone(),
+            owner_kind: owner_kind.to_owned(),
+            owner,
+            cidr: r.cidr.clone(),
+        }
+    }
+}
+
+impl TryFrom<WireOwned> for OwnedResource {
+    type Error = CloudError;
+
+    fn try_from(w: WireOwned) -> Result<Self, CloudError> {
+        let owner = match w.owner_kind.as_str() {
+            "load-balancer-name" => Owner::LoadBalancerName(w.owner),
+            "service" => {
+                let (namespace, name) = w.owner.split_once('/').unwrap_or_default();
+                Owner::Service {
+                    namespace: namespace.to_owned(),
+                    name: name.to_owned(),
+                }
+            }
+            "node" => Owner::Node(w.owner),
+            "cluster" => Owner::Cluster,
+            other => {
+                return Err(CloudError::msg(format!(
+                    "the fake cloud's owner kind `{other}`"
+                )));
+            }
+        };
+        Ok(Self {
+            kind: w.kind,
+            id: w.id,
+            name: w.name,
+            owner,
+            cidr: w.cidr,
+        })
+    }
+}
+
+/// `Vec<OwnedResource>`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct WireOwnedList(pub(crate) Vec<WireOwned>);
+
+impl From<&Vec<OwnedResource>> for WireOwnedList {
+    fn from(list: &Vec<OwnedResource>) -> Self {
+        Self(list.iter().map(WireOwned::from).collect())
+    }
 }

@@ -8,7 +8,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use cloud_provider::k8s_openapi::api::core::v1::Node;
-use cloud_provider::{CloudError, Instances, LoadBalancer, Route, Routes, Volumes};
+use cloud_provider::{CloudError, Instances, Inventory, LoadBalancer, Route, Routes, Volumes};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -16,8 +16,8 @@ use super::Shared;
 use super::faults::{Fault, FaultSettings, THROTTLED_FOR, TIMEOUT_AFTER};
 use super::log::{ServerCall, now_us};
 use crate::remote::wire::{
-    Args, CALLER_HEADER, Limits, Plain, WireEnsured, WireError, WireMaybeStatus, WireMetadata,
-    WireRoutes, answer, batch_answer,
+    Args, CALLER_HEADER, DRY_RUN_HEADER, Limits, PLANNED, Plain, WireEnsured, WireError,
+    WireMaybeStatus, WireMetadata, WireOwnedList, WireRoutes, answer, batch_answer,
 };
 use crate::{FakeCloud, Operation};
 
@@ -46,6 +46,7 @@ pub(super) async fn call(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("unknown")
         .to_owned();
+    let dry_run = headers.contains_key(DRY_RUN_HEADER);
     // A tripped trap freezes the cloud for everyone until released.
     shared.trap.hold().await;
     let started_us = now_us();
@@ -63,12 +64,16 @@ pub(super) async fn call(
             ))),
             Err("error"),
         ),
+        Some(Fault::Timeout) | None if dry_run => match plan(&shared.cloud, op, &args).await {
+            Ok(result) => result,
+            Err(missing) => return bad_request(missing),
+        },
         Some(Fault::Timeout) | None => match dispatch(&shared.cloud, op, &args).await {
             Ok(result) => result,
             Err(missing) => return bad_request(missing),
         },
     };
-    let applied = op.is_mutation() && outcome.is_ok();
+    let applied = op.is_mutation() && !dry_run && outcome.is_ok();
     let finished_us = now_us();
     let answer = if fault == Some(Fault::Timeout) {
         tokio::time::sleep(TIMEOUT_AFTER).await;
@@ -86,7 +91,8 @@ pub(super) async fn call(
             caller,
             op: op.as_str(),
             args: summary(op, &args),
-            mutation: op.is_mutation(),
+            mutation: op.is_mutation() && !dry_run,
+            dry_run,
             applied,
             started_us,
             finished_us,
@@ -102,6 +108,49 @@ pub(super) async fn call(
         shared.trap.hold().await;
     }
     Json(answer).into_response()
+}
+
+/// The request fence of a dry-run call: the in-memory cloud describes each
+/// change before making it; this refuses and records every one.
+#[derive(Debug, Default)]
+struct Planner(parking_lot::Mutex<Vec<String>>);
+
+impl cloud_provider::fence::RequestFence for Planner {
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn check_request(&self, request: &cloud_provider::fence::Request<'_>) -> Result<(), String> {
+        if request.mutates {
+            self.0.lock().push(request.detail.to_owned());
+            return Err("planned".to_owned());
+        }
+        Ok(())
+    }
+
+    fn dry_run(&self) -> bool {
+        true
+    }
+}
+
+/// A call under [`DRY_RUN_HEADER`]: made with every change refused, and
+/// answered either as made (nothing to change) or as `planned` with the
+/// changes.
+async fn plan(cloud: &FakeCloud, op: Operation, args: &Args) -> Result<Dispatched, String> {
+    let planner = Arc::new(Planner::default());
+    let fence: Arc<dyn cloud_provider::fence::RequestFence> = planner.clone();
+    let dispatched = cloud_provider::fence::scope(fence, dispatch(cloud, op, args)).await?;
+    let planned = std::mem::take(&mut *planner.0.lock());
+    if planned.is_empty() {
+        return Ok(dispatched);
+    }
+    let error = WireError {
+        kind: PLANNED.to_owned(),
+        message: planned.join("\n"),
+        after_ms: None,
+        field: None,
+    };
+    Ok((json!({ "Err": error }), Err(PLANNED)))
 }
 
 fn refuse(e: &CloudError) -> Value {
@@ -123,6 +172,13 @@ fn summary(op: Operation, args: &Args) -> Vec<String> {
     }
     if op == Operation::VolumesLabels {
         return args.ids.clone();
+    }
+    if let Some(resource) = &args.resource {
+        let resource = serde_json::to_value(resource).unwrap_or(Value::Null);
+        return ["kind", "id"]
+            .iter()
+            .map(|k| resource[k].as_str().unwrap_or_default().to_owned())
+            .collect();
     }
     if let Some(cluster) = args.cluster.as_ref().filter(|_| args.nodes.is_empty()) {
         return vec![cluster.clone()];
@@ -206,6 +262,15 @@ async fn dispatch(cloud: &FakeCloud, op: Operation, args: &Args) -> Result<Dispa
         }
         Operation::DeleteRoute => {
             single::<_, Plain<()>>(&cloud.delete_route(cluster()?, &route()?).await)
+        }
+        Operation::OwnedResources => {
+            single::<_, WireOwnedList>(&cloud.owned_resources(cluster()?).await)
+        }
+        Operation::DeleteOwned => {
+            let resource = args.resource.clone().ok_or("missing resource")?;
+            let resource =
+                cloud_provider::OwnedResource::try_from(resource).map_err(|e| e.to_string())?;
+            single::<_, Plain<()>>(&cloud.delete_owned(cluster()?, &resource).await)
         }
         Operation::VolumesLabels => batch::<
             _,

@@ -16,8 +16,10 @@ pub struct ServerCall {
     /// What it was for: a Service's `namespace/name`, a route's CIDR and
     /// node, node names or volume IDs.
     pub args: Vec<String>,
-    /// Whether the operation changes the cloud.
+    /// Whether the operation changes the cloud (never for a dry run's).
     pub mutation: bool,
+    /// Whether it was a dry run's plan (`--dry-run`): nothing changed.
+    pub dry_run: bool,
     /// Whether it changed the cloud: a mutation that was applied, whatever
     /// the caller was told.
     pub applied: bool,

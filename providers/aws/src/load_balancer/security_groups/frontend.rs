@@ -187,29 +187,31 @@ impl Cloud {
             .filter(|id| self.config.elb_security_group.as_deref() != Some(*id))
             .collect();
         for id in owned {
-            let deleted = self
-                .api
-                .call("DeleteSecurityGroup", || {
-                    self.api.ec2.delete_security_group().group_id(id).send()
-                })
-                .await;
-            match deleted {
-                Ok(_) => {
-                    tracing::info!(group = id, service = %svc.key, "deleted load balancer security group");
-                }
-                Err(e) if e.is("InvalidGroup.NotFound") => {}
-                Err(e) if e.is("DependencyViolation") => {
-                    return Err(CloudError::Retry {
-                        after: DETACH_RETRY,
-                        reason: format!(
-                            "security group {id} is still attached to the deleted load balancer"
-                        ),
-                    });
-                }
-                Err(e) => return Err(e.into()),
-            }
+            self.delete_security_group(id).await?;
+            tracing::info!(group = id, service = %svc.key, "deleted load balancer security group");
         }
         Ok(())
+    }
+
+    /// Deletes a load balancer's security group; gone already is fine,
+    /// still attached (AWS lets go of a deleted load balancer's groups a
+    /// little later) is a retry.
+    pub(crate) async fn delete_security_group(&self, id: &str) -> Result<(), CloudError> {
+        let deleted = self
+            .api
+            .call("DeleteSecurityGroup", || {
+                self.api.ec2.delete_security_group().group_id(id).send()
+            })
+            .await;
+        match deleted {
+            Ok(_) => Ok(()),
+            Err(e) if e.is("InvalidGroup.NotFound") => Ok(()),
+            Err(e) if e.is("DependencyViolation") => Err(CloudError::Retry {
+                after: DETACH_RETRY,
+                reason: format!("security group {id} is still attached to a deleted load balancer"),
+            }),
+            Err(e) => Err(e.into()),
+        }
     }
 }
 

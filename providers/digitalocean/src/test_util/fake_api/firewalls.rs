@@ -1,5 +1,5 @@
 //! Firewalls as the fake API checks, stores and renders them: list, get,
-//! create and update (`/v2/firewalls`, `/v2/firewalls/{firewall_id}`).
+//! create, update and delete (`/v2/firewalls`, `/v2/firewalls/{firewall_id}`).
 //!
 //! Bodies are checked against the spec's `firewall` schema: a name of
 //! letters, digits, `.` and `-`; at least one rule list; each rule a
@@ -85,11 +85,9 @@ pub(super) fn create(account: &mut AccountState, body: &[u8]) -> (StatusCode, Va
         Ok(b) => b,
         Err(problems) => return unprocessable(&problems),
     };
+    account.next_firewall += 1;
     let fw = FakeFirewall {
-        id: format!(
-            "fb6045f1-cf1d-4ca3-bfac-{:012x}",
-            account.firewalls.len() + 1
-        ),
+        id: format!("fb6045f1-cf1d-4ca3-bfac-{:012x}", account.next_firewall),
         body,
     };
     let rendered = fw.to_json();
@@ -108,6 +106,14 @@ pub(super) fn update(account: &mut AccountState, id: &str, body: &[u8]) -> (Stat
             fw.body = body;
             (StatusCode::OK, json!({"firewall": fw.to_json()}))
         }
+        None => not_found(),
+    }
+}
+
+/// `DELETE /v2/firewalls/{id}`.
+pub(super) fn delete(account: &mut AccountState, id: &str) -> (StatusCode, Value) {
+    match account.firewalls.remove(id) {
+        Some(_) => (StatusCode::NO_CONTENT, Value::Null),
         None => not_found(),
     }
 }

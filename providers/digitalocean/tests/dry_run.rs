@@ -1,0 +1,157 @@
+//! A dry run (`--dry-run`) of the provider against the fake API behind
+//! Prism: every request is described to the request fence, reads are sent,
+//! and mutations are refused and recorded as the plan.
+
+mod support;
+
+use std::sync::Arc;
+
+use cloud_provider::fence::{Request, RequestFence, scope};
+use cloud_provider::k8s_openapi::api::core::v1::Service;
+use cloud_provider::{CloudError, CloudProvider, LoadBalancer};
+use parking_lot::Mutex;
+use provider_digitalocean::DigitalOceanProvider;
+use provider_digitalocean::annotations;
+use provider_digitalocean::test_util::{Account, account};
+use support::{annotated, node, port, service};
+
+const UID: &str = "6b1f0c2d-3e4a-4b5c-8d6e-7f8091a2b3c4";
+
+/// One request as the provider described it.
+#[derive(Debug, Clone)]
+struct Described {
+    operation: String,
+    mutates: bool,
+    detail: String,
+}
+
+/// A dry run's fence: lets reads through, refuses mutations, and records
+/// every request it is asked about.
+#[derive(Debug, Default)]
+struct DryRun(Mutex<Vec<Described>>);
+
+impl DryRun {
+    fn described(&self) -> Vec<Described> {
+        self.0.lock().clone()
+    }
+
+    fn planned(&self) -> Vec<Described> {
+        self.described().into_iter().filter(|d| d.mutates).collect()
+    }
+}
+
+impl RequestFence for DryRun {
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn check_request(&self, request: &Request<'_>) -> Result<(), String> {
+        self.0.lock().push(Described {
+            operation: request.operation.to_owned(),
+            mutates: request.mutates,
+            detail: request.detail.to_owned(),
+        });
+        if request.mutates {
+            Err("dry run: planned, not sent".into())
+        } else {
+            Ok(())
+        }
+    }
+
+    fn dry_run(&self) -> bool {
+        true
+    }
+}
+
+/// A provider and a Service whose load balancer exists, is active and in
+/// shape, with its ID recorded on the Service as the controller records it.
+async fn in_shape(account: &Account) -> (DigitalOceanProvider, Service, String) {
+    account.add_droplets(2);
+    account.set_activate_after_reads(0);
+    let provider = account.provider().await;
+    let svc = service("web", UID, &[]);
+    let ensured = provider
+        .ensure_load_balancer("c1", &svc, &nodes())
+        .await
+        .expect("the load balancer is created");
+    let id = ensured.service_annotations[annotations::LOAD_BALANCER_ID].clone();
+    let svc = annotated(svc, &[(annotations::LOAD_BALANCER_ID, &id)]);
+    account.clear_requests();
+    (provider, svc, id)
+}
+
+fn nodes() -> Vec<Arc<cloud_provider::k8s_openapi::api::core::v1::Node>> {
+    vec![
+        node("node-0", Some("digitalocean://1000")),
+        node("node-1", Some("digitalocean://1001")),
+    ]
+}
+
+#[tokio::test]
+async fn a_dry_run_of_an_ensure_already_in_shape_sends_its_reads_and_plans_nothing() {
+    let account = account();
+    let (provider, svc, id) = in_shape(&account).await;
+    assert!(provider.describes_requests());
+    let fence = Arc::new(DryRun::default());
+
+    let ensured = scope(
+        fence.clone(),
+        provider.ensure_load_balancer("c1", &svc, &nodes()),
+    )
+    .await
+    .expect("an ensure with nothing to change succeeds in a dry run");
+
+    assert_eq!(
+        ensured.service_annotations[annotations::LOAD_BALANCER_ID],
+        id
+    );
+    assert!(fence.planned().is_empty(), "{:?}", fence.planned());
+    let described = fence.described();
+    assert!(
+        described
+            .iter()
+            .any(|d| d.operation == format!("GET /v2/load_balancers/{id}")),
+        "the load balancer is read by its ID: {described:?}"
+    );
+    assert_eq!(
+        described.len(),
+        account.request_count(),
+        "every request that reached the API was described first: {described:?}"
+    );
+    assert_eq!(account.mutations(), 0);
+}
+
+#[tokio::test]
+async fn a_dry_run_plans_the_put_a_changed_port_needs_and_changes_nothing() {
+    let account = account();
+    let (provider, mut svc, id) = in_shape(&account).await;
+    let before = account.load_balancers();
+    svc.spec.get_or_insert_default().ports = Some(vec![port("TCP", 8080, 30080)]);
+    let fence = Arc::new(DryRun::default());
+
+    let refused = scope(
+        fence.clone(),
+        provider.ensure_load_balancer("c1", &svc, &nodes()),
+    )
+    .await
+    .expect_err("the update is refused in a dry run");
+
+    assert!(matches!(refused, CloudError::Retry { .. }), "{refused:?}");
+    let planned = fence.planned();
+    assert_eq!(
+        planned.len(),
+        1,
+        "one mutation, then the ensure stops: {planned:?}"
+    );
+    assert_eq!(planned[0].operation, format!("PUT /v2/load_balancers/{id}"));
+    let detail = &planned[0].detail;
+    assert!(detail.contains(r#""entry_port":8080"#), "{detail}");
+    assert!(!detail.contains('\n'), "one line: {detail}");
+    assert!(detail.chars().count() <= 301, "cut short: {detail}");
+    assert!(
+        !detail.contains(&account.token),
+        "never the token: {detail}"
+    );
+    assert_eq!(account.mutations(), 0, "{:?}", account.requests());
+    assert_eq!(account.load_balancers(), before, "the cloud is unchanged");
+}
