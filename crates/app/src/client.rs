@@ -1,6 +1,7 @@
 //! The Kubernetes client: from `--kubeconfig`, `--master`, or in-cluster,
 //! rate-limited client-side to `--kube-api-qps` / `--kube-api-burst`.
 
+mod dry_run;
 mod qps;
 pub(crate) mod service_account;
 
@@ -10,6 +11,7 @@ use kube::Client;
 use kube::client::ClientBuilder;
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 
+pub(crate) use dry_run::PlanWrites;
 pub(crate) use qps::QpsLayer;
 
 /// Why no client could be built. Each message holds its cause's, so none
@@ -75,21 +77,35 @@ pub(crate) async fn config(
 /// a negative QPS), identifying itself as `user_agent` (as upstream's
 /// `cloud-controller-manager/<version>` and `.../leader-election`).
 pub(crate) fn build(
+    config: Config,
+    qps: Option<f64>,
+    burst: u32,
+    user_agent: &str,
+) -> Result<Client, ClientError> {
+    build_with(config, qps, burst, user_agent, None)
+}
+
+/// [`build`], with every write planned instead of sent when `plan` is set
+/// (`--dry-run`).
+pub(crate) fn build_with(
     mut config: Config,
     qps: Option<f64>,
     burst: u32,
     user_agent: &str,
+    plan: Option<&PlanWrites>,
 ) -> Result<Client, ClientError> {
     if let Ok(value) = http::HeaderValue::from_str(user_agent) {
         config.headers.push((http::header::USER_AGENT, value));
     }
     let builder = ClientBuilder::try_from(config).map_err(ClientError::Build)?;
-    Ok(match qps {
-        Some(qps) => {
-            let limit = QpsLayer::new(qps, burst).map_err(ClientError::RateLimit)?;
-            builder.with_layer(&limit).build()
-        }
-        None => builder.build(),
+    let limit = qps
+        .map(|qps| QpsLayer::new(qps, burst).map_err(ClientError::RateLimit))
+        .transpose()?;
+    Ok(match (limit, plan) {
+        (Some(limit), Some(plan)) => builder.with_layer(plan).with_layer(&limit).build(),
+        (Some(limit), None) => builder.with_layer(&limit).build(),
+        (None, Some(plan)) => builder.with_layer(plan).build(),
+        (None, None) => builder.build(),
     })
 }
 

@@ -1,6 +1,7 @@
 //! Upstream's debugging endpoints on the metrics server: `/debug/pprof/`
 //! (with `--profiling`, the default) and `/configz` (always), as
-//! k8s.io/controller-manager's `NewBaseHandler` installs them.
+//! k8s.io/controller-manager's `NewBaseHandler` installs them; and ours,
+//! `/debug/plan`, a dry run's plan (`--dry-run`) as JSON.
 //!
 //! They are part of the one router `server.rs` serves, so whatever guards
 //! `/metrics` guards them too.
@@ -11,6 +12,7 @@ mod pprof;
 mod tests;
 
 use axum::Router;
+use ccm_runtime::dry_run::Plan;
 
 use crate::flags::Settings;
 use crate::flags::debugging::Debugging;
@@ -24,10 +26,19 @@ use crate::flags::debugging::Debugging;
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// The debugging routes for `settings`: `/configz` always, `/debug/pprof/`
-/// with `--profiling`. `provider` is this binary's provider, upstream's
-/// `--cloud-provider`.
-pub(crate) fn routes(settings: &Settings, provider: &str) -> Router {
-    let router = Router::new().merge(configz::routes(settings, provider));
+/// with `--profiling`, `/debug/plan` in a dry run (`plan`). `provider` is
+/// this binary's provider, upstream's `--cloud-provider`.
+pub(crate) fn routes(settings: &Settings, provider: &str, plan: Option<Plan>) -> Router {
+    let mut router = Router::new().merge(configz::routes(settings, provider));
+    if let Some(plan) = plan {
+        router = router.route(
+            "/debug/plan",
+            axum::routing::get(move || {
+                let summary = plan.summary();
+                async move { axum::Json(summary) }
+            }),
+        );
+    }
     if settings.debugging.profiling {
         router.merge(pprof::routes())
     } else {

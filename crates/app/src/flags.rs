@@ -12,6 +12,7 @@ pub(crate) mod provider;
 #[cfg(test)]
 mod provider_tests;
 mod serving;
+mod shadow;
 #[cfg(test)]
 mod tests;
 mod upstream;
@@ -74,6 +75,9 @@ pub(crate) struct Flags {
 
     #[command(flatten, next_help_heading = "Misc flags")]
     misc: generic::Misc,
+
+    #[command(flatten, next_help_heading = "Shadow-mode flags")]
+    shadow: shadow::Shadow,
 
     #[command(flatten, next_help_heading = "Global flags")]
     global: global::Global,
@@ -148,6 +152,8 @@ pub(crate) struct Settings {
     /// `--secure-port=0`.
     pub(crate) serving: Option<crate::serving::Config>,
     pub(crate) allow_untagged_cloud: bool,
+    /// `--dry-run`: plan, change nothing, take no Lease.
+    pub(crate) dry_run: bool,
     pub(crate) logging: Logging,
     pub(crate) feature_gates: FeatureGates,
     pub(crate) leader_migration: crate::migration::LeaderMigration,
@@ -228,6 +234,7 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         authentication,
         authorization,
         misc,
+        shadow,
         global,
     } = flags;
     let mut notes = Vec::new();
@@ -389,6 +396,7 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         use_service_account_credentials: generic.use_service_account_credentials,
         serving,
         allow_untagged_cloud: generic.allow_untagged_cloud.unwrap_or(false),
+        dry_run: shadow.dry_run,
         logging,
         feature_gates,
         leader_migration: leader_migration.settings(generic.leader_elect)?,

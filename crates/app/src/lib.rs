@@ -18,6 +18,7 @@
 //!   provider that cannot initialize, or a failed lookup of the cluster's
 //!   authentication ConfigMap.
 
+mod audit;
 mod client;
 mod debug;
 mod flags;
@@ -77,6 +78,12 @@ pub fn run_with<F: ProviderFactory>(args: Vec<String>, env: Environment) -> Exit
             || format!("{}-cloud-controller-manager", F::NAME),
             |n| n.to_string_lossy().into_owned(),
         );
+    if args.get(1).map(String::as_str) == Some("audit") {
+        let args = std::iter::once(program.clone())
+            .chain(args.into_iter().skip(2))
+            .collect();
+        return run_audit::<F>(&program, args, env);
+    }
     #[allow(
         clippy::print_stdout,
         clippy::print_stderr,
@@ -126,6 +133,44 @@ pub fn run_with<F: ProviderFactory>(args: Vec<String>, env: Environment) -> Exit
         }
     };
     let result = runtime.block_on(start::run::<F>(*settings, env));
+    exit_code(&program, result)
+}
+
+/// `<binary> audit ...`: see [`audit`].
+fn run_audit<F: ProviderFactory>(program: &str, args: Vec<String>, env: Environment) -> ExitCode {
+    #[allow(
+        clippy::print_stdout,
+        clippy::print_stderr,
+        reason = "the entry point reports to the terminal"
+    )]
+    let options = match audit::options::parse(F::NAME, F::PROVIDER_CONTROLLERS, program, args) {
+        Ok(audit::options::Parsed::Run(options)) => *options,
+        Ok(audit::options::Parsed::Help(text)) => {
+            print!("{text}");
+            return ExitCode::SUCCESS;
+        }
+        Err(message) => {
+            eprintln!("{program}: {message}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    logging::init(&options.settings.logging);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            tracing::error!(error = %err, "could not start the async runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(audit::run::<F>(options, env));
+    exit_code(program, result)
+}
+
+/// The exit code for how a run ended, with its one line on standard error.
+fn exit_code(program: &str, result: Result<(), start::Failure>) -> ExitCode {
     #[allow(
         clippy::print_stderr,
         reason = "the entry point reports to the terminal"

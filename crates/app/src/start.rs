@@ -5,18 +5,24 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use ccm_controllers::{ControllerSettings, SERVICE_OBSERVER, Started};
+use ccm_controllers::{SERVICE_OBSERVER, Started};
+use ccm_runtime::dry_run::Plan;
 use ccm_runtime::{Context, Fence, Fenced, Informers, MeteredCloud, Metrics};
-use cloud_provider::{CloudConfig, CloudProvider, Environment, InitContext, ProviderFactory};
+use cloud_provider::{CloudProvider, Environment, InitContext, ProviderFactory};
 use leader_election::{LeaderElectionConfig, LeaderElector, LeaderHandle};
 use tokio_util::sync::CancellationToken;
 
+mod build;
+
+pub(crate) use build::build_provider;
+use build::{controller_clients, controller_settings, review_clients};
+
 use crate::client;
-use crate::client::service_account::{self, ControllerClients};
+use crate::client::service_account::ControllerClients;
 use crate::flags::Settings;
 use crate::migration::Migration;
 use crate::server::{self, Health};
-use crate::serving::{self, ReviewClients, Serving};
+use crate::serving::{self, Serving};
 use crate::supervisor::Supervisor;
 
 /// How a run ends badly.
@@ -73,11 +79,16 @@ pub(crate) async fn run<F: ProviderFactory>(
         &format!("{user_agent}/leader-election"),
     )
     .map_err(|e| Failure::Usage(e.to_string()))?;
-    let client = client::build(
+    // A dry run's writes are planned, never sent (`client::PlanWrites`).
+    let metrics = Metrics::new();
+    let dry_run = settings.dry_run.then(|| Plan::new(&metrics));
+    let plan_writes = dry_run.clone().map(client::PlanWrites::new);
+    let client = client::build_with(
         config.clone(),
         settings.kube_api_qps,
         settings.kube_api_burst,
         &user_agent,
+        plan_writes.as_ref(),
     )
     .map_err(|e| Failure::Usage(e.to_string()))?;
     // The shared informers list and watch with a client of their own, as
@@ -94,7 +105,14 @@ pub(crate) async fn run<F: ProviderFactory>(
         )
         .map_err(|e| Failure::Usage(e.to_string()))?
     };
-    let controller_clients = if settings.use_service_account_credentials {
+    let controller_clients = if settings.use_service_account_credentials && settings.dry_run {
+        // Tokens are requested with a write: a dry run has only its own
+        // (read-only) credentials.
+        tracing::info!(
+            "--use-service-account-credentials: ignored with --dry-run, which writes nothing"
+        );
+        ControllerClients::default()
+    } else if settings.use_service_account_credentials {
         controller_clients(&settings, &config, &client, &user_agent)?
     } else {
         ControllerClients::default()
@@ -105,6 +123,8 @@ pub(crate) async fn run<F: ProviderFactory>(
 
     let identity = identity();
     let (elector, leader, election) = match &settings.leader_election {
+        // A dry run never leads: it runs beside the CCM that does.
+        Some(_) if settings.dry_run => (None, LeaderHandle::always_leader(), None),
         Some(le) => {
             let config = LeaderElectionConfig::new(&le.lease_name, &le.lease_namespace, &identity)
                 .with_lease_duration(le.lease_duration)
@@ -118,19 +138,27 @@ pub(crate) async fn run<F: ProviderFactory>(
         None => (None, LeaderHandle::always_leader(), None),
     };
 
-    let metrics = Metrics::new();
-    if let Some(le) = &settings.leader_election {
+    if let Some(le) = settings
+        .leader_election
+        .as_ref()
+        .filter(|_| !settings.dry_run)
+    {
         let collector = crate::leader_metrics::LeaderMetrics {
             handle: leader.clone(),
             name: le.lease_name.clone(),
         };
         metrics.register(|registry| registry.register_collector(Box::new(collector)));
     }
-    let cloud = Arc::new(MeteredCloud::new(
+    let mut cloud = MeteredCloud::new(
         provider,
         metrics.clone(),
         Arc::new(LeaderFence(leader.clone())),
-    ));
+    );
+    if let Some(plan) = &dry_run {
+        tracing::info!("--dry-run: planning every change instead of making it; no Lease is taken");
+        cloud = cloud.dry_run(plan.clone());
+    }
+    let cloud = Arc::new(cloud);
     let health = Arc::new(Health::default());
     let mut supervisor = Supervisor::default();
     if let Some(serving) = &settings.serving {
@@ -162,7 +190,7 @@ pub(crate) async fn run<F: ProviderFactory>(
             metrics.clone(),
             cloud.clone(),
             leader.clone(),
-            crate::debug::routes(&settings, F::NAME),
+            crate::debug::routes(&settings, F::NAME, dry_run.clone()),
             shutdown.clone(),
         );
         supervisor.spawn("the health and metrics server", async move {
@@ -378,151 +406,6 @@ async fn finish(
         Err(_) => Err(Failure::Runtime(
             "the lease was not released in time".into(),
         )),
-    }
-}
-
-/// The clients for TokenReviews and SubjectAccessReviews: from
-/// `--authentication-kubeconfig` / `--authorization-kubeconfig`, else with
-/// the main client's credentials. Either way with upstream's own budget
-/// (200 QPS, bursts of 400), so reviews never wait behind controller
-/// traffic nor delay it.
-async fn review_clients(
-    serving: &serving::Config,
-    main: &kube::Config,
-    user_agent: &str,
-) -> Result<ReviewClients, Failure> {
-    let build = async |flag: &str, kubeconfig: Option<&std::path::Path>| {
-        let config = match kubeconfig {
-            Some(path) => client::config(Some(path), None)
-                .await
-                .map_err(|e| match e {
-                    client::ClientError::Kubeconfig { path, error } => Failure::Usage(format!(
-                        "{flag} {path}: {}",
-                        client::kubeconfig_message(&error)
-                    )),
-                    other => Failure::Usage(format!("{flag}: {other}")),
-                })?,
-            None => main.clone(),
-        };
-        client::build(
-            config,
-            Some(200.0),
-            400,
-            &format!("{user_agent}/delegated-auth"),
-        )
-        .map_err(|e| Failure::Usage(format!("{flag}: {e}")))
-    };
-    Ok(ReviewClients {
-        authentication: build(
-            "--authentication-kubeconfig",
-            serving.authentication.kubeconfig.as_deref(),
-        )
-        .await?,
-        authorization: build(
-            "--authorization-kubeconfig",
-            serving.authorization.kubeconfig.as_deref(),
-        )
-        .await?,
-    })
-}
-
-fn build_provider<F: ProviderFactory>(
-    settings: &Settings,
-    env: &Environment,
-) -> Result<Arc<dyn CloudProvider>, Failure> {
-    let cloud_config = match &settings.cloud_config {
-        Some(path) => {
-            let contents = std::fs::read_to_string(path).map_err(|e| {
-                Failure::Usage(format!(
-                    "--cloud-config {}: cannot read it: {e}",
-                    path.display()
-                ))
-            })?;
-            Some(CloudConfig::new(path, contents))
-        }
-        None => None,
-    };
-    let provider =
-        F::build(cloud_config.as_ref(), env).map_err(|e| Failure::Usage(e.to_string()))?;
-    // Upstream refuses to start when it would configure routes without
-    // knowing the pod network.
-    if settings
-        .controllers
-        .contains(&ccm_controllers::ControllerId::Route)
-        && settings.configure_cloud_routes
-        && provider.routes().is_some()
-        && settings.cluster_cidrs.is_empty()
-    {
-        return Err(Failure::Usage(format!(
-            "--cluster-cidr is required: --configure-cloud-routes is true and the {} provider has routes (or pass --configure-cloud-routes=false)",
-            F::NAME
-        )));
-    }
-    let runs_nodeipam = settings
-        .provider_controllers
-        .enabled
-        .iter()
-        .any(|c| c.kind == cloud_provider::ProviderControllerKind::NodeIpam);
-    if settings.allocate_node_cidrs && !runs_nodeipam {
-        tracing::info!(
-            "--allocate-node-cidrs: this CCM runs no node-IPAM controller; pod CIDRs come from kube-controller-manager"
-        );
-    }
-    if !provider.has_cluster_id() {
-        if !settings.allow_untagged_cloud {
-            return Err(Failure::Usage(format!(
-                "the {} provider found no cluster ID, which it needs to tell this cluster's resources apart; set one in the cloud config, or pass --allow-untagged-cloud",
-                F::NAME
-            )));
-        }
-        tracing::warn!("running without a cluster ID (--allow-untagged-cloud)");
-    }
-    Ok(provider)
-}
-
-/// One client per controller ServiceAccount, by its name.
-fn controller_clients(
-    settings: &Settings,
-    config: &kube::Config,
-    main: &kube::Client,
-    user_agent: &str,
-) -> Result<ControllerClients, Failure> {
-    let mut clients = ControllerClients::default();
-    for id in &settings.controllers {
-        let name = id.service_account();
-        if clients.contains(name) {
-            continue;
-        }
-        let source = service_account::TokenSource::new(name, main.clone());
-        let client = service_account::client(
-            config.clone(),
-            source,
-            settings.kube_api_qps,
-            settings.kube_api_burst,
-            &format!("{user_agent}/{name}"),
-        )
-        .map_err(|e| Failure::Usage(e.to_string()))?;
-        clients.insert(name, client);
-    }
-    tracing::info!(
-        service_accounts = ?clients.accounts(),
-        namespace = service_account::NAMESPACE,
-        "controllers use their own ServiceAccounts' credentials"
-    );
-    Ok(clients)
-}
-
-fn controller_settings(settings: &Settings) -> ControllerSettings {
-    ControllerSettings {
-        configure_cloud_routes: settings.configure_cloud_routes,
-        cluster_cidrs: settings.cluster_cidrs.clone(),
-        concurrent_service_syncs: settings.concurrent_service_syncs,
-        concurrent_node_syncs: settings.concurrent_node_syncs,
-        node_status_update_frequency: settings.node_status_update_frequency,
-        node_monitor_period: settings.node_monitor_period,
-        route_reconciliation_period: settings.route_reconciliation_period,
-        node_sync_period: settings.node_sync_period,
-        ..ControllerSettings::default()
     }
 }
 

@@ -196,7 +196,8 @@ fn cpu_profile_seconds_default_to_30_and_are_bounded() {
 async fn configz_is_served_as_json_with_profiling_on_or_off() -> anyhow::Result<()> {
     for profiling in ["--profiling=true", "--profiling=false"] {
         let s = settings(&[profiling]);
-        let (status, content_type, body) = get(&super::routes(&s, "fake"), "/configz").await?;
+        let (status, content_type, body) =
+            get(&super::routes(&s, "fake", None), "/configz").await?;
         assert_eq!(status, StatusCode::OK, "{profiling}");
         assert_eq!(content_type, "application/json");
         let json: serde_json::Value = serde_json::from_slice(&body)?;
@@ -212,7 +213,7 @@ async fn configz_is_served_as_json_with_profiling_on_or_off() -> anyhow::Result<
 
 #[tokio::test]
 async fn profiling_false_answers_404_on_every_pprof_path() -> anyhow::Result<()> {
-    let router = super::routes(&settings(&["--profiling=false"]), "fake");
+    let router = super::routes(&settings(&["--profiling=false"]), "fake", None);
     for path in [
         "/debug/pprof",
         "/debug/pprof/",
@@ -227,7 +228,7 @@ async fn profiling_false_answers_404_on_every_pprof_path() -> anyhow::Result<()>
 
 #[tokio::test]
 async fn index_lists_served_and_unavailable_profiles() -> anyhow::Result<()> {
-    let router = super::routes(&settings(&[]), "fake");
+    let router = super::routes(&settings(&[]), "fake", None);
     let (status, content_type, body) = get(&router, "/debug/pprof/").await?;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(content_type, "text/html; charset=utf-8");
@@ -280,7 +281,7 @@ fn spin_until(done: &AtomicBool) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cpu_profile_is_a_pprof_one_at_a_time_that_go_reads() -> anyhow::Result<()> {
-    let router = super::routes(&settings(&[]), "fake");
+    let router = super::routes(&settings(&[]), "fake", None);
     let first = tokio::spawn({
         let router = router.clone();
         async move { get(&router, "/debug/pprof/profile?seconds=1").await }
@@ -332,7 +333,7 @@ async fn cpu_profile_is_a_pprof_one_at_a_time_that_go_reads() -> anyhow::Result<
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn heap_profile_is_a_pprof_of_live_allocations_that_go_reads() -> anyhow::Result<()> {
-    let router = super::routes(&settings(&[]), "fake");
+    let router = super::routes(&settings(&[]), "fake", None);
     // 64 MiB live: well above the 512 KiB sampling interval.
     let live = held_allocation();
     let (status, content_type, body) = get(&router, "/debug/pprof/heap").await?;

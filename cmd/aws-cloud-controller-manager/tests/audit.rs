@@ -1,0 +1,152 @@
+//! `aws-cloud-controller-manager audit` against moto: a load balancer (with
+//! its target group and security group) the provider made for a Service
+//! that no longer exists is listed, `--delete --yes` removes exactly those,
+//! and a second audit lists nothing; a live Service's load balancer is
+//! never listed.
+
+mod support;
+
+use std::collections::BTreeSet;
+
+use ccm_test_support::{ApiServer, Credentials};
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{Api, PostParams};
+use provider_aws::test_util::seed;
+use provider_aws::test_util::{CLUSTER, cloud_config, ec2, elbv2, moto, nlb_service, provider_at};
+use serde_json::Value;
+
+/// A Service nobody has any more.
+const GONE_UID: &str = "0deadbee-0000-4000-8000-00000000dead";
+const GONE_LB: &str = "a0deadbee00004000800000000000dea";
+
+/// Runs `audit` with `extra` flags and the cluster's usual flags.
+async fn audit(
+    name: &str,
+    credentials: &Credentials,
+    config: &std::path::Path,
+    extra: &[&str],
+) -> (i32, String, String) {
+    let mut args = vec!["audit".to_owned()];
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    args.extend(support::flags(config));
+    let output = support::ccm::launch(name, &args)
+        .credentials(credentials)
+        .output()
+        .await
+        .expect("the audit ran");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+async fn load_balancer_names(moto: &provider_aws::test_util::Moto) -> BTreeSet<String> {
+    let described = elbv2(moto)
+        .describe_load_balancers()
+        .send()
+        .await
+        .expect("described");
+    described
+        .load_balancers()
+        .iter()
+        .filter_map(|lb| lb.load_balancer_name().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn audit_lists_and_deletes_exactly_the_leaked_load_balancer() {
+    let moto = moto().await;
+    let estate = seed::estate(&ec2(&moto), 1).await.expect("seeded");
+    let vpc = format!("VPC = {}", estate.vpc);
+    let provider = provider_at(&moto.endpoint, CLUSTER, &vpc).await;
+    let lb = provider.load_balancer().expect("AWS has load balancers");
+    let api = ApiServer::start().await.expect("an API server");
+    let admin = Credentials {
+        kubeconfig: api.kubeconfig_path().to_owned(),
+        rbac_limited: false,
+    };
+    // A live Service and its load balancer.
+    let services: Api<Service> = Api::namespaced(api.client(), "default");
+    let mut live = nlb_service("", &[], &[(80, 30080)]);
+    live.metadata.uid = None;
+    live.metadata.name = Some("live".into());
+    live.metadata.namespace = Some("default".into());
+    let live = services
+        .create(&PostParams::default(), &live)
+        .await
+        .expect("created");
+    let node = estate.instances[0].node();
+    lb.ensure_load_balancer(CLUSTER, &live, std::slice::from_ref(&node))
+        .await
+        .expect("ensured");
+    let live_lb = lb.load_balancer_name(CLUSTER, &live);
+    // A load balancer whose Service is gone.
+    lb.ensure_load_balancer(
+        CLUSTER,
+        &nlb_service(GONE_UID, &[], &[(80, 30081)]),
+        &[node],
+    )
+    .await
+    .expect("ensured");
+    assert_eq!(
+        load_balancer_names(&moto).await,
+        BTreeSet::from([live_lb.clone(), GONE_LB.to_owned()])
+    );
+
+    let dir = tempfile::tempdir().expect("a directory");
+    let config = dir.path().join("cloud.conf");
+    std::fs::write(&config, cloud_config(&moto, &vpc)).expect("written");
+
+    let (code, stdout, stderr) = audit("audit-list", &admin, &config, &["--output=json"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let leaked = report["leaked"].as_array().expect("a list");
+    let kinds: BTreeSet<&str> = leaked.iter().filter_map(|l| l["kind"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        BTreeSet::from(["load-balancer", "target-group", "security-group"]),
+        "{report:#}"
+    );
+    assert!(
+        leaked
+            .iter()
+            .any(|l| l["kind"] == "load-balancer" && l["name"] == GONE_LB),
+        "{report:#}"
+    );
+    assert!(
+        !stdout.contains(&live_lb),
+        "the live Service's load balancer is not listed: {report:#}"
+    );
+    assert_eq!(
+        report["missing"].as_array().map(Vec::len),
+        Some(0),
+        "{report:#}"
+    );
+
+    let (code, stdout, stderr) = audit("audit-refuse", &admin, &config, &["--delete"]).await;
+    assert_eq!(code, 64, "--delete needs --yes: {stdout}{stderr}");
+    assert_eq!(
+        load_balancer_names(&moto).await.len(),
+        2,
+        "nothing deleted without --yes"
+    );
+
+    let (code, stdout, stderr) =
+        audit("audit-delete", &admin, &config, &["--delete", "--yes"]).await;
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let deleted: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("deleted "))
+        .collect();
+    assert_eq!(
+        deleted.len(),
+        leaked.len(),
+        "one line per deletion:\n{stdout}"
+    );
+    assert_eq!(load_balancer_names(&moto).await, BTreeSet::from([live_lb]));
+
+    let (code, stdout, stderr) = audit("audit-again", &admin, &config, &[]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("No leaked cloud resources."), "{stdout}");
+}

@@ -1,0 +1,159 @@
+//! The pieces a run is built from: the provider from `--cloud-config`, the
+//! clients for delegated authentication and for each controller's
+//! ServiceAccount, and the controllers' settings.
+
+use std::sync::Arc;
+
+use ccm_controllers::ControllerSettings;
+use cloud_provider::{CloudConfig, CloudProvider, Environment, ProviderFactory};
+
+use super::Failure;
+use crate::client;
+use crate::client::service_account::{self, ControllerClients};
+use crate::flags::Settings;
+use crate::serving::{self, ReviewClients};
+
+/// The clients for TokenReviews and SubjectAccessReviews: from
+/// `--authentication-kubeconfig` / `--authorization-kubeconfig`, else with
+/// the main client's credentials. Either way with upstream's own budget
+/// (200 QPS, bursts of 400), so reviews never wait behind controller
+/// traffic nor delay it.
+pub(super) async fn review_clients(
+    serving: &serving::Config,
+    main: &kube::Config,
+    user_agent: &str,
+) -> Result<ReviewClients, Failure> {
+    let build = async |flag: &str, kubeconfig: Option<&std::path::Path>| {
+        let config = match kubeconfig {
+            Some(path) => client::config(Some(path), None)
+                .await
+                .map_err(|e| match e {
+                    client::ClientError::Kubeconfig { path, error } => Failure::Usage(format!(
+                        "{flag} {path}: {}",
+                        client::kubeconfig_message(&error)
+                    )),
+                    other => Failure::Usage(format!("{flag}: {other}")),
+                })?,
+            None => main.clone(),
+        };
+        client::build(
+            config,
+            Some(200.0),
+            400,
+            &format!("{user_agent}/delegated-auth"),
+        )
+        .map_err(|e| Failure::Usage(format!("{flag}: {e}")))
+    };
+    Ok(ReviewClients {
+        authentication: build(
+            "--authentication-kubeconfig",
+            serving.authentication.kubeconfig.as_deref(),
+        )
+        .await?,
+        authorization: build(
+            "--authorization-kubeconfig",
+            serving.authorization.kubeconfig.as_deref(),
+        )
+        .await?,
+    })
+}
+
+pub(crate) fn build_provider<F: ProviderFactory>(
+    settings: &Settings,
+    env: &Environment,
+) -> Result<Arc<dyn CloudProvider>, Failure> {
+    let cloud_config = match &settings.cloud_config {
+        Some(path) => {
+            let contents = std::fs::read_to_string(path).map_err(|e| {
+                Failure::Usage(format!(
+                    "--cloud-config {}: cannot read it: {e}",
+                    path.display()
+                ))
+            })?;
+            Some(CloudConfig::new(path, contents))
+        }
+        None => None,
+    };
+    let provider =
+        F::build(cloud_config.as_ref(), env).map_err(|e| Failure::Usage(e.to_string()))?;
+    // Upstream refuses to start when it would configure routes without
+    // knowing the pod network.
+    if settings
+        .controllers
+        .contains(&ccm_controllers::ControllerId::Route)
+        && settings.configure_cloud_routes
+        && provider.routes().is_some()
+        && settings.cluster_cidrs.is_empty()
+    {
+        return Err(Failure::Usage(format!(
+            "--cluster-cidr is required: --configure-cloud-routes is true and the {} provider has routes (or pass --configure-cloud-routes=false)",
+            F::NAME
+        )));
+    }
+    let runs_nodeipam = settings
+        .provider_controllers
+        .enabled
+        .iter()
+        .any(|c| c.kind == cloud_provider::ProviderControllerKind::NodeIpam);
+    if settings.allocate_node_cidrs && !runs_nodeipam {
+        tracing::info!(
+            "--allocate-node-cidrs: this CCM runs no node-IPAM controller; pod CIDRs come from kube-controller-manager"
+        );
+    }
+    if !provider.has_cluster_id() {
+        if !settings.allow_untagged_cloud {
+            return Err(Failure::Usage(format!(
+                "the {} provider found no cluster ID, which it needs to tell this cluster's resources apart; set one in the cloud config, or pass --allow-untagged-cloud",
+                F::NAME
+            )));
+        }
+        tracing::warn!("running without a cluster ID (--allow-untagged-cloud)");
+    }
+    Ok(provider)
+}
+
+/// One client per controller ServiceAccount, by its name.
+pub(super) fn controller_clients(
+    settings: &Settings,
+    config: &kube::Config,
+    main: &kube::Client,
+    user_agent: &str,
+) -> Result<ControllerClients, Failure> {
+    let mut clients = ControllerClients::default();
+    for id in &settings.controllers {
+        let name = id.service_account();
+        if clients.contains(name) {
+            continue;
+        }
+        let source = service_account::TokenSource::new(name, main.clone());
+        let client = service_account::client(
+            config.clone(),
+            source,
+            settings.kube_api_qps,
+            settings.kube_api_burst,
+            &format!("{user_agent}/{name}"),
+        )
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+        clients.insert(name, client);
+    }
+    tracing::info!(
+        service_accounts = ?clients.accounts(),
+        namespace = service_account::NAMESPACE,
+        "controllers use their own ServiceAccounts' credentials"
+    );
+    Ok(clients)
+}
+
+pub(super) fn controller_settings(settings: &Settings) -> ControllerSettings {
+    ControllerSettings {
+        configure_cloud_routes: settings.configure_cloud_routes,
+        cluster_cidrs: settings.cluster_cidrs.clone(),
+        concurrent_service_syncs: settings.concurrent_service_syncs,
+        concurrent_node_syncs: settings.concurrent_node_syncs,
+        node_status_update_frequency: settings.node_status_update_frequency,
+        node_monitor_period: settings.node_monitor_period,
+        route_reconciliation_period: settings.route_reconciliation_period,
+        node_sync_period: settings.node_sync_period,
+        ..ControllerSettings::default()
+    }
+}
