@@ -19,6 +19,17 @@ app.kubernetes.io/name: {{ include "ccm.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
+{{/* The pod's selector: the shadow's (`dryRun`) pods are another app, so
+the CCM's Deployment, Service and PodDisruptionBudget never select them. */}}
+{{- define "ccm.podSelectorLabels" -}}
+{{- if .dryRunPod }}
+app.kubernetes.io/name: {{ include "ccm.name" . }}-dry-run
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- else }}
+{{- include "ccm.selectorLabels" . }}
+{{- end }}
+{{- end }}
+
 {{- define "ccm.labels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{ include "ccm.selectorLabels" . }}

@@ -2,7 +2,7 @@
 {{- define "ccm.podTemplate" -}}
 metadata:
   labels:
-    {{- include "ccm.selectorLabels" . | nindent 4 }}
+    {{- include "ccm.podSelectorLabels" . | nindent 4 }}
     {{- with .Values.podLabels }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -16,7 +16,11 @@ metadata:
     {{- toYaml . | nindent 4 }}
   {{- end }}
 spec:
+  {{- if .dryRunPod }}
+  serviceAccountName: {{ include "ccm.fullname" . }}-dry-run
+  {{- else }}
   serviceAccountName: {{ include "ccm.serviceAccountName" . }}
+  {{- end }}
   automountServiceAccountToken: true
   priorityClassName: {{ .Values.priorityClassName }}
   {{- if .Values.hostNetwork }}
@@ -35,6 +39,9 @@ spec:
       imagePullPolicy: {{ .Values.image.pullPolicy }}
       args:
         {{- include "ccm.args" . | nindent 8 }}
+        {{- if .dryRunPod }}
+        - --dry-run=true
+        {{- end }}
       {{- with (include "ccm.env" . | trim) }}
       env:
         {{- . | nindent 8 }}
@@ -98,7 +105,7 @@ spec:
             topologyKey: kubernetes.io/hostname
             labelSelector:
               matchLabels:
-                {{- include "ccm.selectorLabels" . | nindent 16 }}
+                {{- include "ccm.podSelectorLabels" . | nindent 16 }}
   {{- end }}
   {{- with .Values.topologySpreadConstraints }}
   topologySpreadConstraints:

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use ccm_test_support::{
-    Ccm, Launch, eventually, ingress_ips, kubeconfig_yaml, load_balancer_service,
-    uninitialized_node,
+    ApiServer, Ccm, Launch, eventually, ingress_ips, kubeconfig_yaml, load_balancer_service,
+    uninitialized_node, unique,
 };
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -274,7 +274,10 @@ async fn a_shadow_on_a_new_cluster_plans_its_writes_without_sending_them() {
         .iter()
         .filter_map(|e| e["operation"].as_str())
         .collect();
-    assert!(operations.contains(&"patch nodes"), "{planned:#}");
+    assert!(
+        operations.iter().any(|o| o.starts_with("patch nodes")),
+        "the node's initialization (its addresses first): {planned:#}"
+    );
     let writes: Vec<String> = server
         .requests()
         .into_iter()
@@ -307,4 +310,68 @@ async fn a_shadow_on_a_new_cluster_plans_its_writes_without_sending_them() {
             .all(|c| c["mutation"] == false && c["applied"] == false),
         "no load balancer was made"
     );
+}
+
+/// The chart's shadow RBAC (`dryRun.enabled`) is enough: the shadow runs
+/// under it without a single refusal (any `forbidden` in its log fails the
+/// test), plans a new cluster's node initialization and Service claim, and
+/// the API server's objects stay as they were.
+#[tokio::test]
+async fn the_charts_read_only_rbac_is_all_a_shadow_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let api = ApiServer::start().await.unwrap();
+    let credentials = api.dry_run_credentials().await.unwrap();
+    let cloud = fake_cloud().await;
+    let client = api.client();
+    let nodes: Api<Node> = Api::all(client.clone());
+    let node_name = unique("shadow-rbac-node");
+    nodes
+        .create(&PostParams::default(), &uninitialized_node(&node_name))
+        .await
+        .unwrap();
+    let services: Api<Service> = Api::namespaced(client, "default");
+    let service_name = unique("shadow-rbac");
+    services
+        .create(
+            &PostParams::default(),
+            &load_balancer_service(&service_name, &[]),
+        )
+        .await
+        .unwrap();
+    let cloud_config = dir.path().join("shadow.toml");
+    std::fs::write(&cloud_config, format!("[server]\nurl = \"{cloud}\"\n")).unwrap();
+    let shadow = Launch::new(BINARY, dir.path().join("shadow.log"))
+        .metrics_behind_authorization()
+        .credentials(&credentials)
+        .args([
+            format!("--cloud-config={}", cloud_config.display()),
+            "--configure-cloud-routes=false".to_owned(),
+            "--dry-run".to_owned(),
+            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/plan"
+                .to_owned(),
+        ])
+        .start()
+        .await
+        .unwrap();
+    let service_key = format!("default/{service_name}");
+    eventually("the node and the Service planned", WAIT, || async {
+        let plan = plan(&shadow).await;
+        let changes = entries_for(&plan, "would-change");
+        let node = changes.iter().any(|e| e["object"] == node_name.as_str());
+        let service = changes.iter().any(|e| e["object"] == service_key.as_str());
+        (node && service).then_some(())
+    })
+    .await
+    .expect("a bounded wait");
+    let node = nodes.get(&node_name).await.unwrap();
+    assert!(
+        node.spec.unwrap().provider_id.is_none(),
+        "the node is left as it was"
+    );
+    let service = services.get(&service_name).await.unwrap();
+    assert!(
+        service.metadata.finalizers.is_none(),
+        "no finalizer was added"
+    );
+    assert!(calls(&cloud).await.iter().all(|c| c["mutation"] == false));
 }

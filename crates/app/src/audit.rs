@@ -14,6 +14,8 @@
 mod classify;
 pub(crate) mod options;
 mod report;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 

@@ -272,7 +272,19 @@ impl ApiServer {
     ///
     /// [`RBAC_DIR_ENV`]: crate::RBAC_DIR_ENV
     pub async fn ccm_credentials(&self, provider: &str) -> anyhow::Result<Credentials> {
-        let rbac = ChartRbac::of(provider).await?;
+        self.credentials_of(ChartRbac::of(provider).await?).await
+    }
+
+    /// Credentials of the chart's shadow (`dryRun`): its ServiceAccount
+    /// with read-only RBAC, as `ci/dry-run-values.yaml` renders them.
+    ///
+    /// # Errors
+    /// When helm is unavailable or the API server refuses the RBAC.
+    pub async fn dry_run_credentials(&self) -> anyhow::Result<Credentials> {
+        self.credentials_of(ChartRbac::dry_run().await?).await
+    }
+
+    async fn credentials_of(&self, rbac: ChartRbac) -> anyhow::Result<Credentials> {
         let admin = self.client();
         rbac.apply(&admin).await?;
         rbac.wait_effective(&admin).await?;

@@ -67,6 +67,33 @@ impl ChartRbac {
         Self::from_manifests(&text).with_context(|| format!("the chart's RBAC from {origin}"))
     }
 
+    /// The shadow's (`dryRun`) ServiceAccount and read-only RBAC, as helm
+    /// renders `ci/dry-run-values.yaml`.
+    ///
+    /// # Errors
+    /// When helm is missing or fails, or the render has no shadow account.
+    pub(crate) async fn dry_run() -> anyhow::Result<Self> {
+        let text = render("dry-run").await?;
+        let documents: Vec<Value> = serde_saphyr::from_multiple(&text)?;
+        let account = documents
+            .iter()
+            .filter(|d| d["kind"] == "ServiceAccount")
+            .filter_map(|d| d["metadata"]["name"].as_str())
+            .find(|name| name.ends_with("-dry-run"))
+            .context("the chart rendered no -dry-run ServiceAccount with dryRun.enabled")?
+            .to_owned();
+        let objects = documents
+            .into_iter()
+            .filter(|doc| KINDS.iter().any(|(kind, ..)| doc["kind"] == *kind))
+            .filter(|doc| {
+                doc["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|name| name.starts_with(&account))
+            })
+            .collect();
+        Ok(Self { objects, account })
+    }
+
     /// The RBAC kinds among the YAML or JSON documents of `text` (a `List`'s
     /// items included).
     fn from_manifests(text: &str) -> anyhow::Result<Self> {
