@@ -174,7 +174,7 @@ fn route_verdict(
         .flatten()
         .map(String::as_str)
         .chain(spec.and_then(|s| s.pod_cidr.as_deref()))
-        .collect::<std::collections::BTreeSet<_>>()
+        .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
     if pod_cidrs
