@@ -74,6 +74,19 @@ fn launch(dir: &Path, name: &str, kubeconfig: &Path, cloud: &str) -> Launch {
         ])
 }
 
+/// A shadow (`--dry-run`) as the user [`SHADOW_USER`], whose requests the
+/// API server's log tells apart from the leader's and the test's.
+async fn start_shadow(dir: &Path, server: &TestApiServer, cloud: &str) -> Ccm {
+    let kubeconfig = dir.join("shadow-kubeconfig");
+    let yaml = kubeconfig_yaml(server.url(), None, SHADOW_USER, SHADOW_TOKEN);
+    std::fs::write(&kubeconfig, yaml).unwrap();
+    launch(dir, "shadow", &kubeconfig, cloud)
+        .args(["--dry-run"])
+        .start()
+        .await
+        .unwrap()
+}
+
 async fn plan(ccm: &Ccm) -> Value {
     let (status, body) = ccm.get("/debug/plan").await.unwrap();
     assert_eq!(status, 200, "/debug/plan: {body}");
@@ -141,17 +154,7 @@ async fn a_shadow_plans_only_what_differs_and_changes_nothing() {
     leader.wait(Duration::from_secs(30)).await.unwrap();
     let calls_before = calls(&cloud).await.len();
 
-    let kubeconfig = dir.path().join("shadow-kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        kubeconfig_yaml(server.url(), None, SHADOW_USER, SHADOW_TOKEN),
-    )
-    .unwrap();
-    let shadow = launch(dir.path(), "shadow", &kubeconfig, &cloud)
-        .args(["--dry-run"])
-        .start()
-        .await
-        .unwrap();
+    let shadow = start_shadow(dir.path(), &server, &cloud).await;
     let settled = eventually("both Services planned in place", WAIT, || async {
         let plan = plan(&shadow).await;
         (entries_for(&plan, "already-in-place").len() >= 2).then_some(plan)
@@ -246,17 +249,7 @@ async fn a_shadow_on_a_new_cluster_plans_its_writes_without_sending_them() {
         .create(&PostParams::default(), &load_balancer_service("web", &[]))
         .await
         .unwrap();
-    let kubeconfig = dir.path().join("shadow-kubeconfig");
-    std::fs::write(
-        &kubeconfig,
-        kubeconfig_yaml(server.url(), None, SHADOW_USER, SHADOW_TOKEN),
-    )
-    .unwrap();
-    let shadow = launch(dir.path(), "shadow", &kubeconfig, &cloud)
-        .args(["--dry-run"])
-        .start()
-        .await
-        .unwrap();
+    let shadow = start_shadow(dir.path(), &server, &cloud).await;
     let planned = eventually("the node and the Service planned", WAIT, || async {
         let plan = plan(&shadow).await;
         let changes = entries_for(&plan, "would-change");
