@@ -45,6 +45,13 @@ async fn assert_usage_error(args: &[&str], expected: &str) {
 async fn bad_input_exits_64_with_one_line_naming_what_and_where() {
     assert_usage_error(&["--node-monitor-period=5x"], "--node-monitor-period").await;
     assert_usage_error(&["--no-such-flag"], "--no-such-flag").await;
+    assert_usage_error(
+        &["--v=2", "audit"],
+        "`audit` is a subcommand: put it first, before any flag",
+    )
+    .await;
+    assert_usage_error(&["audit", "--delete"], "add --yes to confirm").await;
+    assert_usage_error(&["audit", "--output=yaml"], "--output=`yaml`").await;
     // Longer than Go's durations: upstream refuses it too; it once made the
     // route and service controllers panic on a clock overflow.
     for flag in ["--route-reconciliation-period", "--node-sync-period"] {

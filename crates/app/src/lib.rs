@@ -84,6 +84,7 @@ pub fn run_with<F: ProviderFactory>(args: Vec<String>, env: Environment) -> Exit
             .collect();
         return run_audit::<F>(&program, args, env);
     }
+    let misplaced_audit = args.iter().skip(1).any(|a| a == "audit");
     #[allow(
         clippy::print_stdout,
         clippy::print_stderr,
@@ -112,6 +113,12 @@ pub fn run_with<F: ProviderFactory>(args: Vec<String>, env: Environment) -> Exit
                 );
             }
             return ExitCode::SUCCESS;
+        }
+        Err(message) if misplaced_audit => {
+            eprintln!(
+                "{program}: {message} (`audit` is a subcommand: put it first, before any flag)"
+            );
+            return ExitCode::from(EXIT_USAGE);
         }
         Err(message) => {
             eprintln!("{program}: {message}");
