@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, NodeAddress, Taint};
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::{Map, Value, json};
 
 /// Attempts at a conflicting node write before the reconcile fails (and is
@@ -92,11 +92,29 @@ pub(crate) async fn patch_node(
             {
                 attempt += 1;
                 tracing::debug!(node = %name, attempt, "node changed meanwhile; re-reading it");
-                current = api.get(&name).await?;
+                current = fresh(api, &name).await?;
             }
             Err(err) => return Err(err),
         }
     }
+}
+
+/// The node as the API server holds it now, read with a list by name: the
+/// chart grants the CCM list on nodes, not get (a get here, after a
+/// conflict, was refused under the chart's RBAC).
+async fn fresh(api: &Api<Node>, name: &str) -> Result<Node, kube::Error> {
+    let params = ListParams::default().fields(&format!("metadata.name={name}"));
+    api.list(&params)
+        .await?
+        .items
+        .into_iter()
+        .next()
+        .ok_or_else(|| {
+            let status =
+                kube::core::Status::failure(&format!("nodes \"{name}\" not found"), "NotFound")
+                    .with_code(404);
+            kube::Error::Api(Box::new(status))
+        })
 }
 
 /// Replaces `status.addresses` (a merge patch replaces the whole list, which
