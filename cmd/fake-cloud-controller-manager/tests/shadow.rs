@@ -87,6 +87,16 @@ async fn start_shadow(dir: &Path, server: &TestApiServer, cloud: &str) -> Ccm {
         .unwrap()
 }
 
+/// Every request but a GET the shadow's user sent the API server.
+fn shadow_writes(server: &TestApiServer) -> Vec<String> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.user.as_deref() == Some(SHADOW_USER) && r.method != "GET")
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect()
+}
+
 async fn plan(ccm: &Ccm) -> Value {
     let (status, body) = ccm.get("/debug/plan").await.unwrap();
     assert_eq!(status, 200, "/debug/plan: {body}");
@@ -213,12 +223,7 @@ async fn a_shadow_plans_only_what_differs_and_changes_nothing() {
         mutations.is_empty(),
         "the shadow changed the cloud: {mutations:#?}"
     );
-    let writes: Vec<String> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.user.as_deref() == Some(SHADOW_USER) && r.method != "GET")
-        .map(|r| format!("{} {}", r.method, r.path))
-        .collect();
+    let writes = shadow_writes(&server);
     assert!(
         writes.is_empty(),
         "the shadow wrote to the API server: {writes:?}"
@@ -271,12 +276,7 @@ async fn a_shadow_on_a_new_cluster_plans_its_writes_without_sending_them() {
         operations.iter().any(|o| o.starts_with("patch nodes")),
         "the node's initialization (its addresses first): {planned:#}"
     );
-    let writes: Vec<String> = server
-        .requests()
-        .into_iter()
-        .filter(|r| r.user.as_deref() == Some(SHADOW_USER) && r.method != "GET")
-        .map(|r| format!("{} {}", r.method, r.path))
-        .collect();
+    let writes = shadow_writes(&server);
     assert!(
         writes.is_empty(),
         "the shadow wrote to the API server: {writes:?}"
