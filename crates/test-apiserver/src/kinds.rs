@@ -10,9 +10,11 @@ mod pod;
 mod rbac;
 mod secret;
 pub(crate) mod service;
+mod webhook;
 
 use k8s_openapi::api::{
-    certificates, coordination, core::v1 as core, discovery, events, rbac::v1 as rbac_v1,
+    admissionregistration, certificates, coordination, core::v1 as core, discovery, events,
+    rbac::v1 as rbac_v1,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -52,6 +54,9 @@ pub(crate) fn normalize(kind: Kind, value: &Value) -> Result<Value, serde_json::
         Kind::ClusterRoleBinding => roundtrip::<rbac_v1::ClusterRoleBinding>(value),
         Kind::CertificateSigningRequest => {
             roundtrip::<certificates::v1::CertificateSigningRequest>(value)
+        }
+        Kind::ValidatingWebhookConfiguration => {
+            roundtrip::<admissionregistration::v1::ValidatingWebhookConfiguration>(value)
         }
     }
 }
@@ -93,20 +98,28 @@ fn collect_unknown(input: &Value, decoded: &Value, path: &str, found: &mut Vec<S
 }
 
 /// Whether `metadata.generation` is kept (1 on create): on Pods (since
-/// 1.33) and EndpointSlices; none of the other kinds served here track it.
+/// 1.33), EndpointSlices and ValidatingWebhookConfigurations; none of the
+/// other kinds served here track it.
 pub(crate) fn tracks_generation(kind: Kind) -> bool {
-    matches!(kind, Kind::Pod | Kind::EndpointSlice)
+    matches!(
+        kind,
+        Kind::Pod | Kind::EndpointSlice | Kind::ValidatingWebhookConfiguration
+    )
 }
 
 /// Whether updating `old` to `next` bumps `metadata.generation`: a change of
 /// a Pod's spec; of anything outside an EndpointSlice's metadata (it has no
-/// spec), or of its labels or annotations, as their registry strategies do
-/// (pinned by the contract suite against kube-apiserver).
+/// spec), or of its labels or annotations; of a webhook configuration's
+/// webhooks; as their registry strategies do (pinned by the contract suite
+/// against kube-apiserver).
 pub(crate) fn bumps_generation(kind: Kind, old: &Value, next: &Value) -> bool {
     let metadata_field =
         |obj: &Value, field: &str| obj.get("metadata").and_then(|m| m.get(field)).cloned();
     match kind {
         Kind::Pod => meta::top(next, "spec") != meta::top(old, "spec"),
+        Kind::ValidatingWebhookConfiguration => {
+            meta::top(next, "webhooks") != meta::top(old, "webhooks")
+        }
         Kind::EndpointSlice => {
             outside_metadata(old) != outside_metadata(next)
                 || ["labels", "annotations"]
@@ -120,6 +133,13 @@ pub(crate) fn bumps_generation(kind: Kind, old: &Value, next: &Value) -> bool {
 /// Whether a completed DELETE answers with the object rather than a `Status`.
 pub(crate) fn returns_deleted_object(kind: Kind) -> bool {
     matches!(kind, Kind::Pod | Kind::Service | Kind::Namespace)
+}
+
+/// Whether PUT may leave out `metadata.resourceVersion` (the registry
+/// strategy's `AllowUnconditionalUpdate`): every kind served but the
+/// webhook configurations.
+pub(crate) fn allows_unconditional_update(kind: Kind) -> bool {
+    kind != Kind::ValidatingWebhookConfiguration
 }
 
 /// Whether PUT of a missing object creates it.
@@ -246,15 +266,19 @@ pub(crate) fn prepare_status_update(kind: Kind, new: &mut Value, old: &Value) {
 }
 
 /// The checks kube-apiserver makes of any object's metadata, and of a
-/// Node's (its pod CIDR fields synced first) or a Lease's spec.
+/// Node's (its pod CIDR fields synced first), a Lease's spec or a webhook
+/// configuration's (defaulted) webhooks.
 fn validate(kind: Kind, obj: &mut Value) -> Result<(), ApiError> {
-    if kind == Kind::Node {
-        sync_pod_cidrs(obj);
+    match kind {
+        Kind::Node => sync_pod_cidrs(obj),
+        Kind::ValidatingWebhookConfiguration => webhook::set_defaults(obj),
+        _ => {}
     }
     let mut causes = crate::validation::metadata::check(obj);
     match kind {
         Kind::Node => causes.extend(node::check(obj)),
         Kind::Lease => causes.extend(lease::check(obj)),
+        Kind::ValidatingWebhookConfiguration => causes.extend(webhook::check(obj)),
         _ => {}
     }
     if causes.is_empty() {

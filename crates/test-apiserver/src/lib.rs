@@ -133,7 +133,15 @@
 //! - coordination.k8s.io/v1 Lease; events.k8s.io/v1 Event (a second view of
 //!   the core/v1 Events storage, converted field by field as Kubernetes
 //!   does, so kube-runtime's `Recorder` and `kubectl get events` agree);
-//!   discovery.k8s.io/v1 EndpointSlice.
+//!   discovery.k8s.io/v1 EndpointSlice;
+//! - admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration, with
+//!   the v1 defaults and kube-apiserver's validation of its webhooks (CEL
+//!   match conditions are not compiled, and no webhook is ever called); a
+//!   PUT must carry a resourceVersion, as kube-apiserver requires of it.
+//!
+//! `/apis` lists the groups in kube-apiserver's order (its aggregator's
+//! group priorities): kubectl resolves a resource name to the first group
+//! serving it.
 //!
 //! Namespaces `default`, `kube-system`, `kube-public` and `kube-node-lease`
 //! and the Service `default/kubernetes` (10.96.0.1:443) exist from the start.
@@ -153,8 +161,9 @@
 //! - uid, creationTimestamp, `generateName` (five-character suffix), and one
 //!   global, monotonically increasing resourceVersion. `generation` is kept
 //!   where Kubernetes keeps it: on Pods (1 on create, +1 on spec changes
-//!   only) and EndpointSlices (+1 on any change outside metadata); the other
-//!   kinds served have none in Kubernetes either.
+//!   only), EndpointSlices (+1 on any change outside metadata) and
+//!   ValidatingWebhookConfigurations (+1 when the webhooks change); the
+//!   other kinds served have none in Kubernetes either.
 //! - Create of an existing name is 409 AlreadyExists; PUT or PATCH carrying
 //!   a stale `metadata.resourceVersion` (or another uid) is 409 Conflict;
 //!   404 comes with a `Status` naming the object. A write that changes

@@ -21,7 +21,8 @@ use serde_json::{Map, Value};
 
 use convert::{ConvertError, Field, Message};
 use k8s_pb::api::{
-    authentication, authorization, certificates, coordination, core, discovery, events, rbac,
+    admissionregistration, authentication, authorization, certificates, coordination, core,
+    discovery, events, rbac,
 };
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
@@ -102,6 +103,8 @@ codecs! {
     "rbac.authorization.k8s.io/v1" "ClusterRoleBindingList" => rbac::v1::ClusterRoleBindingList,
     "certificates.k8s.io/v1" "CertificateSigningRequest" => certificates::v1::CertificateSigningRequest,
     "certificates.k8s.io/v1" "CertificateSigningRequestList" => certificates::v1::CertificateSigningRequestList,
+    "admissionregistration.k8s.io/v1" "ValidatingWebhookConfiguration" => admissionregistration::v1::ValidatingWebhookConfiguration,
+    "admissionregistration.k8s.io/v1" "ValidatingWebhookConfigurationList" => admissionregistration::v1::ValidatingWebhookConfigurationList,
     "authentication.k8s.io/v1" "TokenReview" => authentication::v1::TokenReview,
     "authentication.k8s.io/v1" "TokenRequest" => authentication::v1::TokenRequest,
     "authorization.k8s.io/v1" "SelfSubjectAccessReview" => authorization::v1::SelfSubjectAccessReview,

@@ -21,6 +21,7 @@ pub(crate) enum Kind {
     RoleBinding,
     ClusterRoleBinding,
     CertificateSigningRequest,
+    ValidatingWebhookConfiguration,
 }
 
 /// One REST resource: where it lives in the URL space and how it is stored.
@@ -88,7 +89,7 @@ pub(crate) const VERBS: &[&str] = &[
 ];
 
 /// How many collections the store keeps.
-pub(crate) const STORAGE_COUNT: usize = 17;
+pub(crate) const STORAGE_COUNT: usize = 18;
 
 #[allow(
     clippy::too_many_arguments,
@@ -122,7 +123,7 @@ const fn resource(
 
 /// Every resource served, in discovery order.
 #[rustfmt::skip]
-pub(crate) static RESOURCES: [ResourceType; 18] = [
+pub(crate) static RESOURCES: [ResourceType; 19] = [
     resource(Kind::Namespace, "", "v1", "Namespace", "namespaces", "namespace", &["ns"], false, &["status", "finalize"], 0),
     resource(Kind::Node, "", "v1", "Node", "nodes", "node", &["no"], false, &["status"], 1),
     resource(Kind::Service, "", "v1", "Service", "services", "service", &["svc"], true, &["status"], 2),
@@ -141,12 +142,15 @@ pub(crate) static RESOURCES: [ResourceType; 18] = [
     resource(Kind::RoleBinding, RBAC_GROUP, "v1", "RoleBinding", "rolebindings", "rolebinding", &[], true, &[], 14),
     resource(Kind::Role, RBAC_GROUP, "v1", "Role", "roles", "role", &[], true, &[], 15),
     resource(Kind::CertificateSigningRequest, CERTIFICATES_GROUP, "v1", "CertificateSigningRequest", "certificatesigningrequests", "certificatesigningrequest", &["csr"], false, &["status", "approval"], 16),
+    resource(Kind::ValidatingWebhookConfiguration, ADMISSION_GROUP, "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", "validatingwebhookconfiguration", &[], false, &[], 17),
 ];
 
 /// The RBAC API group.
 pub(crate) const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 /// The API group of certificate signing requests.
 pub(crate) const CERTIFICATES_GROUP: &str = "certificates.k8s.io";
+/// The API group of admission webhook configurations.
+pub(crate) const ADMISSION_GROUP: &str = "admissionregistration.k8s.io";
 
 /// A resource that only answers `create` and stores nothing: the reviews
 /// of the authentication and authorization groups.
@@ -187,15 +191,20 @@ pub(crate) fn review(group: &str, version: &str, plural: &str) -> Option<&'stati
         .find(|r| version == "v1" && r.group == group && r.plural == plural)
 }
 
-/// The API groups besides the core group, each with its one version.
+/// The API groups besides the core group, each with its one version, in
+/// the order kube-apiserver lists them: by the group priorities of its
+/// aggregator (events 17750, authentication 17700, authorization 17600,
+/// certificates 17300, rbac 17000, admissionregistration 16700,
+/// coordination 16500, discovery 16200).
 pub(crate) const GROUPS: &[&str] = &[
-    "coordination.k8s.io",
     "events.k8s.io",
-    "discovery.k8s.io",
-    RBAC_GROUP,
-    CERTIFICATES_GROUP,
     "authentication.k8s.io",
     "authorization.k8s.io",
+    CERTIFICATES_GROUP,
+    RBAC_GROUP,
+    ADMISSION_GROUP,
+    "coordination.k8s.io",
+    "discovery.k8s.io",
 ];
 
 /// The resource served at `/api{s}/<group>/<version>/.../<plural>`.

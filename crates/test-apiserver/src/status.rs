@@ -254,6 +254,7 @@ fn cause_reason(message: &str) -> &'static str {
         ("Duplicate value", "FieldValueDuplicate"),
         ("Forbidden", "FieldValueForbidden"),
         ("Too long", "FieldValueTooLong"),
+        ("Too many", "FieldValueTooMany"),
     ]
     .iter()
     .find(|(prefix, _)| message.starts_with(prefix))

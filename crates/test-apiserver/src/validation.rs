@@ -57,6 +57,57 @@ pub(crate) fn validate_name(kind: Kind, name: &str) -> Result<(), String> {
     }
 }
 
+/// Go's `IsDNS1123Subdomain`: what is wrong with `s` as a DNS subdomain, in
+/// its words (the length, then the characters).
+pub(crate) fn dns_subdomain_problems(s: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    if s.len() > 253 {
+        problems.push("must be no more than 253 characters".to_owned());
+    }
+    if s.is_empty() || !s.split('.').all(is_label_chars) {
+        problems.push(
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \
+             '-' or '.', and must start and end with an alphanumeric character (e.g. \
+             'example.com', regex used for validation is \
+             '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+                .to_owned(),
+        );
+    }
+    problems
+}
+
+/// Go's `IsDNS1035Label`, in its words.
+pub(crate) fn dns1035_label_problems(s: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    if s.len() > 63 {
+        problems.push("must be no more than 63 characters".to_owned());
+    }
+    if !(is_label_chars(s) && s.starts_with(|c: char| c.is_ascii_lowercase())) {
+        problems.push(
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start \
+             with an alphabetic character, and end with an alphanumeric character (e.g. \
+             'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+                .to_owned(),
+        );
+    }
+    problems
+}
+
+/// Go's `%#v` of a `[]string`, as kube-apiserver prints a list it refuses.
+pub(crate) fn go_strings(values: &[String]) -> String {
+    let quoted: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
+    format!("[]string{{{}}}", quoted.join(", "))
+}
+
+/// `field.NotSupported`'s message.
+pub(crate) fn not_supported(value: &str, supported: &[&str]) -> String {
+    let listed: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+    format!(
+        "Unsupported value: {value:?}: supported values: {}",
+        listed.join(", ")
+    )
+}
+
 /// What any name must satisfy to be one URL path segment.
 pub(crate) fn validate_path_segment(name: &str) -> Result<(), String> {
     if name == "." || name == ".." {

@@ -168,4 +168,41 @@ mod tests {
             serde_json::from_value(body(&Discovery::CoreVersions, "x").expect("served"))
                 .expect("APIVersions");
     }
+
+    #[test]
+    fn groups_are_listed_in_kube_apiservers_priority_order() {
+        let groups: APIGroupList =
+            serde_json::from_value(body(&Discovery::Groups, "x").expect("served"))
+                .expect("APIGroupList");
+        let names: Vec<&str> = groups.groups.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "events.k8s.io",
+                "authentication.k8s.io",
+                "authorization.k8s.io",
+                "certificates.k8s.io",
+                "rbac.authorization.k8s.io",
+                "admissionregistration.k8s.io",
+                "coordination.k8s.io",
+                "discovery.k8s.io",
+            ]
+        );
+        let admission: APIResourceList = serde_json::from_value(
+            body(
+                &Discovery::Resources("admissionregistration.k8s.io", "v1"),
+                "x",
+            )
+            .expect("served"),
+        )
+        .expect("APIResourceList");
+        let names: Vec<&str> = admission
+            .resources
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect();
+        assert_eq!(names, ["validatingwebhookconfigurations"]);
+        assert!(!admission.resources[0].namespaced);
+        assert_eq!(admission.resources[0].short_names, None);
+    }
 }

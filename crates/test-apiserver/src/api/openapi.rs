@@ -93,7 +93,9 @@ pub(crate) fn document(group: &str, version: &str) -> Option<Value> {
 /// The schema name of `kind`'s type, after adding its schema (and every
 /// schema it refers to) to `generator`.
 fn add_kind(generator: &mut SchemaGenerator, kind: Kind) -> String {
-    use k8s_openapi::api::{certificates, coordination, core, discovery, events, rbac};
+    use k8s_openapi::api::{
+        admissionregistration, certificates, coordination, core, discovery, events, rbac,
+    };
     fn add<T: JsonSchema>(generator: &mut SchemaGenerator) -> String {
         generator.subschema_for::<T>();
         T::schema_name().into_owned()
@@ -118,6 +120,9 @@ fn add_kind(generator: &mut SchemaGenerator, kind: Kind) -> String {
         Kind::ClusterRoleBinding => add::<rbac::v1::ClusterRoleBinding>(generator),
         Kind::CertificateSigningRequest => {
             add::<certificates::v1::CertificateSigningRequest>(generator)
+        }
+        Kind::ValidatingWebhookConfiguration => {
+            add::<admissionregistration::v1::ValidatingWebhookConfiguration>(generator)
         }
     }
 }

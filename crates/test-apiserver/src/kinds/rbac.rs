@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::meta;
 use crate::resources::{Kind, RBAC_GROUP};
 use crate::status::ApiError;
-use crate::validation;
+use crate::validation::{self, go_strings, not_supported};
 
 /// `(field, message)` of one refusal.
 type Cause = (String, String);
@@ -24,21 +24,6 @@ fn strings(value: &Value, field: &str) -> Vec<String> {
 
 fn text<'a>(value: &'a Value, field: &str) -> &'a str {
     value.get(field).and_then(Value::as_str).unwrap_or("")
-}
-
-/// Go's `%#v` of a `[]string`.
-fn go_strings(values: &[String]) -> String {
-    let quoted: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
-    format!("[]string{{{}}}", quoted.join(", "))
-}
-
-/// `field.NotSupported`'s message.
-fn not_supported(value: &str, supported: &[&str]) -> String {
-    let listed: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
-    format!(
-        "Unsupported value: {value:?}: supported values: {}",
-        listed.join(", ")
-    )
 }
 
 /// Defaults, validates and (for an update from `old`) checks what may not

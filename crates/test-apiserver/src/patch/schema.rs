@@ -38,6 +38,11 @@ const NAMESPACE: &[(&str, ListStrategy)] = &[("status.conditions", MergeByKey("t
 
 const SERVICE_ACCOUNT: &[(&str, ListStrategy)] = &[("secrets", MergeByKey("name"))];
 
+const WEBHOOK_CONFIGURATION: &[(&str, ListStrategy)] = &[
+    ("webhooks", MergeByKey("name")),
+    ("webhooks[].matchConditions", MergeByKey("name")),
+];
+
 const POD: &[(&str, ListStrategy)] = &[
     ("spec.volumes", MergeByKey("name")),
     ("spec.initContainers", MergeByKey("name")),
@@ -87,6 +92,7 @@ pub(crate) fn list_strategy(kind: Kind, path: &str) -> Option<ListStrategy> {
         Kind::Namespace => NAMESPACE,
         Kind::Pod => POD,
         Kind::ServiceAccount => SERVICE_ACCOUNT,
+        Kind::ValidatingWebhookConfiguration => WEBHOOK_CONFIGURATION,
         _ => &[],
     };
     if let Some(found) = METADATA.iter().chain(own).find(|(p, _)| *p == path) {
@@ -140,6 +146,21 @@ mod tests {
         assert_eq!(
             list_strategy(Kind::Service, "spec.ports"),
             Some(MergeByKey("port"))
+        );
+        assert_eq!(
+            list_strategy(Kind::ValidatingWebhookConfiguration, "webhooks"),
+            Some(MergeByKey("name"))
+        );
+        assert_eq!(
+            list_strategy(
+                Kind::ValidatingWebhookConfiguration,
+                "webhooks[].matchConditions"
+            ),
+            Some(MergeByKey("name"))
+        );
+        assert_eq!(
+            list_strategy(Kind::ValidatingWebhookConfiguration, "webhooks[].rules"),
+            None
         );
     }
 

@@ -125,6 +125,7 @@ every_field_survives! {
     role_binding: "rbac.authorization.k8s.io/v1" "RoleBinding" => k8s_openapi::api::rbac::v1::RoleBinding;
     cluster_role_binding: "rbac.authorization.k8s.io/v1" "ClusterRoleBinding" => k8s_openapi::api::rbac::v1::ClusterRoleBinding;
     csr: "certificates.k8s.io/v1" "CertificateSigningRequest" => k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+    validating_webhook_configuration: "admissionregistration.k8s.io/v1" "ValidatingWebhookConfiguration" => k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration;
     token_review: "authentication.k8s.io/v1" "TokenReview" => k8s_openapi::api::authentication::v1::TokenReview;
     token_request: "authentication.k8s.io/v1" "TokenRequest" => k8s_openapi::api::authentication::v1::TokenRequest;
     self_subject_access_review: "authorization.k8s.io/v1" "SelfSubjectAccessReview" => k8s_openapi::api::authorization::v1::SelfSubjectAccessReview;

@@ -90,7 +90,8 @@ impl From<ApiError> for UpdateError {
 /// 404 for a missing object (unless the kind creates on update), 409 for a
 /// stale resourceVersion or a different uid, 400 for a name or namespace
 /// that differs from the URL's, 422 for a new finalizer on a deleting
-/// object; [`UpdateError::Raced`] when another write came first.
+/// object or a missing resourceVersion where the kind needs one;
+/// [`UpdateError::Raced`] when another write came first.
 pub(crate) fn update(
     store: &Mutex<Store>,
     target: Target<'_>,
@@ -183,7 +184,8 @@ pub(crate) fn update(
 
 static EMPTY_SERVICES: ServiceIndex = ServiceIndex::EMPTY;
 
-/// The uid and resourceVersion a candidate carries must be the stored ones.
+/// The uid and resourceVersion a candidate carries must be the stored ones;
+/// kinds that do not allow unconditional updates need the resourceVersion.
 fn check_preconditions(
     rt: &ResourceType,
     name: &str,
@@ -199,12 +201,22 @@ fn check_preconditions(
         );
         return Err(ApiError::conflict(rt, name, &why));
     }
-    if let Some(rv) = meta::resource_version(cand)
-        && rv != base.rv.to_string()
-    {
-        return Err(ApiError::stale(rt, name));
+    match meta::resource_version(cand) {
+        Some(rv) if rv != base.rv.to_string() => Err(ApiError::stale(rt, name)),
+        // kube-apiserver names the resource where the kind would be.
+        None if !kinds::allows_unconditional_update(rt.storage_type().kind_id) => {
+            Err(ApiError::invalid(
+                rt.plural,
+                rt.group,
+                name,
+                &[(
+                    "metadata.resourceVersion".into(),
+                    "Invalid value: 0x0: must be specified for an update".into(),
+                )],
+            ))
+        }
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// Applies the rules of the addressed subresource, the finalizer rule and

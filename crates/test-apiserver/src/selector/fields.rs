@@ -93,7 +93,8 @@ fn selectable(kind: Kind) -> Option<&'static [Selectable]> {
         | Kind::Role
         | Kind::ClusterRole
         | Kind::RoleBinding
-        | Kind::ClusterRoleBinding => None,
+        | Kind::ClusterRoleBinding
+        | Kind::ValidatingWebhookConfiguration => None,
     }
 }
 

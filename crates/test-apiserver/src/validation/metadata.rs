@@ -63,7 +63,8 @@ pub(crate) fn qualified_name_problems(key: &str) -> Vec<String> {
     problems
 }
 
-fn label_value_problem(value: &str) -> Option<String> {
+/// What is wrong with `value` as a label value, in kube-apiserver's words.
+pub(crate) fn label_value_problem(value: &str) -> Option<String> {
     if value.is_empty() {
         None
     } else if value.len() > MAX_LABEL {

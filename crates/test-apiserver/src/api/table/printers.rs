@@ -57,6 +57,7 @@ pub(super) fn columns(kind: Kind) -> &'static [Column] {
         Kind::Role | Kind::ClusterRole => cluster::ROLE,
         Kind::RoleBinding | Kind::ClusterRoleBinding => cluster::ROLE_BINDING,
         Kind::CertificateSigningRequest => cluster::CSR,
+        Kind::ValidatingWebhookConfiguration => cluster::WEBHOOK_CONFIGURATION,
         Kind::Service => network::SERVICE,
         Kind::Endpoints => network::ENDPOINTS,
         Kind::EndpointSlice => network::ENDPOINT_SLICE,
@@ -78,6 +79,7 @@ pub(super) fn cells(kind: Kind, stored: &Value, now: jiff::Timestamp) -> Vec<Val
         Kind::Role | Kind::ClusterRole => cluster::role(stored),
         Kind::RoleBinding | Kind::ClusterRoleBinding => cluster::role_binding(stored, now),
         Kind::CertificateSigningRequest => cluster::csr(stored, now),
+        Kind::ValidatingWebhookConfiguration => cluster::webhook_configuration(stored, now),
         Kind::Service => network::service(stored, now),
         Kind::Endpoints => network::endpoints(stored, now),
         Kind::EndpointSlice => network::endpoint_slice(stored, now),
@@ -158,7 +160,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn all_kinds() -> [Kind; 18] {
+    fn all_kinds() -> [Kind; 19] {
         [
             Kind::Namespace,
             Kind::Node,
@@ -178,6 +180,7 @@ mod tests {
             Kind::RoleBinding,
             Kind::ClusterRoleBinding,
             Kind::CertificateSigningRequest,
+            Kind::ValidatingWebhookConfiguration,
         ]
     }
 

@@ -1,9 +1,11 @@
-//! coordination, events, discovery, RBAC, certificates and the reviews (all v1).
+//! coordination, events, discovery, RBAC, certificates, admission webhook
+//! configurations and the reviews (all v1).
 //!
 //! Generated from k8s-pb's messages and the Go types' `json` and `protobuf`
 //! tags of k8s.io/api v0.33.13 (see `super`); `keep` marks Go pointers and
 //! fields without `omitempty`.
 
+use k8s_pb::api::admissionregistration::v1 as admissionregistration;
 use k8s_pb::api::authentication::v1 as authentication;
 use k8s_pb::api::authorization::v1 as authorization;
 use k8s_pb::api::certificates::v1 as certificates;
@@ -213,6 +215,60 @@ message!(certificates::CertificateSigningRequestCondition {
     message: "message",
     last_update_time: "lastUpdateTime",
     last_transition_time: "lastTransitionTime",
+});
+
+message!(admissionregistration::ValidatingWebhookConfiguration {
+    metadata: "metadata",
+    webhooks: "webhooks",
+});
+
+message!(admissionregistration::ValidatingWebhookConfigurationList {
+    metadata: "metadata",
+    items: "items" keep,
+});
+
+message!(admissionregistration::ValidatingWebhook {
+    name: "name" keep,
+    client_config: "clientConfig" keep,
+    rules: "rules",
+    failure_policy: "failurePolicy" keep,
+    match_policy: "matchPolicy" keep,
+    namespace_selector: "namespaceSelector" keep,
+    object_selector: "objectSelector" keep,
+    side_effects: "sideEffects" keep,
+    timeout_seconds: "timeoutSeconds" keep,
+    admission_review_versions: "admissionReviewVersions" keep,
+    match_conditions: "matchConditions",
+});
+
+message!(admissionregistration::WebhookClientConfig {
+    url: "url" keep,
+    service: "service" keep,
+    ca_bundle: "caBundle",
+});
+
+message!(admissionregistration::ServiceReference {
+    namespace: "namespace" keep,
+    name: "name" keep,
+    path: "path" keep,
+    port: "port" keep,
+});
+
+message!(admissionregistration::RuleWithOperations {
+    operations: "operations",
+    rule: inline,
+});
+
+message!(admissionregistration::Rule {
+    api_groups: "apiGroups",
+    api_versions: "apiVersions",
+    resources: "resources",
+    scope: "scope" keep,
+});
+
+message!(admissionregistration::MatchCondition {
+    name: "name" keep,
+    expression: "expression" keep,
 });
 
 message!(authentication::TokenReview {

@@ -1,5 +1,5 @@
 //! Printers of cluster-level kinds: nodes, namespaces, persistent volumes,
-//! leases, RBAC and certificate signing requests.
+//! leases, RBAC, certificate signing requests and webhook configurations.
 
 use std::collections::BTreeSet;
 
@@ -314,6 +314,25 @@ pub(super) fn csr(v: &Value, now: jiff::Timestamp) -> Vec<Value> {
     ]
 }
 
+pub(in crate::api::table) const WEBHOOK_CONFIGURATION: &[Column] = &[
+    NAME,
+    col(
+        "Webhooks",
+        "integer",
+        0,
+        "How many webhooks the configuration registers.",
+    ),
+    AGE,
+];
+
+pub(super) fn webhook_configuration(v: &Value, now: jiff::Timestamp) -> Vec<Value> {
+    vec![
+        name(v),
+        Value::from(items(v, "/webhooks").len()),
+        age_of(v, now),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -375,6 +394,17 @@ mod tests {
         assert_eq!(cells[3], "alice, bob");
         assert_eq!(cells[4], "devs");
         assert_eq!(cells[5], "kube-system/ccm");
+    }
+
+    #[test]
+    fn a_webhook_configuration_prints_how_many_webhooks_it_has() {
+        let configuration = json!({ "metadata": { "name": "c" }, "webhooks": [{}, {}] });
+        assert_eq!(
+            webhook_configuration(&configuration, now())[..2],
+            [json!("c"), json!(2)]
+        );
+        let empty = json!({ "metadata": { "name": "e" } });
+        assert_eq!(webhook_configuration(&empty, now())[1], json!(0));
     }
 
     #[test]
