@@ -1,7 +1,14 @@
 //! Helpers for providers that read their settings from Service annotations:
+//! each provider's annotations described once ([`AnnotationSchema`]), and
 //! warnings about keys they do not know, with the nearest key they do.
 
+mod schema;
+
 use std::collections::BTreeMap;
+
+pub use schema::{
+    Agreement, Annotation, AnnotationSchema, Finding, FindingKind, Value, parse_bool,
+};
 
 use crate::LoadBalancerWarning;
 

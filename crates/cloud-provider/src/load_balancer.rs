@@ -178,6 +178,14 @@ pub trait LoadBalancer: Send + Sync {
         None
     }
 
+    /// Every Service annotation this provider honours, described once: the
+    /// service controller warns from it and the admission webhook refuses
+    /// from it, with the same words. `None` (the default) for a provider
+    /// that reads no annotations; then nothing is checked.
+    fn annotation_schema(&self) -> Option<&'static crate::annotations::AnnotationSchema> {
+        None
+    }
+
     /// Creates the load balancer for `service` or brings it up to date,
     /// sending traffic to `nodes`, and returns its status and any annotations
     /// to record on the Service.

@@ -147,7 +147,7 @@ async fn implemented_elsewhere_answered_only_by_ensure_still_leaves_no_finalizer
 async fn a_bad_annotation_gets_a_warning_and_no_cloud_change_until_fixed() {
     let mut h = started(&[annotated("bad", ANNOTATION_HEALTHCHECK_INTERVAL, "often")]).await;
     let events = eventually("a Warning event", WAIT, || async {
-        let events = h.events("bad", "SyncLoadBalancerFailed").await;
+        let events = h.events("bad", "InvalidAnnotation").await;
         (!events.is_empty()).then_some(events)
     })
     .await
@@ -179,7 +179,7 @@ async fn a_bad_annotation_gets_a_warning_and_no_cloud_change_until_fixed() {
         "the provider refused it from the Service alone, and it is not retried for a change \
          the provider does not read"
     );
-    assert_eq!(h.events("bad", "SyncLoadBalancerFailed").await.len(), 1);
+    assert_eq!(h.events("bad", "InvalidAnnotation").await.len(), 1);
 
     patch(&h, "bad", serde_json::json!({ "metadata": { "annotations": { ANNOTATION_HEALTHCHECK_INTERVAL: "30" } } })).await;
     eventually("a load balancer once fixed", WAIT, || async {
@@ -202,7 +202,7 @@ async fn a_bad_annotation_on_an_existing_load_balancer_leaves_it_as_it_was() {
 
     patch(&h, "web", serde_json::json!({ "metadata": { "annotations": { ANNOTATION_HEALTHCHECK_INTERVAL: "1" } } })).await;
     eventually("a Warning event", WAIT, || async {
-        (!h.events("web", "SyncLoadBalancerFailed").await.is_empty()).then_some(())
+        (!h.events("web", "InvalidAnnotation").await.is_empty()).then_some(())
     })
     .await
     .expect("a bounded wait");

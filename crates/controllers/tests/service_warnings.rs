@@ -157,3 +157,60 @@ async fn known_annotations_raise_no_warning() {
     assert!(h.events("web", "UnknownAnnotation").await.is_empty());
     h.stop().await;
 }
+
+/// The provider's annotation schema speaks through the controller: an
+/// unknown key is a Warning event in the admission webhook's words and the
+/// load balancer is ensured all the same.
+#[tokio::test]
+async fn the_schemas_unknown_key_is_a_warning_in_the_webhooks_words() {
+    let mut h = Harness::new().await;
+    h.create_node(&ready_node("n1")).await;
+    let typo = format!("{PREFIX}tpye");
+    let service = load_balancer_service("web", &[(&typo, "nlb")]);
+    h.create_service(&service).await;
+    h.start(&[ControllerId::Service], &fast_settings()).await;
+    let expected = provider_fake::SCHEMA.review(None, &service);
+    assert_eq!(expected.len(), 1);
+    let events = eventually("an UnknownAnnotation event", WAIT, || async {
+        let events = h.events("web", "UnknownAnnotation").await;
+        (!events.is_empty()).then_some(events)
+    })
+    .await
+    .expect("a bounded wait");
+    assert_eq!(
+        events[0].note.as_deref(),
+        Some(expected[0].message.as_str())
+    );
+    eventually("the load balancer ensured", WAIT, || async {
+        (!h.events("web", "EnsuredLoadBalancer").await.is_empty()).then_some(())
+    })
+    .await
+    .expect("a bounded wait");
+    h.stop().await;
+}
+
+/// A malformed value is refused before any cloud call: an InvalidAnnotation
+/// Warning event in the schema's words, no ensure, no finalizer.
+#[tokio::test]
+async fn the_schemas_malformed_value_is_refused_before_the_cloud_is_called() {
+    let mut h = Harness::new().await;
+    h.create_node(&ready_node("n1")).await;
+    let service = load_balancer_service("web", &[(ANNOTATION_HEALTHCHECK_INTERVAL, "1")]);
+    h.create_service(&service).await;
+    h.start(&[ControllerId::Service], &fast_settings()).await;
+    let expected = provider_fake::SCHEMA.review(None, &service);
+    let events = eventually("an InvalidAnnotation event", WAIT, || async {
+        let events = h.events("web", "InvalidAnnotation").await;
+        (!events.is_empty()).then_some(events)
+    })
+    .await
+    .expect("a bounded wait");
+    assert_eq!(
+        events[0].note.as_deref(),
+        Some(expected[0].message.as_str())
+    );
+    h.settled().await;
+    assert_eq!(h.cloud.count(Operation::EnsureLoadBalancer), 0);
+    assert!(h.cloud.load_balancers().is_empty());
+    h.stop().await;
+}

@@ -427,6 +427,10 @@ impl LoadBalancer for MeteredCloud {
         self.inner.load_balancer()?.check_service(service)
     }
 
+    fn annotation_schema(&self) -> Option<&'static cloud_provider::annotations::AnnotationSchema> {
+        self.inner.load_balancer()?.annotation_schema()
+    }
+
     async fn ensure_load_balancer(
         &self,
         cluster_name: &str,

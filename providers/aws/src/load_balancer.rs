@@ -30,6 +30,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use aws_sdk_ec2::types::{Instance, InstanceStateName};
+use cloud_provider::annotations::AnnotationSchema;
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::{CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerStatus};
 
@@ -253,6 +254,10 @@ impl LoadBalancer for AwsProvider {
     /// a new Service costs no `DescribeLoadBalancers` before its ensure.
     fn check_service(&self, service: &Service) -> Option<Result<(), CloudError>> {
         Some(LoadBalancerSpec::from_service(service).map(drop))
+    }
+
+    fn annotation_schema(&self) -> Option<&'static AnnotationSchema> {
+        Some(&annotations::SCHEMA)
     }
 
     async fn ensure_load_balancer(

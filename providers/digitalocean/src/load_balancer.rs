@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use cloud_provider::annotations::AnnotationSchema;
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::{
     CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerIngress, LoadBalancerStatus,
@@ -304,6 +305,10 @@ impl LoadBalancer for DigitalOceanProvider {
             Ok(false) => options::parse(service).map(drop),
             Err(e) => Err(e),
         })
+    }
+
+    fn annotation_schema(&self) -> Option<&'static AnnotationSchema> {
+        Some(&annotations::SCHEMA)
     }
 
     /// The custom name annotation, else upstream's default name.

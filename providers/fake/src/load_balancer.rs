@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use cloud_provider::annotations::{Annotation, AnnotationSchema, Value};
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::{
     CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerIngress, LoadBalancerStatus,
@@ -18,6 +19,11 @@ pub const ANNOTATION_TYPE: &str = "service.beta.kubernetes.io/fake-load-balancer
 /// Seconds between health checks, an integer from 5 to 300.
 pub const ANNOTATION_HEALTHCHECK_INTERVAL: &str =
     "service.beta.kubernetes.io/fake-load-balancer-healthcheck-interval";
+/// The old spelling of [`ANNOTATION_HEALTHCHECK_INTERVAL`], still honoured
+/// when the new one is absent: the fake's deprecated annotation, so the
+/// suites can show how a deprecated key is reported.
+pub const ANNOTATION_HEALTH_CHECK_INTERVAL_DEPRECATED: &str =
+    "service.beta.kubernetes.io/fake-load-balancer-health-check-interval";
 /// The fake's name for a Service's load balancer, recorded on the Service
 /// (as DigitalOcean records its load-balancer ID).
 pub const ANNOTATION_LOAD_BALANCER_ID: &str = "service.beta.kubernetes.io/fake-load-balancer-id";
@@ -32,6 +38,31 @@ pub const ANNOTATION_PANIC: &str = "service.beta.kubernetes.io/fake-load-balance
 /// Report this hostname as the ingress instead of an IP.
 pub const ANNOTATION_HOSTNAME: &str = "service.beta.kubernetes.io/fake-load-balancer-hostname";
 
+/// Every annotation the fake cloud reads: what the service controller warns
+/// from and the admission webhook refuses from.
+pub static SCHEMA: AnnotationSchema = AnnotationSchema {
+    prefixes: &["service.beta.kubernetes.io/fake-load-balancer-"],
+    annotations: &[
+        Annotation::new(ANNOTATION_TYPE, Value::OneOf(&["", "nlb", "external"])).immutable(
+            "the fake cloud cannot change a load balancer's type: delete the Service and create it again",
+        ),
+        Annotation::new(
+            ANNOTATION_HEALTHCHECK_INTERVAL,
+            Value::Int { min: 5, max: 300 },
+        ),
+        Annotation::new(
+            ANNOTATION_HEALTH_CHECK_INTERVAL_DEPRECATED,
+            Value::Int { min: 5, max: 300 },
+        )
+        .deprecated("use service.beta.kubernetes.io/fake-load-balancer-healthcheck-interval instead")
+        .conflicts(&[ANNOTATION_HEALTHCHECK_INTERVAL]),
+        Annotation::new(ANNOTATION_LOAD_BALANCER_ID, Value::Text),
+        Annotation::new(ANNOTATION_FAIL, Value::Text),
+        Annotation::new(ANNOTATION_PANIC, Value::Text),
+        Annotation::new(ANNOTATION_HOSTNAME, Value::Text),
+    ],
+};
+
 fn service_key(service: &Service) -> String {
     let m = &service.metadata;
     format!(
@@ -42,6 +73,10 @@ fn service_key(service: &Service) -> String {
 }
 
 fn annotation<'a>(service: &'a Service, key: &str) -> Option<&'a str> {
+    debug_assert!(
+        SCHEMA.get(key).is_some(),
+        "annotation {key} is read but has no entry in the schema"
+    );
     service
         .metadata
         .annotations
@@ -78,13 +113,18 @@ pub(crate) fn validate(service: &Service) -> Result<(), CloudError> {
             ));
         }
     }
-    if let Some(v) = annotation(service, ANNOTATION_HEALTHCHECK_INTERVAL)
-        && !v.parse::<u32>().is_ok_and(|n| (5..=300).contains(&n))
-    {
-        return Err(CloudError::invalid(
-            ANNOTATION_HEALTHCHECK_INTERVAL,
-            format!("`{v}` is not an integer number of seconds from 5 to 300"),
-        ));
+    for key in [
+        ANNOTATION_HEALTHCHECK_INTERVAL,
+        ANNOTATION_HEALTH_CHECK_INTERVAL_DEPRECATED,
+    ] {
+        if let Some(v) = annotation(service, key)
+            && !v.parse::<u32>().is_ok_and(|n| (5..=300).contains(&n))
+        {
+            return Err(CloudError::invalid(
+                key,
+                format!("`{v}` is not an integer number of seconds from 5 to 300"),
+            ));
+        }
     }
     Ok(())
 }
@@ -225,6 +265,10 @@ impl LoadBalancer for FakeCloud {
     /// The annotations decide ownership and validity: no call needed.
     fn check_service(&self, service: &Service) -> Option<Result<(), CloudError>> {
         Some(validate(service))
+    }
+
+    fn annotation_schema(&self) -> Option<&'static AnnotationSchema> {
+        Some(&SCHEMA)
     }
 
     async fn ensure_load_balancer(

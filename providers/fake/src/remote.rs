@@ -302,6 +302,10 @@ impl LoadBalancer for RemoteCloud {
         Some(validate(service))
     }
 
+    fn annotation_schema(&self) -> Option<&'static cloud_provider::annotations::AnnotationSchema> {
+        Some(&crate::load_balancer::SCHEMA)
+    }
+
     async fn ensure_load_balancer(
         &self,
         cluster_name: &str,

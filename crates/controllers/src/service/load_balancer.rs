@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use ccm_runtime::ReconcileError;
+use cloud_provider::annotations::FindingKind;
 use cloud_provider::{CloudError, LoadBalancer};
 use k8s_openapi::api::core::v1::{LoadBalancerIngress, Service};
 use kube::Resource;
@@ -75,6 +76,7 @@ impl ServiceController {
                 )
                 .await;
         }
+        self.review_annotations(service, fingerprint, true).await?;
         self.metrics.syncs.inc();
         let ensured = match self
             .cloud
@@ -161,6 +163,7 @@ impl ServiceController {
         fingerprint: u64,
         check_owner: bool,
     ) -> Result<(), ReconcileError> {
+        self.review_annotations(service, fingerprint, false).await?;
         if check_owner {
             let checked = match self.cloud.check_service(service) {
                 Some(answer) => answer,
@@ -190,6 +193,49 @@ impl ServiceController {
         record.parked = None;
         record.superseded = versions.superseded();
         Ok(())
+    }
+
+    /// Checks the Service's annotations against the provider's schema, the
+    /// same description the admission webhook refuses from, so the events
+    /// say word for word what admission would have said. A malformed one is
+    /// published as a Warning event and refused: no cloud change, and no
+    /// retry until the Service changes. With `publish_all`, unknown and
+    /// deprecated keys are published too (the ensure goes on without them).
+    /// A Service the provider says another controller implements is not
+    /// checked: that controller's annotations are not ours to judge.
+    async fn review_annotations(
+        &self,
+        service: &Service,
+        fingerprint: u64,
+        publish_all: bool,
+    ) -> Result<(), ReconcileError> {
+        let Some(schema) = self.cloud.annotation_schema() else {
+            return Ok(());
+        };
+        if matches!(
+            self.cloud.check_service(service),
+            Some(Err(CloudError::ImplementedElsewhere))
+        ) {
+            return Ok(());
+        }
+        let findings = schema.review(None, service);
+        let reference = service.object_ref(&());
+        let mut refused = None;
+        for finding in &findings {
+            let invalid = finding.kind == FindingKind::Invalid;
+            if invalid || publish_all {
+                self.events
+                    .warning(&reference, finding.kind.reason(), finding.message.clone())
+                    .await;
+            }
+            if invalid && refused.is_none() {
+                refused = Some(finding.to_error());
+            }
+        }
+        let Some(err) = refused else { return Ok(()) };
+        tracing::info!(service = %key_of(service), error = %err, "refused: a malformed annotation");
+        self.records().entry(service).parked = Some((fingerprint, Parked::Refused));
+        Err(err.into())
     }
 
     /// Points the load balancer at the current eligible nodes.

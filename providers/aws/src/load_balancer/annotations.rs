@@ -1,11 +1,17 @@
 //! The Service annotations the AWS provider reads, with upstream's keys and
-//! value formats, and the parsers that turn a malformed value into
-//! `CloudError::InvalidInput` naming the annotation and the expected form.
+//! value formats, the parsers that turn a malformed value into
+//! `CloudError::InvalidInput` naming the annotation and the expected form,
+//! and their [`SCHEMA`], which every read is checked against in tests.
+
+mod schema;
 
 use std::collections::BTreeMap;
 
 use cloud_provider::CloudError;
+use cloud_provider::annotations::parse_bool;
 use cloud_provider::k8s_openapi::api::core::v1::Service;
+
+pub use schema::SCHEMA;
 
 /// `nlb` for a Network Load Balancer; `external` (or `nlb-ip`) leaves the
 /// Service to the AWS Load Balancer Controller. Without it upstream makes a
@@ -83,8 +89,13 @@ pub(crate) fn invalid(key: &str, message: impl Into<String>) -> CloudError {
 }
 
 impl<'a> Annotations<'a> {
-    /// The value, trimmed; `None` when absent.
+    /// The value, trimmed; `None` when absent. Every read goes through
+    /// here, so a key the provider reads must be in [`SCHEMA`].
     pub(crate) fn get(&self, key: &str) -> Option<&'a str> {
+        debug_assert!(
+            SCHEMA.get(key).is_some(),
+            "annotation {key} is read but has no entry in the schema"
+        );
         self.0.get(key).map(|v| v.trim())
     }
 
@@ -141,33 +152,38 @@ impl<'a> Annotations<'a> {
 
     /// Upstream's `key=value,key2=value2,key3` list; a bare key maps to "".
     pub(crate) fn key_values(&self, key: &str) -> Result<BTreeMap<String, String>, CloudError> {
-        let mut out = BTreeMap::new();
         let Some(v) = self.get(key) else {
-            return Ok(out);
+            return Ok(BTreeMap::new());
         };
-        for item in v.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (k, value) = item.split_once('=').unwrap_or((item, ""));
-            let k = k.trim();
-            if k.is_empty() {
-                return Err(invalid(
-                    key,
-                    format!(
-                        "expected key=value pairs separated by commas, got `{item}` without a key"
-                    ),
-                ));
-            }
-            out.insert(k.to_owned(), value.trim().to_owned());
-        }
-        Ok(out)
+        let pairs = key_value_pairs(v).map_err(|item| {
+            invalid(
+                key,
+                format!("expected key=value pairs separated by commas, got `{item}` without a key"),
+            )
+        })?;
+        Ok(pairs
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect())
     }
 }
 
-fn parse_bool(v: &str) -> Option<bool> {
-    match v {
-        "1" | "t" | "T" | "true" | "TRUE" | "True" => Some(true),
-        "0" | "f" | "F" | "false" | "FALSE" | "False" => Some(false),
-        _ => None,
-    }
+/// The trimmed `(key, value)` pairs of `key=value,key2=value2,key3`, blank
+/// items dropped; `Err(the item)` for an item without a key.
+fn key_value_pairs(v: &str) -> Result<Vec<(&str, &str)>, &str> {
+    v.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|item| {
+            let (k, value) = item.split_once('=').unwrap_or((item, ""));
+            let k = k.trim();
+            if k.is_empty() {
+                Err(item)
+            } else {
+                Ok((k, value.trim()))
+            }
+        })
+        .collect()
 }
 
 /// Whether `node_labels` carry every `wanted` label (`""` matches any value).

@@ -117,9 +117,9 @@ const CLASSIC_UNSUPPORTED: &str = "classic Elastic Load Balancers are not suppor
 
 /// Whether another controller owns the Service (`external` or `nlb-ip`).
 pub(crate) fn is_external(service: &Service) -> bool {
-    let annotations = service.metadata.annotations.as_ref();
-    let kind = annotations.and_then(|a| a.get(key::TYPE)).map(|v| v.trim());
-    matches!(kind, Some("external" | "nlb-ip"))
+    let empty = BTreeMap::new();
+    let a = Annotations(service.metadata.annotations.as_ref().unwrap_or(&empty));
+    matches!(a.get(key::TYPE), Some("external" | "nlb-ip"))
 }
 
 impl LoadBalancerSpec {

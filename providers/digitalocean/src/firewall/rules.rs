@@ -162,7 +162,7 @@ pub(crate) fn wanted(
                     Some(v) => LoadBalancerType::parse(v)
                         .ok_or_else(|| invalid(ann::TYPE, v, "REGIONAL or REGIONAL_NETWORK"))?,
                 };
-                let network = a.one_of(ann::NETWORK, &["EXTERNAL", "INTERNAL"], "EXTERNAL")?;
+                let network = a.one_of(ann::NETWORK, ann::NETWORKS, "EXTERNAL")?;
                 if kind != LoadBalancerType::RegionalNetwork || network != "EXTERNAL" {
                     continue;
                 }

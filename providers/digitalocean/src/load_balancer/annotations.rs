@@ -1,6 +1,9 @@
 //! Upstream's Service annotations, with their keys, value formats and
-//! defaults, and a reader that turns a malformed value into
-//! [`CloudError::InvalidInput`] naming the annotation and the expected form.
+//! defaults, a reader that turns a malformed value into
+//! [`CloudError::InvalidInput`] naming the annotation and the expected form,
+//! and their [`SCHEMA`], which every read is checked against in tests.
+
+mod schema;
 
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
@@ -11,6 +14,8 @@ use cloud_provider::{CloudError, LoadBalancerWarning, default_load_balancer_name
 use super::request::{Placement, Plan};
 use super::{options, shape, warnings};
 use crate::config::LoadBalancerType;
+
+pub use schema::SCHEMA;
 
 /// The load balancer's ID, recorded on the Service by the provider (through
 /// `EnsuredLoadBalancer::service_annotations`) so later calls find it by ID.
@@ -119,48 +124,20 @@ pub const PREFIX: &str = "service.beta.kubernetes.io/do-loadbalancer-";
 /// The prefix of the keys upstream records on a Service.
 pub const RECORD_PREFIX: &str = "kubernetes.digitalocean.com/";
 
-/// Every key upstream's DigitalOcean CCM reads, under [`PREFIX`] and
-/// [`RECORD_PREFIX`] (the disown key has its own prefix).
-pub const KNOWN: &[&str] = &[
-    LOAD_BALANCER_ID,
-    FIREWALL_MANAGED,
-    NAME,
-    TYPE,
-    NETWORK,
-    NETWORK_STACK,
-    IP,
-    SUBNET_UUID,
-    PROTOCOL,
-    HTTP_PORTS,
-    TLS_PORTS,
-    HTTP2_PORTS,
-    HTTP3_PORT,
-    CERTIFICATE_ID,
-    CERTIFICATE_NAME,
-    TLS_PASSTHROUGH,
-    REDIRECT_HTTP_TO_HTTPS,
-    ENABLE_PROXY_PROTOCOL,
-    ENABLE_BACKEND_KEEPALIVE,
-    DISABLE_LETS_ENCRYPT_DNS_RECORDS,
-    HTTP_IDLE_TIMEOUT_SECONDS,
-    HOSTNAME,
-    ALGORITHM,
-    SIZE_SLUG,
-    SIZE_UNIT,
-    STICKY_SESSIONS_TYPE,
-    STICKY_SESSIONS_COOKIE_NAME,
-    STICKY_SESSIONS_COOKIE_TTL,
-    OVERRIDE_HEALTH_CHECK,
-    HEALTHCHECK_PROTOCOL,
-    HEALTHCHECK_PORT,
-    HEALTHCHECK_PATH,
-    HEALTHCHECK_CHECK_INTERVAL_SECONDS,
-    HEALTHCHECK_RESPONSE_TIMEOUT_SECONDS,
-    HEALTHCHECK_UNHEALTHY_THRESHOLD,
-    HEALTHCHECK_HEALTHY_THRESHOLD,
-    ALLOW_RULES,
-    DENY_RULES,
-];
+/// The values of [`NETWORK`].
+pub(crate) const NETWORKS: &[&str] = &["EXTERNAL", "INTERNAL"];
+/// The values of [`NETWORK_STACK`].
+pub(crate) const NETWORK_STACKS: &[&str] = &["IPV4", "DUALSTACK"];
+/// The values of [`PROTOCOL`].
+pub(crate) const PROTOCOLS: &[&str] = &["tcp", "http", "https", "http2"];
+/// The values of [`HEALTHCHECK_PROTOCOL`].
+pub(crate) const HEALTHCHECK_PROTOCOLS: &[&str] = &["tcp", "http", "https"];
+/// The values of [`ALGORITHM`].
+pub(crate) const ALGORITHMS: &[&str] = &["round_robin", "least_connections"];
+/// The values of [`SIZE_SLUG`].
+pub(crate) const SIZE_SLUGS: &[&str] = &["lb-small", "lb-medium", "lb-large"];
+/// The values of [`STICKY_SESSIONS_TYPE`].
+pub(crate) const STICKY_SESSIONS_TYPES: &[&str] = &["none", "cookies"];
 
 /// Checks `service` as `ensure_load_balancer` does before its first API
 /// call, for a new load balancer of type `default_type` when the Service
@@ -207,8 +184,13 @@ impl<'a> Reader<'a> {
         Self(annotations)
     }
 
-    /// The raw value, present even when empty.
+    /// The raw value, present even when empty. Every read goes through
+    /// here, so a key the provider reads must be in [`SCHEMA`].
     pub(crate) fn raw(&self, key: &str) -> Option<&'a str> {
+        debug_assert!(
+            SCHEMA.get(key).is_some(),
+            "annotation {key} is read but has no entry in the schema"
+        );
         self.0?.get(key).map(String::as_str)
     }
 
@@ -279,13 +261,10 @@ impl<'a> Reader<'a> {
             return Ok(Vec::new());
         };
         v.split(',')
-            .map(|p| match p.trim().parse::<u16>() {
-                Ok(n) if n > 0 => Ok(i32::from(n)),
-                _ => Err(invalid(
-                    key,
-                    v,
-                    "comma-separated port numbers, such as 443,8443",
-                )),
+            .map(|p| {
+                port(p.trim()).ok_or_else(|| {
+                    invalid(key, v, "comma-separated port numbers, such as 443,8443")
+                })
             })
             .collect()
     }
@@ -302,6 +281,11 @@ impl<'a> Reader<'a> {
             })
             .unwrap_or_default()
     }
+}
+
+/// A port number from 1 to 65535, as the port annotations spell one.
+pub(crate) fn port(s: &str) -> Option<i32> {
+    s.parse::<u16>().ok().filter(|n| *n > 0).map(i32::from)
 }
 
 /// `InvalidInput` for annotation `key` holding `value`, expecting `expected`.

@@ -10,9 +10,6 @@ use super::annotations::{self as ann, Reader, invalid};
 use crate::api::types::StickySessions;
 use crate::config::{LoadBalancerType, is_uuid};
 
-/// The forwarding protocols a Service's ports can use.
-const PROTOCOLS: &[&str] = &["tcp", "http", "https", "http2"];
-
 /// What the annotations ask of the load balancer.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Options {
@@ -122,10 +119,10 @@ pub(crate) fn parse(service: &Service) -> Result<Options, CloudError> {
                 .ok_or_else(|| invalid(ann::TYPE, v, "REGIONAL or REGIONAL_NETWORK"))?,
         ),
     };
-    let internal = a.one_of(ann::NETWORK, &["EXTERNAL", "INTERNAL"], "EXTERNAL")? == "INTERNAL";
+    let internal = a.one_of(ann::NETWORK, ann::NETWORKS, "EXTERNAL")? == "INTERNAL";
     let network_stack = a
         .get(ann::NETWORK_STACK)
-        .map(|_| a.one_of(ann::NETWORK_STACK, &["IPV4", "DUALSTACK"], "IPV4"))
+        .map(|_| a.one_of(ann::NETWORK_STACK, ann::NETWORK_STACKS, "IPV4"))
         .transpose()?;
     if internal && network_stack == Some("DUALSTACK") {
         return Err(CloudError::invalid(
@@ -156,13 +153,7 @@ pub(crate) fn parse(service: &Service) -> Result<Options, CloudError> {
     };
     let size_slug = a
         .get(ann::SIZE_SLUG)
-        .map(|_| {
-            a.one_of(
-                ann::SIZE_SLUG,
-                &["lb-small", "lb-medium", "lb-large"],
-                "lb-small",
-            )
-        })
+        .map(|_| a.one_of(ann::SIZE_SLUG, ann::SIZE_SLUGS, "lb-small"))
         .transpose()?
         .map(str::to_owned);
     let size_unit = a.opt_int_in(ann::SIZE_UNIT, 1..=100)?;
@@ -185,7 +176,7 @@ pub(crate) fn parse(service: &Service) -> Result<Options, CloudError> {
         subnet_uuid,
         certificate_name: a.get(ann::CERTIFICATE_NAME).map(str::to_owned),
         http3_port,
-        protocol: a.one_of(ann::PROTOCOL, PROTOCOLS, "tcp")?,
+        protocol: a.one_of(ann::PROTOCOL, ann::PROTOCOLS, "tcp")?,
         http_ports: a.ports(ann::HTTP_PORTS)?,
         tls_ports: a.ports(ann::TLS_PORTS)?,
         http2_ports: a.ports(ann::HTTP2_PORTS)?,
@@ -196,11 +187,7 @@ pub(crate) fn parse(service: &Service) -> Result<Options, CloudError> {
         enable_backend_keepalive: a.bool(ann::ENABLE_BACKEND_KEEPALIVE)?,
         disable_lets_encrypt_dns_records: a.bool(ann::DISABLE_LETS_ENCRYPT_DNS_RECORDS)?,
         http_idle_timeout_seconds: a.opt_int_in(ann::HTTP_IDLE_TIMEOUT_SECONDS, 30..=600)?,
-        algorithm: a.one_of(
-            ann::ALGORITHM,
-            &["round_robin", "least_connections"],
-            "round_robin",
-        )?,
+        algorithm: a.one_of(ann::ALGORITHM, ann::ALGORITHMS, "round_robin")?,
         size_slug,
         size_unit,
         sticky_sessions: sticky_sessions(a)?,
@@ -247,7 +234,11 @@ pub(crate) fn parse(service: &Service) -> Result<Options, CloudError> {
 }
 
 fn sticky_sessions(a: Reader<'_>) -> Result<StickySessions, CloudError> {
-    let kind = a.one_of(ann::STICKY_SESSIONS_TYPE, &["none", "cookies"], "none")?;
+    let kind = a.one_of(
+        ann::STICKY_SESSIONS_TYPE,
+        ann::STICKY_SESSIONS_TYPES,
+        "none",
+    )?;
     if kind == "none" {
         return Ok(StickySessions {
             kind: kind.to_owned(),
@@ -291,7 +282,7 @@ fn health(a: Reader<'_>) -> Result<HealthOptions, CloudError> {
         };
         let protocol = a
             .get(ann::HEALTHCHECK_PROTOCOL)
-            .map(|_| a.one_of(ann::HEALTHCHECK_PROTOCOL, &["tcp", "http", "https"], "tcp"))
+            .map(|_| a.one_of(ann::HEALTHCHECK_PROTOCOL, ann::HEALTHCHECK_PROTOCOLS, "tcp"))
             .transpose()?;
         (
             protocol,
@@ -320,12 +311,7 @@ fn health(a: Reader<'_>) -> Result<HealthOptions, CloudError> {
 fn firewall_rules(a: Reader<'_>, key: &str) -> Result<Vec<String>, CloudError> {
     let rules = a.list(key);
     for rule in &rules {
-        let ok = match rule.split_once(':') {
-            Some(("ip", ip)) => ip.parse::<IpAddr>().is_ok(),
-            Some(("cidr", net)) => net.parse::<IpNet>().is_ok(),
-            _ => false,
-        };
-        if !ok {
+        if !is_firewall_rule(rule) {
             return Err(invalid(
                 key,
                 rule,
@@ -334,6 +320,15 @@ fn firewall_rules(a: Reader<'_>, key: &str) -> Result<Vec<String>, CloudError> {
         }
     }
     Ok(rules)
+}
+
+/// `ip:<address>` or `cidr:<network>`.
+pub(super) fn is_firewall_rule(rule: &str) -> bool {
+    match rule.split_once(':') {
+        Some(("ip", ip)) => ip.parse::<IpAddr>().is_ok(),
+        Some(("cidr", net)) => net.parse::<IpNet>().is_ok(),
+        _ => false,
+    }
 }
 
 /// A port may be in one of the http, tls and http2 lists only.
@@ -360,7 +355,8 @@ fn check_port_sets(o: &Options) -> Result<(), CloudError> {
     Ok(())
 }
 
-fn is_load_balancer_name(s: &str) -> bool {
+/// At most 255 letters, digits, `.` and `-`, starting with a letter or digit.
+pub(super) fn is_load_balancer_name(s: &str) -> bool {
     s.len() <= 255
         && s.starts_with(|c: char| c.is_ascii_alphanumeric())
         && s.chars()
