@@ -6,6 +6,7 @@
 //! reported, not failed on. Every process it starts is stopped when it
 //! ends, on error too.
 
+mod admission;
 mod driver;
 mod harness;
 mod machine;
@@ -35,6 +36,7 @@ use scenarios::{Scale, Scenario, Status, burst, established, routes};
 ///   1. bursts of new nodes (at upstream's default --kube-api-qps and raised)
 ///   6. a route burst          5. LoadBalancer Services created at once
 ///   2. a steady state         3. a heartbeat storm        4. node churn
+///   7. the admission webhook at 500 reviews/s
 ///
 /// Each reports its figures and its cloud calls next to those upstream's Go
 /// controllers would make for the same work. Writes target/bench/report.md,
@@ -46,9 +48,10 @@ pub(crate) struct Options {
     /// Smaller scenarios, about 3 minutes; cannot be published.
     #[arg(long)]
     quick: bool,
-    /// Also copy the report to docs/benchmarks/ (full runs only: the
-    /// published figures are the full benchmark's).
-    #[arg(long, conflicts_with_all = ["quick", "only"], verbatim_doc_comment)]
+    /// Also copy the report to docs/benchmarks/ (full runs, or `--only
+    /// admission`, which publishes admission.md alone: the published
+    /// figures are never a quick run's).
+    #[arg(long, conflicts_with_all = ["quick"], verbatim_doc_comment)]
     publish: bool,
     /// Only one group of scenarios.
     #[arg(long, value_enum, value_name = "X")]
@@ -67,6 +70,8 @@ enum Only {
     Routes,
     /// The scenarios on an established cluster (5, 2, 3, 4).
     Cluster,
+    /// The admission webhook at 500 reviews/s (7).
+    Admission,
 }
 
 impl Options {
@@ -78,6 +83,15 @@ impl Options {
         }
     }
 
+    /// `--publish` with a partial run other than `--only admission` is
+    /// refused: the published report is the full benchmark's.
+    fn check_publish(&self) -> anyhow::Result<()> {
+        if self.publish && self.only.is_some_and(|only| only != Only::Admission) {
+            anyhow::bail!("--publish: only a full run, or --only admission, is published");
+        }
+        Ok(())
+    }
+
     /// Whether the run includes `group`.
     fn runs(&self, group: Only) -> bool {
         self.only.is_none_or(|only| only == group)
@@ -85,6 +99,7 @@ impl Options {
 }
 
 pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
+    options.check_publish()?;
     let scale = options.scale();
     if !options.no_build {
         run(cargo().args([
@@ -108,6 +123,9 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         std::fs::remove_dir_all(&runs).with_context(|| format!("clearing {}", runs.display()))?;
     }
 
+    if options.only == Some(Only::Admission) {
+        return admission_only(&binaries, &out, &scale, options.publish);
+    }
     let machine = Machine::observe();
     let started = timestamp::now();
     let clock = Instant::now();
@@ -150,6 +168,10 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         }
     }
 
+    if options.runs(Only::Admission) {
+        let figures = admission::run(&binaries, &runs.join("admission"), scale.admission_seconds)?;
+        notes.push(figures.markdown());
+    }
     let others = machine.others();
     let report = report::Run {
         mode: scale.name,
@@ -177,6 +199,43 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
                 .with_context(|| format!("copying {} to {}", file.display(), docs.display()))?;
         }
         println!("published to {}", docs.display());
+    }
+    Ok(())
+}
+
+/// `--only admission`: the webhook's figures in `out/admission.md`, also
+/// copied to docs/benchmarks/ with `publish`.
+fn admission_only(
+    binaries: &Binaries,
+    out: &Path,
+    scale: &Scale,
+    publish: bool,
+) -> anyhow::Result<()> {
+    let figures = admission::run(
+        binaries,
+        &out.join("runs").join("admission"),
+        scale.admission_seconds,
+    )?;
+    let machine = Machine::observe();
+    let text = format!(
+        "# Admission webhook benchmark\n\nMeasured by `cargo xtask bench --only admission` at {} on {} (commit {}).\n\n{}",
+        timestamp::now(),
+        format_args!(
+            "{} ({} cores, {:.0} GiB, load {})",
+            machine.cpu, machine.cores, machine.memory_gib, machine.load_at_start
+        ),
+        commit(),
+        figures.markdown()
+    );
+    std::fs::create_dir_all(out)?;
+    let path = out.join("admission.md");
+    std::fs::write(&path, &text)?;
+    println!("\n{text}\nreport: {}", path.display());
+    if publish {
+        let docs = repo_root().join("docs/benchmarks");
+        std::fs::create_dir_all(&docs)?;
+        std::fs::copy(&path, docs.join("admission.md"))?;
+        println!("published to {}", docs.join("admission.md").display());
     }
     Ok(())
 }
@@ -317,14 +376,19 @@ mod tests {
 
     #[test]
     fn quick_runs_and_partial_runs_cannot_be_published() {
-        for partial in [&["--quick"][..], &["--only", "bursts"]] {
-            let err = parse(&[partial, &["--publish"]].concat()).unwrap_err();
-            assert_eq!(err.kind(), ErrorKind::ArgumentConflict, "{partial:?}");
+        let err = parse(&["--quick", "--publish"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::ArgumentConflict);
+        for group in ["bursts", "routes", "cluster"] {
+            let partial = parse(&["--only", group, "--publish"]).unwrap();
+            assert!(partial.check_publish().is_err(), "{group}");
         }
+        let admission = parse(&["--only", "admission", "--publish"]).unwrap();
+        admission.check_publish().unwrap();
         let full = parse(&["--publish"]).unwrap();
+        full.check_publish().unwrap();
         assert!(full.publish && full.scale().is_full());
         assert!(
-            [Only::Bursts, Only::Routes, Only::Cluster]
+            [Only::Bursts, Only::Routes, Only::Cluster, Only::Admission]
                 .into_iter()
                 .all(|g| full.runs(g))
         );

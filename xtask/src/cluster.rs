@@ -197,10 +197,10 @@ pub(crate) fn run_suites() -> anyhow::Result<()> {
     let mut count = 0;
     {
         let _cluster = Cluster::start_with(&real_cluster_built_by_tests(), &plane, &kubeconfig)?;
-        for binary in suite("crates/test-apiserver", &[])
-            .into_iter()
-            .chain(suite("cmd/fake-cloud-controller-manager", &["e2e"]))
-        {
+        for binary in suite("crates/test-apiserver", &[]).into_iter().chain(suite(
+            "cmd/fake-cloud-controller-manager",
+            &["e2e", "admission"],
+        )) {
             count += run_counting(
                 crate::tools::kubectl::point_at(&mut binary.command(&["--ignored"]))
                     .env("KUBECONFIG", &kubeconfig),

@@ -106,6 +106,19 @@ pub(crate) fn get_https_as(
     parse(&raw)
 }
 
+/// A TLS connection to a loopback HTTPS server, to send many requests on.
+pub(crate) fn connect_https(
+    addr: SocketAddr,
+) -> anyhow::Result<rustls::StreamOwned<rustls::ClientConnection, TcpStream>> {
+    let tcp = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .with_context(|| format!("connecting to {addr}"))?;
+    tcp.set_read_timeout(Some(Duration::from_secs(30)))?;
+    tcp.set_nodelay(true)?;
+    let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
+    let connection = rustls::ClientConnection::new(tls::config()?, name)?;
+    Ok(rustls::StreamOwned::new(connection, tcp))
+}
+
 /// The `Authorization` header line for `token`, or nothing.
 fn authorization(token: Option<&str>) -> String {
     token

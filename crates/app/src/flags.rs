@@ -151,6 +151,9 @@ pub(crate) struct Settings {
     /// HTTPS with delegated authentication and authorization; `None` when
     /// `--secure-port=0`.
     pub(crate) serving: Option<crate::serving::Config>,
+    /// The admission webhook; `None` unless `--webhooks` enables it and
+    /// `--webhook-secure-port` is not 0.
+    pub(crate) webhook: Option<crate::admission::Options>,
     pub(crate) allow_untagged_cloud: bool,
     /// `--dry-run`: plan, change nothing, take no Lease.
     pub(crate) dry_run: bool,
@@ -348,8 +351,7 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         feature_gates::parse(generic.feature_gates.as_deref().unwrap_or_default())?;
     notes.extend(gate_notes);
     let logging = logging(&global, &feature_gates)?;
-    notes.extend(webhook.validate()?);
-    notes.extend(webhook_serving.validate()?);
+    let webhook = webhook_serving.validate(webhook.validate()?)?;
     for (flag, set) in [
         (
             "allow-untagged-cloud",
@@ -395,6 +397,7 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         kube_api_burst,
         use_service_account_credentials: generic.use_service_account_credentials,
         serving,
+        webhook,
         allow_untagged_cloud: generic.allow_untagged_cloud.unwrap_or(false),
         dry_run: shadow.dry_run,
         logging,

@@ -18,6 +18,7 @@
 //!   provider that cannot initialize, or a failed lookup of the cluster's
 //!   authentication ConfigMap.
 
+mod admission;
 mod audit;
 mod client;
 mod debug;
@@ -52,6 +53,17 @@ pub mod fuzzing {
     /// Go's `time.ParseDuration`, as the duration flags read it.
     pub fn parse_go_duration(text: &str) -> Result<Duration, String> {
         crate::flags::duration::parse(text)
+    }
+
+    /// The admission webhook's answer to `body` (an AdmissionReview, as the
+    /// API server posts it) for `cloud`: the review to send back as JSON, or
+    /// why the body is answered 400.
+    pub fn admission_review(
+        cloud: &dyn cloud_provider::CloudProvider,
+        body: &[u8],
+    ) -> Result<String, String> {
+        let review = crate::admission::respond(cloud, body)?;
+        serde_json::to_string(&review).map_err(|e| e.to_string())
     }
 
     /// Go's `time.Duration.String()`, as `/configz` writes durations.

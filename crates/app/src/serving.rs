@@ -34,6 +34,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use certs::{WEBHOOK_SERVING, certified_key_from_pem};
 pub(crate) use listener::{bind, serve};
 pub(crate) use tls::{TlsVersion, is_go_cipher_suite};
 
@@ -178,7 +179,9 @@ impl std::fmt::Debug for ReviewClients {
 #[derive(Debug, Clone)]
 pub(crate) struct Serving {
     pub(crate) tls: Arc<rustls::ServerConfig>,
-    pub(crate) guard: Arc<Guard>,
+    /// `None` serves every request unauthenticated (the admission webhook,
+    /// which the API server calls without credentials).
+    pub(crate) guard: Option<Arc<Guard>>,
     pub(crate) http2: bool,
     pub(crate) http2_max_streams: u32,
 }
@@ -206,7 +209,12 @@ impl Serving {
         reload_every: Duration,
     ) -> Result<Self, Error> {
         let mut reloader = reload::Reloader::default();
-        let resolver = certs::Resolver::load(&config.tls, config.addr.ip(), &mut reloader)?;
+        let resolver = certs::Resolver::load(
+            &config.tls,
+            certs::SECURE_SERVING,
+            config.addr.ip(),
+            &mut reloader,
+        )?;
         let authenticator = authn::Authenticator::build(
             &config.authentication,
             clients.authentication,
@@ -222,12 +230,46 @@ impl Serving {
         reloader.spawn(reload_every, shutdown.clone());
         Ok(Self {
             tls: Arc::new(tls),
-            guard: Arc::new(Guard {
+            guard: Some(Arc::new(Guard {
                 authenticator,
                 authorizer,
-            }),
+            })),
             http2: config.tls.http2,
             http2_max_streams: config.tls.http2_max_streams,
+        })
+    }
+}
+
+impl Serving {
+    /// A server without authentication or authorization (the admission
+    /// webhook): certificates from `options.cert` named by `flags` (files
+    /// reloaded every `reload_every` until `shutdown`), or from `resolver`
+    /// when given; no client certificate asked for.
+    ///
+    /// # Errors
+    /// [`Error`]: an unreadable or invalid file, a refused TLS setting.
+    pub(crate) fn unguarded(
+        options: &TlsOptions,
+        flags: certs::CertFlags,
+        bind: std::net::IpAddr,
+        resolver: Option<Arc<dyn rustls::server::ResolvesServerCert>>,
+        shutdown: &CancellationToken,
+    ) -> Result<Self, Error> {
+        let resolver = match resolver {
+            Some(resolver) => resolver,
+            None => {
+                let mut reloader = reload::Reloader::default();
+                let resolver = certs::Resolver::load(options, flags, bind, &mut reloader)?;
+                reloader.spawn(reload::DEFAULT_INTERVAL, shutdown.clone());
+                Arc::new(resolver)
+            }
+        };
+        let tls = tls::server_config(options, resolver, None)?;
+        Ok(Self {
+            tls: Arc::new(tls),
+            guard: None,
+            http2: options.http2,
+            http2_max_streams: options.http2_max_streams,
         })
     }
 }

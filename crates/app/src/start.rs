@@ -171,13 +171,7 @@ pub(crate) async fn run<F: ProviderFactory>(
         let clients = review_clients(serving, &config, &user_agent).await?;
         let secured = Serving::build(serving, clients, &shutdown)
             .await
-            .map_err(|e| {
-                if e.is_usage() {
-                    Failure::Usage(e.to_string())
-                } else {
-                    Failure::Runtime(e.to_string())
-                }
-            })?;
+            .map_err(|e| failure(e.is_usage(), e))?;
         let certificate = match serving.tls.cert {
             serving::CertSource::Generated => "a self-signed certificate made in memory",
             _ => "the configured certificate",
@@ -196,6 +190,21 @@ pub(crate) async fn run<F: ProviderFactory>(
         supervisor.spawn("the health and metrics server", async move {
             served.await.map_err(|e| e.to_string())
         });
+    }
+
+    match &settings.webhook {
+        // A shadow refuses nothing: the CCM it runs beside serves admission.
+        Some(_) if settings.dry_run => {
+            tracing::info!("--dry-run: the admission webhook is not served");
+        }
+        Some(webhook) => {
+            let served =
+                crate::admission::start(webhook, cloud.clone(), client.clone(), shutdown.clone())
+                    .await
+                    .map_err(|e| failure(e.is_usage(), e))?;
+            supervisor.spawn("the admission webhook", served);
+        }
+        None => {}
     }
 
     cloud
@@ -360,6 +369,15 @@ pub(crate) async fn run<F: ProviderFactory>(
 
 /// Waits up to [`SHUTDOWN_GRACE`] for every task to stop (shutdown was
 /// asked for).
+/// Bad input (exit 64) when `usage`, else a runtime failure.
+fn failure(usage: bool, error: impl std::fmt::Display) -> Failure {
+    if usage {
+        Failure::Usage(error.to_string())
+    } else {
+        Failure::Runtime(error.to_string())
+    }
+}
+
 async fn stop_tasks(supervisor: Supervisor) {
     if tokio::time::timeout(SHUTDOWN_GRACE, supervisor.join_all())
         .await

@@ -45,6 +45,10 @@ pub const TARGETS: &[Target] = &[
         run: digitalocean_annotations,
     },
     Target {
+        name: "admission_review",
+        run: admission_review,
+    },
+    Target {
         name: "aws_cloud_config",
         run: aws_cloud_config,
     },
@@ -69,6 +73,19 @@ pub const TARGETS: &[Target] = &[
         run: strategic_merge_patch,
     },
 ];
+
+/// An AdmissionReview as the API server posts it to the webhook, answered
+/// for the fake cloud: a review or a 400, never a panic. A review that is
+/// answered must carry its request's uid.
+pub fn admission_review(data: &[u8]) {
+    static CLOUD: std::sync::LazyLock<provider_fake::FakeCloud> =
+        std::sync::LazyLock::new(provider_fake::FakeCloud::default);
+    if let Ok(answer) = ccm_app::fuzzing::admission_review(&*CLOUD, data) {
+        let sent: Value = serde_json::from_slice(data).expect("answered, so it parsed");
+        let answer: Value = serde_json::from_str(&answer).expect("the answer is JSON");
+        assert_eq!(answer["response"]["uid"], sent["request"]["uid"]);
+    }
+}
 
 /// Where a cloud config is read from, for error messages.
 const CLOUD_CONFIG_PATH: &str = "/etc/kubernetes/cloud.conf";

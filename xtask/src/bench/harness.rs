@@ -188,6 +188,16 @@ impl Cluster {
         qps: KubeApiQps,
         controllers: Option<&str>,
     ) -> anyhow::Result<Ccm> {
+        self.start_ccm_with(qps, controllers, &[])
+    }
+
+    /// [`Cluster::start_ccm`] with `extra` flags.
+    pub(crate) fn start_ccm_with(
+        &mut self,
+        qps: KubeApiQps,
+        controllers: Option<&str>,
+        extra: &[String],
+    ) -> anyhow::Result<Ccm> {
         if self.ccm.is_some() {
             bail!("a CCM is already running");
         }
@@ -199,6 +209,7 @@ impl Cluster {
         if let Some(controllers) = controllers {
             args.push(format!("--controllers={controllers}"));
         }
+        args.extend(extra.iter().cloned());
         let started = Instant::now();
         let metrics = self
             .processes

@@ -31,6 +31,8 @@ pub(crate) struct Scale {
     pub(crate) steady_window: Duration,
     /// Heartbeat rounds, one every [`HEARTBEAT_PERIOD`].
     pub(crate) heartbeat_rounds: u32,
+    /// Seconds of admission reviews at 500/s.
+    pub(crate) admission_seconds: u32,
 }
 
 /// How often kubelet posts its Ready condition in the heartbeat storm.
@@ -51,6 +53,7 @@ impl Scale {
         services: 1000,
         steady_window: Duration::from_secs(600),
         heartbeat_rounds: 6,
+        admission_seconds: 60,
     };
 
     pub(crate) const QUICK: Self = Self {
@@ -62,6 +65,7 @@ impl Scale {
         services: 50,
         steady_window: Duration::from_secs(20),
         heartbeat_rounds: 2,
+        admission_seconds: 10,
     };
 }
 

@@ -255,8 +255,14 @@ impl CloudControllerManagerConfiguration {
                 concurrent_service_syncs: s.concurrent_service_syncs,
             },
             node_status_update_frequency: go_duration(s.node_status_update_frequency),
-            // No --webhooks flag yet: upstream's default (nil).
-            webhook: Webhook { webhooks: None },
+            // Settings keep whether the one webhook is served: upstream
+            // echoes the flag's words, nil when unset.
+            webhook: Webhook {
+                webhooks: s
+                    .webhook
+                    .as_ref()
+                    .map(|_| vec![crate::admission::WEBHOOK_NAME.to_owned()]),
+            },
         }
     }
 }

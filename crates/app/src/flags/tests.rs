@@ -443,17 +443,75 @@ fn service_account_credentials_and_start_interval() {
 
 #[test]
 fn webhook_flags_are_validated_as_upstream() {
-    let s = ok(&["--webhooks=*", "--webhook-secure-port=0"]);
-    assert!(s.notes.iter().any(|n| n.starts_with("--webhooks")));
+    assert_eq!(
+        ok(&[]).webhook,
+        None,
+        "upstream serves no webhook by default"
+    );
+    assert_eq!(
+        ok(&["--webhooks=*", "--webhook-secure-port=0"]).webhook,
+        None
+    );
+    assert_eq!(ok(&["--webhooks=*,-service-annotations"]).webhook, None);
+    let served = ok(&["--webhooks=service-annotations"]).webhook.unwrap();
+    assert_eq!(
+        served.addr.to_string(),
+        "0.0.0.0:10260",
+        "upstream's default port"
+    );
+    assert_eq!(served.tls.cert, crate::serving::CertSource::Generated);
+    assert_eq!(served.managed, None);
+    let all = ok(&[
+        "--webhooks=*",
+        "--webhook-secure-port=10300",
+        "--webhook-bind-address=127.0.0.1",
+    ]);
+    assert_eq!(all.webhook.unwrap().addr.to_string(), "127.0.0.1:10300");
     bad(
         &["--webhooks=lb-annotations"],
-        "--webhooks: `lb-annotations` is not in the list of known webhooks",
+        "--webhooks: `lb-annotations` is not in the list of known webhooks (service-annotations)",
     );
     bad(
         &["--webhook-tls-cert-file=/tls.crt"],
         "--webhook-tls-cert-file and --webhook-tls-private-key-file go together",
     );
     bad(&["--webhook-secure-port=99999"], "--webhook-secure-port");
+}
+
+#[test]
+fn kept_webhook_certificates_need_all_three_flags() {
+    let kept = ok(&[
+        "--webhooks=service-annotations",
+        "--webhook-cert-secret=kube-system/ccm-webhook-certs",
+        "--webhook-service=kube-system/ccm-webhook",
+        "--webhook-configuration=ccm-service-annotations",
+    ])
+    .webhook
+    .unwrap()
+    .managed
+    .unwrap();
+    assert_eq!(kept.secret.namespace, "kube-system");
+    assert_eq!(kept.secret.name, "ccm-webhook-certs");
+    assert_eq!(kept.service.name, "ccm-webhook");
+    assert_eq!(kept.configuration, "ccm-service-annotations");
+    bad(
+        &["--webhook-cert-secret=kube-system/x"],
+        "--webhook-cert-secret, --webhook-service and --webhook-configuration go together",
+    );
+    bad(
+        &["--webhook-cert-secret=nope"],
+        "expected NAMESPACE/NAME, got `nope`",
+    );
+    bad(&["--webhook-service=Kube/System"], "--webhook-service");
+    bad(
+        &[
+            "--webhook-cert-secret=a/b",
+            "--webhook-service=a/c",
+            "--webhook-configuration=d",
+            "--webhook-cert-dir=/tmp",
+        ],
+        "--webhook-cert-secret: the CCM keeps its own certificates there",
+    );
 }
 
 #[test]

@@ -1,23 +1,28 @@
-//! Upstream's "webhook" and "webhook serving" sections. Upstream serves
-//! cloud webhooks (KEP 2699) only behind the alpha
-//! `CloudControllerManagerWebhook` gate and ships none; nor does this CCM
-//! yet, so these flags are validated as upstream does and change nothing.
+//! Upstream's "webhook" and "webhook serving" sections (KEP 2699), and
+//! three flags of ours for certificates the CCM keeps itself. This CCM
+//! serves one webhook, `service-annotations` ([`crate::admission`]), when
+//! `--webhooks` enables it and `--webhook-secure-port` is not 0. Upstream
+//! also needs the alpha `CloudControllerManagerWebhook` gate; this CCM's
+//! webhook is not behind it.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::Args;
 
 use super::parse_path;
+use crate::admission::{self, ManagedCerts, ObjectName};
+use crate::serving::{CertSource, TlsOptions, TlsVersion};
 
-/// The webhooks this CCM can serve (none yet, as upstream's generic CCM).
-const KNOWN_WEBHOOKS: [&str; 0] = [];
+/// The webhooks this CCM can serve, all on by default (`*`).
+const KNOWN_WEBHOOKS: [&str; 1] = [admission::WEBHOOK_NAME];
 
 /// The "webhook" section.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct Webhook {
     /// Webhooks to enable: `*` for all on by default, `foo` to enable,
-    /// `-foo` to disable. This CCM has no webhooks yet.
+    /// `-foo` to disable. Known: service-annotations (refuses LoadBalancer
+    /// Services with malformed or unknown load-balancer annotations).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub(super) webhooks: Vec<String>,
 }
@@ -57,6 +62,23 @@ pub(crate) struct WebhookServing {
     #[arg(long, value_name = "PATH", value_parser = parse_path)]
     pub(super) webhook_tls_private_key_file: Option<PathBuf>,
 
+    /// Keep the webhook's CA and serving certificate in this Secret
+    /// (`NAMESPACE/NAME`; `ca.crt`, `tls.crt`, `tls.key`): filled when
+    /// empty, reused otherwise, renewed before it expires. Needs
+    /// --webhook-service and --webhook-configuration.
+    #[arg(long, value_name = "NAMESPACE/NAME", value_parser = parse_object_name)]
+    pub(super) webhook_cert_secret: Option<ObjectName>,
+
+    /// The Service in front of the webhook port (`NAMESPACE/NAME`): the
+    /// serving certificate of --webhook-cert-secret names it.
+    #[arg(long, value_name = "NAMESPACE/NAME", value_parser = parse_object_name)]
+    pub(super) webhook_service: Option<ObjectName>,
+
+    /// The ValidatingWebhookConfiguration whose caBundle the CCM keeps equal
+    /// to the CA of --webhook-cert-secret.
+    #[arg(long, value_name = "NAME")]
+    pub(super) webhook_configuration: Option<String>,
+
     /// Minimum TLS version of the webhook server.
     #[arg(long, value_name = "VERSION", value_parser = ["", "VersionTLS10", "VersionTLS11", "VersionTLS12", "VersionTLS13"])]
     pub(super) webhook_tls_min_version: Option<String>,
@@ -66,9 +88,35 @@ pub(crate) struct WebhookServing {
     pub(super) webhook_tls_sni_cert_key: Vec<crate::serving::SniCertKey>,
 }
 
+/// `NAMESPACE/NAME`, each part a DNS label or subdomain.
+fn parse_object_name(value: &str) -> Result<ObjectName, String> {
+    let (namespace, name) = value
+        .split_once('/')
+        .ok_or_else(|| format!("expected NAMESPACE/NAME, got `{value}`"))?;
+    let valid = |part: &str| {
+        !part.is_empty()
+            && part.len() <= 253
+            && part
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+            && part.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && part.ends_with(|c: char| c.is_ascii_alphanumeric())
+    };
+    if !valid(namespace) || !valid(name) {
+        return Err(format!(
+            "expected NAMESPACE/NAME in lower-case letters, digits, `-` and `.`, got `{value}`"
+        ));
+    }
+    Ok(ObjectName {
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+    })
+}
+
 impl Webhook {
-    /// Upstream's validation: every named webhook must be known.
-    pub(super) fn validate(&self) -> Result<Option<String>, String> {
+    /// Upstream's validation: every named webhook must be known. `Ok(true)`
+    /// when `service-annotations` is enabled.
+    pub(super) fn validate(&self) -> Result<bool, String> {
         let named: Vec<&str> = self
             .webhooks
             .iter()
@@ -79,28 +127,93 @@ impl Webhook {
             let bare = name.strip_prefix('-').unwrap_or(name);
             if *name != "*" && !KNOWN_WEBHOOKS.contains(&bare) {
                 return Err(format!(
-                    "--webhooks: `{bare}` is not in the list of known webhooks (this CCM has none yet)"
+                    "--webhooks: `{bare}` is not in the list of known webhooks ({})",
+                    KNOWN_WEBHOOKS.join(", ")
                 ));
             }
         }
-        Ok((!named.is_empty()).then(|| {
-            "--webhooks: upstream serves the cloud provider's admission webhooks; this CCM has none yet, so none are served".to_owned()
-        }))
+        let this = admission::WEBHOOK_NAME;
+        let disabled = named.iter().any(|n| n.strip_prefix('-') == Some(this));
+        Ok(!disabled && named.iter().any(|n| *n == "*" || *n == this))
     }
 }
 
 impl WebhookServing {
-    /// Upstream's checks, and what to say when these flags are set.
-    pub(super) fn validate(&self) -> Result<Option<String>, String> {
-        let given = |p: &Option<PathBuf>| p.as_ref().is_some_and(|p| !p.as_os_str().is_empty());
-        if given(&self.webhook_tls_cert_file) != given(&self.webhook_tls_private_key_file) {
+    /// Upstream's checks, and the webhook server's options when `enabled`
+    /// and the port is not 0.
+    pub(super) fn validate(&self, enabled: bool) -> Result<Option<admission::Options>, String> {
+        let given = |p: &Option<PathBuf>| p.clone().filter(|p| !p.as_os_str().is_empty());
+        let cert = match (
+            given(&self.webhook_tls_cert_file),
+            given(&self.webhook_tls_private_key_file),
+        ) {
+            (Some(cert), Some(key)) => CertSource::Files { cert, key },
+            (None, None) => match given(&self.webhook_cert_dir) {
+                Some(dir) => CertSource::Dir(dir),
+                None => CertSource::Generated,
+            },
+            _ => {
+                return Err(
+                    "--webhook-tls-cert-file and --webhook-tls-private-key-file go together: give both or neither".into(),
+                );
+            }
+        };
+        let managed = match (
+            self.webhook_cert_secret.clone(),
+            self.webhook_service.clone(),
+            self.webhook_configuration.clone().filter(|c| !c.is_empty()),
+        ) {
+            (None, None, None) => None,
+            (Some(secret), Some(service), Some(configuration)) => Some(ManagedCerts {
+                secret,
+                service,
+                configuration,
+            }),
+            _ => {
+                return Err(
+                    "--webhook-cert-secret, --webhook-service and --webhook-configuration go together: give all three or none".into(),
+                );
+            }
+        };
+        if managed.is_some() && !matches!(cert, CertSource::Generated) {
             return Err(
-                "--webhook-tls-cert-file and --webhook-tls-private-key-file go together: give both or neither".into(),
+                "--webhook-cert-secret: the CCM keeps its own certificates there; drop --webhook-tls-cert-file, --webhook-tls-private-key-file and --webhook-cert-dir, or drop --webhook-cert-secret".into(),
             );
         }
-        let set = given(&self.webhook_cert_dir) || given(&self.webhook_tls_cert_file);
-        Ok(set.then(|| {
-            "--webhook-*: upstream serves cloud webhooks on this address; this CCM has none yet, so nothing listens there".to_owned()
+        let min_version = match self.webhook_tls_min_version.as_deref().unwrap_or_default() {
+            "" => TlsVersion::Tls12,
+            name => TlsVersion::from_go_name(name).ok_or_else(|| {
+                format!("--webhook-tls-min-version: unknown TLS version `{name}`")
+            })?,
+        };
+        let cipher_suites: Vec<String> = self
+            .webhook_tls_cipher_suites
+            .iter()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if let Some(bad) = cipher_suites
+            .iter()
+            .find(|name| !crate::serving::is_go_cipher_suite(name))
+        {
+            return Err(format!(
+                "--webhook-tls-cipher-suites: cipher suite `{bad}` is not supported or does not exist"
+            ));
+        }
+        if !enabled || self.webhook_secure_port == 0 {
+            return Ok(None);
+        }
+        Ok(Some(admission::Options {
+            addr: SocketAddr::new(self.webhook_bind_address, self.webhook_secure_port),
+            tls: TlsOptions {
+                cert,
+                sni: self.webhook_tls_sni_cert_key.clone(),
+                min_version,
+                cipher_suites,
+                http2: !self.webhook_disable_http2_serving,
+                http2_max_streams: 0,
+            },
+            managed,
         }))
     }
 }

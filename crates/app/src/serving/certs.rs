@@ -17,8 +17,31 @@ use rustls::sign::CertifiedKey;
 use super::reload::{FileBacked, Reloader, Source};
 use super::{CertSource, Error, TlsOptions};
 
-/// The file names in `--cert-dir`, upstream's `PairName`.
-const PAIR_NAME: &str = "cloud-controller-manager";
+/// The flags a server's certificate comes from, and upstream's `PairName`:
+/// the file names in its certificate directory.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CertFlags {
+    cert_file: &'static str,
+    key_file: &'static str,
+    cert_dir: &'static str,
+    pair_name: &'static str,
+}
+
+/// `--secure-port`'s certificate flags.
+pub(crate) const SECURE_SERVING: CertFlags = CertFlags {
+    cert_file: "--tls-cert-file",
+    key_file: "--tls-private-key-file",
+    cert_dir: "--cert-dir",
+    pair_name: "cloud-controller-manager",
+};
+
+/// `--webhook-secure-port`'s certificate flags.
+pub(crate) const WEBHOOK_SERVING: CertFlags = CertFlags {
+    cert_file: "--webhook-tls-cert-file",
+    key_file: "--webhook-tls-private-key-file",
+    cert_dir: "--webhook-cert-dir",
+    pair_name: "cloud-controller-manager-webhook",
+};
 
 /// Where a certificate comes from: fixed, or files reloaded on change.
 #[derive(Debug)]
@@ -58,30 +81,31 @@ impl Resolver {
     /// # Errors
     /// A file that cannot be read or holds no matching certificate and key;
     /// a self-signed certificate that cannot be made or written.
-    pub(super) fn load(
+    pub(crate) fn load(
         options: &TlsOptions,
+        flags: CertFlags,
         bind: IpAddr,
         reloader: &mut Reloader,
     ) -> Result<Self, Error> {
         let default = match &options.cert {
             CertSource::Files { cert, key } => files(
-                Source::new("--tls-cert-file", cert),
-                Source::new("--tls-private-key-file", key),
+                Source::new(flags.cert_file, cert),
+                Source::new(flags.key_file, key),
                 reloader,
             )?,
             CertSource::Dir(dir) => {
-                let cert = dir.join(format!("{PAIR_NAME}.crt"));
-                let key = dir.join(format!("{PAIR_NAME}.key"));
+                let cert = dir.join(format!("{}.crt", flags.pair_name));
+                let key = dir.join(format!("{}.key", flags.pair_name));
                 write_self_signed_unless_present(&cert, &key, bind)?;
                 files(
-                    Source::new("--cert-dir", cert),
-                    Source::new("--cert-dir", key),
+                    Source::new(flags.cert_dir, cert),
+                    Source::new(flags.cert_dir, key),
                     reloader,
                 )?
             }
             CertSource::Generated => {
                 let (cert, key) = self_signed(bind)?;
-                let generated = Source::new("--cert-dir", "(in memory)");
+                let generated = Source::new(flags.cert_dir, "(in memory)");
                 let key = certified_key(&generated, &generated, cert.as_bytes(), key.as_bytes())?;
                 tracing::debug!("a self-signed certificate made in memory");
                 Served::Fixed(key)
@@ -145,6 +169,20 @@ fn files(cert: Source, key: Source, reloader: &mut Reloader) -> Result<Served, E
     )?);
     reloader.watch(backed.clone());
     Ok(Served::Files(backed))
+}
+
+/// A PEM certificate chain and private key held in memory (`what` says
+/// where they came from) as a key rustls serves.
+///
+/// # Errors
+/// No certificate, no key, or a key that does not match.
+pub(crate) fn certified_key_from_pem(
+    what: &'static str,
+    cert_pem: &[u8],
+    key_pem: &[u8],
+) -> Result<Arc<CertifiedKey>, Error> {
+    let source = Source::new(what, "(in memory)");
+    certified_key(&source, &source, cert_pem, key_pem)
 }
 
 /// The PEM certificate chain and private key as a key rustls serves.

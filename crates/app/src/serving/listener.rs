@@ -50,8 +50,8 @@ pub(crate) fn bind(addr: SocketAddr, permit_port_sharing: bool) -> std::io::Resu
     socket.listen(1024)
 }
 
-/// Serves `router` over TLS on `listener`, every request through the guard,
-/// until `shutdown`.
+/// Serves `router` over TLS on `listener`, every request through the guard
+/// when there is one, until `shutdown`.
 ///
 /// # Errors
 /// None yet: accept errors are logged and retried; kept for callers.
@@ -61,10 +61,10 @@ pub(crate) async fn serve(
     router: Router,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    let router = router.layer(axum::middleware::from_fn_with_state(
-        serving.guard.clone(),
-        super::guard,
-    ));
+    let router = match serving.guard.clone() {
+        Some(guard) => router.layer(axum::middleware::from_fn_with_state(guard, super::guard)),
+        None => router,
+    };
     let acceptor = TlsAcceptor::from(serving.tls.clone());
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder

@@ -1,0 +1,148 @@
+//! The admission webhook as the binary serves it, on any API server: every
+//! replica answers reviews, the standby too; a body that is not a review
+//! gets 400; `--webhook-secure-port=0` and an unset `--webhooks` serve
+//! nothing. (kube-apiserver calling it is `tests/admission.rs`, on a real
+//! cluster.)
+
+use std::time::Duration;
+
+use ccm_test_support::{ApiServer, Ccm, Launch, eventually, free_port};
+use serde_json::{Value, json};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_fake-cloud-controller-manager");
+const WAIT: Duration = Duration::from_secs(60);
+const TYPO: &str = "service.beta.kubernetes.io/fake-load-balancer-typ";
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .tls_danger_accept_invalid_certs(true)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap()
+}
+
+fn review() -> Value {
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "7d2e6f0a-0000-4000-8000-000000000007",
+            "kind": {"group": "", "version": "v1", "kind": "Service"},
+            "resource": {"group": "", "version": "v1", "resource": "services"},
+            "name": "web", "namespace": "default", "operation": "CREATE",
+            "userInfo": {"username": "alice"},
+            "object": {
+                "apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "web", "namespace": "default", "annotations": {TYPO: "nlb"}},
+                "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
+            },
+        }
+    })
+}
+
+async fn launch(server: &ApiServer, dir: &std::path::Path, name: &str, webhook: &[String]) -> Ccm {
+    let cloud_config = dir.join("cloud.toml");
+    std::fs::write(&cloud_config, "[settings]\nauto_instances = true\n").unwrap();
+    Launch::new(BINARY, dir.join(format!("{name}.log")))
+        .credentials(&server.ccm_credentials("fake").await.unwrap())
+        .args([
+            format!("--cloud-config={}", cloud_config.display()),
+            "--controllers=service-lb-controller".to_owned(),
+            "--leader-elect-retry-period=1s".to_owned(),
+        ])
+        .args(webhook.iter().cloned())
+        .spawn()
+        .unwrap()
+}
+
+fn webhook_args(port: u16) -> Vec<String> {
+    vec![
+        "--webhooks=service-annotations".to_owned(),
+        "--webhook-bind-address=127.0.0.1".to_owned(),
+        format!("--webhook-secure-port={port}"),
+    ]
+}
+
+#[tokio::test]
+async fn leader_and_standby_both_answer_reviews() {
+    let server = ApiServer::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ports = [free_port().unwrap(), free_port().unwrap()];
+    let first = launch(&server, dir.path(), "first", &webhook_args(ports[0])).await;
+    let second = launch(&server, dir.path(), "second", &webhook_args(ports[1])).await;
+    let client = client();
+    for port in ports {
+        let url = format!("https://127.0.0.1:{port}/validate-service");
+        let answer: Value = eventually("the webhook to answer", WAIT, || async {
+            let response = client.post(&url).json(&review()).send().await.ok()?;
+            response.json().await.ok()
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            answer["response"]["uid"],
+            "7d2e6f0a-0000-4000-8000-000000000007"
+        );
+        assert_eq!(answer["response"]["allowed"], false, "{answer}");
+        let status = client
+            .post(&url)
+            .body("{not json")
+            .send()
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status, 400);
+    }
+    // One of the two leads, the other stands by: both answered.
+    eventually("one of them to lead", WAIT, || async {
+        let leading = [&first, &second]
+            .iter()
+            .filter(|c| c.log().contains("leading: starting controllers"))
+            .count();
+        (leading > 0).then_some(())
+    })
+    .await
+    .unwrap();
+    let leading = [&first, &second]
+        .iter()
+        .filter(|c| c.log().contains("leading: starting controllers"))
+        .count();
+    assert_eq!(leading, 1, "the other stands by, and answered all the same");
+    first.terminate().await.unwrap();
+    second.terminate().await.unwrap();
+}
+
+#[tokio::test]
+async fn no_webhook_unless_enabled_and_given_a_port() {
+    let server = ApiServer::start().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let [off, unset] = [free_port().unwrap(), free_port().unwrap()];
+    let mut args = webhook_args(off);
+    args[2] = "--webhook-secure-port=0".to_owned();
+    let port_zero = launch(&server, dir.path(), "port-zero", &args).await;
+    let not_enabled = launch(
+        &server,
+        dir.path(),
+        "not-enabled",
+        &[
+            format!("--webhook-secure-port={unset}"),
+            "--webhook-bind-address=127.0.0.1".to_owned(),
+        ],
+    )
+    .await;
+    for ccm in [&port_zero, &not_enabled] {
+        eventually("the CCM to serve its health endpoint", WAIT, || async {
+            matches!(ccm.get("/healthz").await, Ok((200, _))).then_some(())
+        })
+        .await
+        .unwrap();
+    }
+    assert!(
+        std::net::TcpStream::connect(("127.0.0.1", unset)).is_err(),
+        "nothing listens"
+    );
+    assert!(!port_zero.log().contains("serving the admission webhook"));
+    assert!(!not_enabled.log().contains("serving the admission webhook"));
+    port_zero.terminate().await.unwrap();
+    not_enabled.terminate().await.unwrap();
+}
