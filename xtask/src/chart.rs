@@ -8,6 +8,7 @@ pub(crate) mod render;
 mod scenario;
 mod standby;
 pub(crate) mod validate;
+mod webhook;
 
 use std::path::{Path, PathBuf};
 
@@ -31,9 +32,11 @@ use crate::tools;
 ///     and deletes load balancers, programs routes and deletes a node whose
 ///     instance is gone; any request the API server refuses (403) fails the
 ///     check, and so does any permission the chart grants that the CCM never
-///     used (least privilege). Every provider's example values must bind the
-///     same rules; the AWS and DigitalOcean end-to-end suites run their CCMs
-///     under their renders.
+///     used (least privilege). With the admission webhook's self-managed
+///     certificates, the CCM also fills the chart's empty Secret and the
+///     configuration's caBundle under it. Every provider's example values must
+///     bind the same rules; the AWS and DigitalOcean end-to-end suites run
+///     their CCMs under their renders.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub(crate) struct Options {
@@ -99,16 +102,49 @@ fn rules_of(docs: &[Value]) -> anyhow::Result<Vec<rbac::Rule>> {
     rbac::bound_rules(docs, render::NAMESPACE, account)
 }
 
-/// The workload's `--controllers=` argument.
-fn controllers_arg(docs: &[Value]) -> anyhow::Result<String> {
+/// The CCM's arguments, as the workload runs it.
+fn workload_args(docs: &[Value]) -> anyhow::Result<Vec<String>> {
     let workload = docs
         .iter()
         .find(|d| d["kind"] == "Deployment" || d["kind"] == "DaemonSet")
         .context("the chart rendered no Deployment or DaemonSet")?;
-    strings(&workload["spec"]["template"]["spec"]["containers"][0]["args"])
+    Ok(strings(
+        &workload["spec"]["template"]["spec"]["containers"][0]["args"],
+    ))
+}
+
+/// The workload's `--controllers=` argument.
+fn controllers_arg(docs: &[Value]) -> anyhow::Result<String> {
+    workload_args(docs)?
         .into_iter()
         .find(|a| a.starts_with("--controllers="))
         .context("the workload has no --controllers argument")
+}
+
+/// The rules of `docs` in three: the kubelet-serving-csr-approver's
+/// (`certificates.k8s.io`), the webhook certificates' (Secrets and
+/// `admissionregistration.k8s.io`), and the rest.
+fn split_rules(docs: &[Value]) -> anyhow::Result<[Vec<rbac::Rule>; 3]> {
+    let mut split = [Vec::new(), Vec::new(), Vec::new()];
+    for rule in rules_of(docs)? {
+        let group = |g: &str| rule.api_groups.iter().any(|group| group == g);
+        let part = if group("certificates.k8s.io") {
+            0
+        } else if group("admissionregistration.k8s.io")
+            || rule.resources.iter().any(|r| r == "secrets")
+        {
+            1
+        } else {
+            2
+        };
+        split[part].push(rule);
+    }
+    Ok(split)
+}
+
+/// `actual` and `expected` hold the same rules, in any order.
+fn same_rules(actual: &[rbac::Rule], expected: &[rbac::Rule]) -> bool {
+    actual.len() == expected.len() && expected.iter().all(|rule| actual.contains(rule))
 }
 
 /// What the kubelet-serving-csr-approver needs, and no more.
@@ -134,18 +170,34 @@ fn rbac_against_reality(renders: &[(PathBuf, Vec<Value>)]) -> anyhow::Result<()>
         .find(|(path, _)| file_name(path) == SCENARIO_VALUES)
         .with_context(|| format!("no ci/{SCENARIO_VALUES} to run the RBAC scenario with"))?;
     let rules = rules_of(docs)?;
+    let [_, _, common] = split_rules(docs)?;
     // No provider has RBAC extras, so every example must bind exactly the
     // rules the scenario proves; one that turns on the (default-off)
     // kubelet-serving-csr-approver binds exactly its rules on top, which
-    // the fake binary's csr_approver suite proves under that render.
+    // the fake binary's csr_approver suite proves under that render. The
+    // webhook's self-managed certificates add exactly theirs (proven by
+    // the scenario, whose render has them), and nothing without them:
+    // cert-manager's certificates, or no webhook.
     for (path, other) in renders {
-        let (approver, rest): (Vec<rbac::Rule>, Vec<rbac::Rule>) = rules_of(other)?
-            .into_iter()
-            .partition(|rule| rule.api_groups.iter().any(|g| g == "certificates.k8s.io"));
+        let [approver, certificates, rest] = split_rules(other)?;
         ensure!(
-            rest == rules,
+            rest == common,
             "{} binds other RBAC rules than {SCENARIO_VALUES}, which the scenario checks",
             file_name(path)
+        );
+        let args = workload_args(other)?;
+        let expected = webhook::SelfManaged::from_args(&args)?
+            .map(|names| names.rules())
+            .unwrap_or_default();
+        ensure!(
+            same_rules(&certificates, &expected),
+            "{} runs the admission webhook {} self-managed certificates and binds these Secret and admissionregistration.k8s.io rules, which do not fit: {certificates:?}",
+            file_name(path),
+            if expected.is_empty() {
+                "without"
+            } else {
+                "with"
+            }
         );
         let on = controllers_arg(other)?.contains("kubelet-serving-csr-approver");
         let expected = if on { csr_approver_rules() } else { Vec::new() };
@@ -158,18 +210,25 @@ fn rbac_against_reality(renders: &[(PathBuf, Vec<Value>)]) -> anyhow::Result<()>
     }
     let deployment = render::find(docs, "Deployment")?;
     let pod = &deployment["spec"]["template"]["spec"];
-    let args = scenario::local_args(&strings(&pod["containers"][0]["args"]));
+    let args = strings(&pod["containers"][0]["args"]);
     let account = pod["serviceAccountName"]
         .as_str()
         .context("the workload names no service account")?;
     let rbac = scenario::ChartRbac::from_render(docs, render::NAMESPACE, account);
-    let secret = render::find(docs, "Secret")?;
-    let cloud_config = secret["stringData"]
-        .as_object()
-        .and_then(|data| data.values().next())
-        .and_then(Value::as_str)
-        .context("the cloud-config Secret has no content")?;
-    let traffic = scenario::run_scenario(&args, cloud_config, &rbac)?;
+    // The cloud config's Secret is the one with content: the webhook's is
+    // rendered empty.
+    let cloud_config = docs
+        .iter()
+        .filter(|d| d["kind"] == "Secret")
+        .find_map(|secret| {
+            secret["stringData"]
+                .as_object()
+                .and_then(|data| data.values().next())
+                .and_then(Value::as_str)
+        })
+        .context("the chart rendered no cloud-config Secret with content")?;
+    let certificates = webhook::Certificates::from_render(docs, &args)?;
+    let traffic = scenario::run_scenario(&args, cloud_config, &rbac, certificates.as_ref())?;
 
     let findings = rbac::compare(&rules, &traffic.resources);
     println!(

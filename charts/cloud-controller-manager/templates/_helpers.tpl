@@ -71,6 +71,37 @@ cloud-controller-manager/provider: {{ .Values.provider }}
 {{- end }}
 {{- end }}
 
+{{/* The admission webhook's Service, in the release namespace. */}}
+{{- define "ccm.webhookServiceName" -}}
+{{- printf "%s-webhook" (include "ccm.fullname" .) }}
+{{- end }}
+
+{{/* The ValidatingWebhookConfiguration (cluster-scoped). */}}
+{{- define "ccm.webhookConfigurationName" -}}
+{{- printf "%s-service-annotations" (include "ccm.fullname" .) }}
+{{- end }}
+
+{{/* The Secret where the CCM keeps its own CA and serving certificate
+(webhook.certManager.enabled false). */}}
+{{- define "ccm.webhookCertSecretName" -}}
+{{- printf "%s-webhook-cert" (include "ccm.fullname" .) }}
+{{- end }}
+
+{{/* cert-manager's Certificate, and the Secret it writes (another name
+than the CCM's own, so switching modes never has two owners of one Secret). */}}
+{{- define "ccm.webhookCertificateName" -}}
+{{- printf "%s-webhook" (include "ccm.fullname" .) }}
+{{- end }}
+{{- define "ccm.webhookTLSSecretName" -}}
+{{- printf "%s-webhook-tls" (include "ccm.fullname" .) }}
+{{- end }}
+
+{{/* Whether this pod serves the admission webhook: the CCM's pods do when
+it is enabled, the shadow's (`dryRun`) never. "true" or empty. */}}
+{{- define "ccm.servesWebhook" -}}
+{{- if and .Values.webhook.enabled (not .dryRunPod) }}true{{ end }}
+{{- end }}
+
 {{/* Flags, upstream's spelling: `--flag=value` throughout (booleans need the `=`). */}}
 {{- define "ccm.args" -}}
 {{- $args := list (printf "--cloud-provider=%s" .Values.provider) }}
@@ -101,6 +132,18 @@ cloud-controller-manager/provider: {{ .Values.provider }}
 {{- if .Values.tls.secretName }}
 {{- $args = append $args "--tls-cert-file=/etc/kubernetes/pki/cloud-controller-manager/tls.crt" }}
 {{- $args = append $args "--tls-private-key-file=/etc/kubernetes/pki/cloud-controller-manager/tls.key" }}
+{{- end }}
+{{- if include "ccm.servesWebhook" . }}
+{{- $args = append $args "--webhooks=service-annotations" }}
+{{- $args = append $args (printf "--webhook-secure-port=%d" (int .Values.webhook.port)) }}
+{{- if .Values.webhook.certManager.enabled }}
+{{- $args = append $args "--webhook-tls-cert-file=/etc/webhook-certs/tls.crt" }}
+{{- $args = append $args "--webhook-tls-private-key-file=/etc/webhook-certs/tls.key" }}
+{{- else }}
+{{- $args = append $args (printf "--webhook-cert-secret=%s/%s" .Release.Namespace (include "ccm.webhookCertSecretName" .)) }}
+{{- $args = append $args (printf "--webhook-service=%s/%s" .Release.Namespace (include "ccm.webhookServiceName" .)) }}
+{{- $args = append $args (printf "--webhook-configuration=%s" (include "ccm.webhookConfigurationName" .)) }}
+{{- end }}
 {{- end }}
 {{- $args = append $args (printf "--v=%d" (int .Values.verbosity)) }}
 {{- $args = append $args (printf "--logging-format=%s" .Values.logFormat) }}

@@ -50,6 +50,11 @@ spec:
         - name: https
           containerPort: {{ .Values.port }}
           protocol: TCP
+        {{- if include "ccm.servesWebhook" . }}
+        - name: webhook
+          containerPort: {{ .Values.webhook.port }}
+          protocol: TCP
+        {{- end }}
       livenessProbe:
         {{- toYaml .Values.livenessProbe | nindent 8 }}
       readinessProbe:
@@ -71,6 +76,11 @@ spec:
           mountPath: /etc/kubernetes/pki/cloud-controller-manager
           readOnly: true
         {{- end }}
+        {{- if and (include "ccm.servesWebhook" .) .Values.webhook.certManager.enabled }}
+        - name: webhook-cert
+          mountPath: /etc/webhook-certs
+          readOnly: true
+        {{- end }}
   volumes:
     - name: tmp
       emptyDir: {}
@@ -83,6 +93,11 @@ spec:
     - name: serving-cert
       secret:
         secretName: {{ . }}
+    {{- end }}
+    {{- if and (include "ccm.servesWebhook" .) .Values.webhook.certManager.enabled }}
+    - name: webhook-cert
+      secret:
+        secretName: {{ include "ccm.webhookTLSSecretName" . }}
     {{- end }}
   {{- $nodeSelector := .Values.nodeSelector }}
   {{- if eq .Values.kind "DaemonSet" }}

@@ -2,9 +2,11 @@
 //! fake-cloud-controller-manager, run with the arguments the chart renders
 //! as the chart's ServiceAccount, against the test API server in RBAC mode
 //! with the chart's rendered RBAC applied, through a scenario that makes
-//! every controller act.
+//! every controller act. With the admission webhook on, it also serves the
+//! webhook and, with self-managed certificates, issues them into the
+//! chart's Secret and configuration.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -13,10 +15,14 @@ use serde_json::{Value, json};
 
 use super::rbac::Request;
 use super::standby;
+use super::webhook::Certificates;
 use crate::cmd::target_dir;
 use crate::http;
 use crate::processes::Processes;
 use crate::sandbox::status::Status;
+use args::{local_args, serves_webhook};
+
+mod args;
 
 /// Objects the test API server starts with: uninitialized nodes with pod
 /// CIDRs, and LoadBalancer Services in `default`.
@@ -119,13 +125,16 @@ pub(crate) struct Traffic {
     pub(crate) anonymous: Vec<String>,
 }
 
-/// Runs the scenario with the test API server in RBAC mode holding `rbac`,
-/// and the CCM started as its ServiceAccount with `ccm_args` (the chart's,
-/// less the endpoint flags) and `cloud_config`; returns what it sent.
+/// Runs the scenario with the test API server in RBAC mode holding `rbac`
+/// (and `certificates`, the webhook's objects the CCM fills, when it keeps
+/// its own), and the CCM started as its ServiceAccount with `rendered` (the
+/// chart's arguments, its endpoints moved to loopback: [`local_args`]) and
+/// `cloud_config`; returns what it sent.
 pub(crate) fn run_scenario(
-    ccm_args: &[String],
+    rendered: &[String],
     cloud_config: &str,
     rbac: &ChartRbac,
+    certificates: Option<&Certificates>,
 ) -> anyhow::Result<Traffic> {
     crate::processes::build_sandbox_binaries()?;
     let target = target_dir();
@@ -136,8 +145,10 @@ pub(crate) fn run_scenario(
     std::fs::write(&tokens, rbac.token_file())?;
     let cloud_config_path = dir.join("cloud.conf");
     std::fs::write(&cloud_config_path, cloud_config)?;
-    let mut args = ccm_args.to_vec();
+    let webhook_port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let mut args = local_args(rendered, webhook_port);
     args.push(format!("--cloud-config={}", cloud_config_path.display()));
+    let webhook = serves_webhook(&args).then(|| SocketAddr::from(([127, 0, 0, 1], webhook_port)));
 
     let mut processes = Processes::new(&dir);
     let api = processes.start_api_server_with(
@@ -151,6 +162,9 @@ pub(crate) fn run_scenario(
         ],
     )?;
     apply(api, rbac)?;
+    if let Some(certificates) = certificates {
+        certificates.create(api, ADMIN_TOKEN)?;
+    }
     let lease = standby::leader_lease(&args);
     if let Some(lease) = &lease {
         standby::previous_leader(api, lease, ADMIN_TOKEN)?;
@@ -172,7 +186,7 @@ pub(crate) fn run_scenario(
         standby::hand_over(api, &rbac.user(), lease, ADMIN_TOKEN)?;
     }
 
-    let driven = drive(&mut processes, api, metrics, &dir);
+    let driven = drive(&mut processes, api, metrics, &dir, webhook, certificates);
     let traffic = traffic(api, &rbac.user(), &dir);
     match (driven, traffic) {
         (Ok(()), traffic) => traffic,
@@ -184,13 +198,34 @@ pub(crate) fn run_scenario(
     }
 }
 
-/// Makes every controller act, then stops the CCM.
+/// Waits for the webhook (at `webhook`, when served) and its certificates
+/// (when the CCM keeps its own), makes every controller act, then stops
+/// the CCM.
 fn drive(
     processes: &mut Processes,
     api: SocketAddr,
     metrics: SocketAddr,
     dir: &Path,
+    webhook: Option<SocketAddr>,
+    certificates: Option<&Certificates>,
 ) -> anyhow::Result<()> {
+    if let Some(certificates) = certificates {
+        wait(
+            processes,
+            "the webhook's CA and certificate in the chart's Secret, the CA in its configuration",
+            |last| {
+                Ok(certificates
+                    .issued(api)
+                    .map_err(|missing| *last = format!("{missing:#}"))
+                    .is_ok())
+            },
+        )?;
+    }
+    if let Some(webhook) = webhook {
+        wait(processes, "the webhook served over HTTPS", |_| {
+            Ok(http::get_https(webhook, "/validate-service").is_ok())
+        })?;
+    }
     wait(
         processes,
         "every node initialized and routed, every load balancer provisioned, every volume labelled",
@@ -490,20 +525,6 @@ fn traffic(api: SocketAddr, user: &str, dir: &Path) -> anyhow::Result<Traffic> {
     Ok(traffic)
 }
 
-/// The CCM's arguments as the chart renders them, less those that say where
-/// it listens and where its cloud config is: the scenario supplies those.
-pub(crate) fn local_args(rendered: &[String]) -> Vec<String> {
-    rendered
-        .iter()
-        .filter(|a| {
-            !["--cloud-config=", "--bind-address=", "--secure-port="]
-                .iter()
-                .any(|p| a.starts_with(p))
-        })
-        .cloned()
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -524,24 +545,6 @@ mod tests {
                  {CCM_TOKEN},system:serviceaccount:kube-system:ccm,ccm-uid,\
                  \"system:serviceaccounts,system:serviceaccounts:kube-system\"\n"
             )
-        );
-    }
-
-    #[test]
-    fn endpoint_and_config_flags_are_replaced_and_the_rest_kept() {
-        let rendered: Vec<String> = [
-            "--cloud-provider=fake",
-            "--cloud-config=/etc/x",
-            "--leader-elect=true",
-            "--bind-address=0.0.0.0",
-            "--secure-port=10258",
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
-        assert_eq!(
-            local_args(&rendered),
-            ["--cloud-provider=fake", "--leader-elect=true"]
         );
     }
 }

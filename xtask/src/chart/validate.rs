@@ -9,9 +9,10 @@ use super::render;
 use crate::cmd::repo_root;
 use crate::tools::kubernetes_validate;
 
-/// Kinds whose schemas are not Kubernetes' own (CRDs); kubernetes-validate
-/// warns that it has none and they pass unchecked.
-const CUSTOM_KINDS: &[&str] = &["ServiceMonitor", "PrometheusRule"];
+/// Kinds whose schemas are not Kubernetes' own (CRDs: the Prometheus
+/// Operator's, and cert-manager's for the webhook's certificate);
+/// kubernetes-validate warns that it has none and they pass unchecked.
+const CUSTOM_KINDS: &[&str] = &["ServiceMonitor", "PrometheusRule", "Certificate", "Issuer"];
 
 /// The lowest Kubernetes release we support: the `v1_XX` feature of
 /// k8s-openapi in the root Cargo.toml, as `1.XX.0`.
@@ -112,6 +113,25 @@ const REFUSED: &[(&str, &[&str], &str)] = &[
         "a misspelt value",
         &["provider=fake", "replica=3"],
         "replica",
+    ),
+    (
+        "a webhook failure policy the API server does not know",
+        &["provider=fake", "webhook.failurePolicy=Deny"],
+        "failurePolicy",
+    ),
+    (
+        "a webhook timeout the API server refuses",
+        &["provider=fake", "webhook.timeoutSeconds=60"],
+        "timeoutSeconds",
+    ),
+    (
+        "a cert-manager issuer kind without its name",
+        &[
+            "provider=fake",
+            "webhook.certManager.enabled=true",
+            "webhook.certManager.issuerRef.kind=ClusterIssuer",
+        ],
+        "issuerRef",
     ),
     (
         "both an inline and an existing cloud config",
