@@ -49,6 +49,10 @@ pub struct Annotation {
     /// does not act on: admitted with a warning saying so, never refused as
     /// unknown, so manifests written for upstream keep applying.
     pub ignored: Option<&'static str>,
+    /// `Some(why)` for a key upstream honours that this provider cannot
+    /// honour yet: refused (a malformed-value finding), so the cloud never
+    /// gets a load balancer other than the one asked for.
+    pub unsupported: Option<&'static str>,
     /// Keys that must be present when this one is.
     pub requires: &'static [&'static str],
     /// Keys that must be absent when this one is present.
@@ -65,6 +69,7 @@ impl Annotation {
             immutable: None,
             deprecated: None,
             ignored: None,
+            unsupported: None,
             requires: &[],
             conflicts: &[],
         }
@@ -90,6 +95,14 @@ impl Annotation {
     #[must_use]
     pub const fn ignored(mut self, why: &'static str) -> Self {
         self.ignored = Some(why);
+        self
+    }
+
+    /// Upstream honours the key and this provider does not yet; `why` says
+    /// what it would change.
+    #[must_use]
+    pub const fn unsupported(mut self, why: &'static str) -> Self {
+        self.unsupported = Some(why);
         self
     }
 
@@ -321,6 +334,16 @@ impl AnnotationSchema {
                 }
                 continue;
             };
+            if let Some(why) = annotation.unsupported {
+                findings.push(Finding {
+                    kind: FindingKind::Invalid,
+                    key: key.clone(),
+                    message: format!(
+                        "annotation {key} is not supported by this cloud-controller-manager yet: {why}; remove it to get a load balancer without it"
+                    ),
+                });
+                continue;
+            }
             if let Some(why) = annotation.ignored {
                 findings.push(Finding {
                     kind: FindingKind::Ignored,

@@ -26,6 +26,8 @@ static SCHEMA: AnnotationSchema = AnnotationSchema {
             .immutable("create a new Service"),
         Annotation::new(INTERNAL, Value::Bool).immutable("create a new Service"),
         Annotation::new("example.com/lb-idle-timeout", Value::Text).ignored("classic ELBs only"),
+        Annotation::new("example.com/lb-security-groups", Value::Text)
+            .unsupported("it replaces the load balancer's security groups"),
         Annotation::new(PORTS, Value::List(&Value::Int { min: 1, max: 65535 })).requires(&[CERT]),
         Annotation::new(CERT, Value::NonEmpty).conflicts(&[OLD_CERT]),
         Annotation::new(OLD_CERT, Value::NonEmpty)
@@ -281,5 +283,17 @@ fn immutable_values_that_mean_the_same_are_no_change() {
             .review(Some(&old), &service(&[(INTERNAL, "false")]))
             .len(),
         1
+    );
+}
+
+#[test]
+fn unsupported_keys_are_refused_whatever_their_value() {
+    let svc = service(&[("example.com/lb-security-groups", "sg-1")]);
+    assert_eq!(
+        messages(&SCHEMA.review(None, &svc)),
+        [(
+            FindingKind::Invalid,
+            "annotation example.com/lb-security-groups is not supported by this cloud-controller-manager yet: it replaces the load balancer's security groups; remove it to get a load balancer without it"
+        )]
     );
 }

@@ -171,9 +171,9 @@ pub static SCHEMA: AnnotationSchema = AnnotationSchema {
             },
         )
         .deprecated("set spec.loadBalancerSourceRanges instead"),
-        // Upstream's keys for classic ELBs, which this provider does not
-        // make: accepted, so manifests written for upstream still apply, and
-        // reported as ignored.
+        // Upstream's keys for classic ELBs only, which this provider does
+        // not make (upstream's NLBs ignore them too): accepted, so manifests
+        // written for upstream still apply, and reported as ignored.
         Annotation::new(ACCESS_LOG_EMIT_INTERVAL, Value::Text).ignored(CLASSIC_ONLY),
         Annotation::new(ACCESS_LOG_ENABLED, Value::Text).ignored(CLASSIC_ONLY),
         Annotation::new(ACCESS_LOG_S3_BUCKET_NAME, Value::Text).ignored(CLASSIC_ONLY),
@@ -181,9 +181,17 @@ pub static SCHEMA: AnnotationSchema = AnnotationSchema {
         Annotation::new(CONNECTION_DRAINING_ENABLED, Value::Text).ignored(CLASSIC_ONLY),
         Annotation::new(CONNECTION_DRAINING_TIMEOUT, Value::Text).ignored(CLASSIC_ONLY),
         Annotation::new(CONNECTION_IDLE_TIMEOUT, Value::Text).ignored(CLASSIC_ONLY),
-        Annotation::new(BACKEND_PROTOCOL, Value::Text).ignored(CLASSIC_ONLY),
-        Annotation::new(SECURITY_GROUPS, Value::Text).ignored(CLASSIC_ONLY),
-        Annotation::new(EXTRA_SECURITY_GROUPS, Value::Text).ignored(CLASSIC_ONLY),
+        // Upstream honours these on Network Load Balancers too (TLS to the
+        // targets; the load balancer's security groups): refused until
+        // this provider does, never a different load balancer.
+        Annotation::new(BACKEND_PROTOCOL, Value::Text).unsupported(
+            "upstream uses it to choose the targets' protocol (`ssl`: TLS to the targets)",
+        ),
+        Annotation::new(SECURITY_GROUPS, Value::Text).unsupported(
+            "upstream gives the load balancer these security groups instead of its own",
+        ),
+        Annotation::new(EXTRA_SECURITY_GROUPS, Value::Text)
+            .unsupported("upstream adds these security groups to the load balancer"),
     ],
 };
 

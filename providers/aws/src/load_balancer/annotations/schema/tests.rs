@@ -61,7 +61,7 @@ fn every_key_the_provider_defines_has_one_entry() {
     let read = SCHEMA
         .annotations
         .iter()
-        .filter(|a| a.ignored.is_none())
+        .filter(|a| a.ignored.is_none() && a.unsupported.is_none())
         .count();
     assert_eq!(
         read,
@@ -75,8 +75,8 @@ fn upstreams_classic_elb_keys_are_admitted_as_ignored() {
     let svc = service(&[
         (TYPE, "nlb"),
         (
-            "service.beta.kubernetes.io/aws-load-balancer-backend-protocol",
-            "http",
+            "service.beta.kubernetes.io/aws-load-balancer-access-log-enabled",
+            "true",
         ),
         (
             "service.beta.kubernetes.io/aws-load-balancer-connection-idle-timeout",
@@ -95,6 +95,24 @@ fn upstreams_classic_elb_keys_are_admitted_as_ignored() {
         "{}",
         findings[0].message
     );
+}
+
+#[test]
+fn upstreams_nlb_keys_this_provider_cannot_honour_are_refused() {
+    for key in [
+        "service.beta.kubernetes.io/aws-load-balancer-backend-protocol",
+        "service.beta.kubernetes.io/aws-load-balancer-security-groups",
+        "service.beta.kubernetes.io/aws-load-balancer-extra-security-groups",
+    ] {
+        let findings = SCHEMA.review(None, &service(&[(TYPE, "nlb"), (key, "x")]));
+        assert_eq!(findings.len(), 1, "{key}: {findings:?}");
+        assert_eq!(findings[0].kind, FindingKind::Invalid, "{key}");
+        assert!(
+            findings[0].message.contains("not supported"),
+            "{}",
+            findings[0].message
+        );
+    }
 }
 
 #[test]
