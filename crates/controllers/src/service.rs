@@ -263,7 +263,13 @@ impl ServiceController {
             }
             Next::Cleanup => self.cleanup(&service).await,
             Next::UpToDate => self.restore_ingress(&service).await,
-            Next::UpdateHosts => self.update_hosts(&service, &nodes, fingerprint).await,
+            // The ingress too: an ensure whose status write failed is
+            // followed by node changes (an update of the backends, not an
+            // ensure), and nothing else would ever write it.
+            Next::UpdateHosts => match self.update_hosts(&service, &nodes, fingerprint).await {
+                Ok(()) => self.restore_ingress(&service).await,
+                failed => failed,
+            },
             Next::Ensure { check_owner } => {
                 self.ensure(&service, &nodes, fingerprint, check_owner)
                     .await
