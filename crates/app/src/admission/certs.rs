@@ -21,6 +21,7 @@ use parking_lot::RwLock;
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
 };
+use rustls::pki_types::pem::PemObject;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
@@ -145,8 +146,6 @@ impl Material {
         .map_err(|e| Error::Serve(e.to_string()))
     }
 }
-
-use rustls::pki_types::pem::PemObject;
 
 /// The DNS names the serving certificate must carry for `service`.
 pub(crate) fn service_names(managed: &ManagedCerts) -> Vec<String> {
