@@ -208,22 +208,8 @@ fn tls_options(flags: &SecureServing) -> Result<TlsOptions, String> {
             None => CertSource::Generated,
         },
     };
-    let min_version = match flags.tls_min_version.as_str() {
-        "" => TlsVersion::Tls12,
-        name => TlsVersion::from_go_name(name).ok_or_else(|| {
-            format!(
-                "--tls-min-version: unknown TLS version `{name}`; use VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13"
-            )
-        })?,
-    };
-    let cipher_suites = string_slice(&flags.tls_cipher_suites);
-    for name in &cipher_suites {
-        if !serving::is_go_cipher_suite(name) {
-            return Err(format!(
-                "--tls-cipher-suites: cipher suite `{name}` is not supported or does not exist"
-            ));
-        }
-    }
+    let min_version = min_version("--tls-min-version", &flags.tls_min_version)?;
+    let cipher_suites = cipher_suites("--tls-cipher-suites", &flags.tls_cipher_suites)?;
     Ok(TlsOptions {
         cert,
         sni: flags.tls_sni_cert_key.clone(),
@@ -314,6 +300,29 @@ fn path(text: &str) -> Result<PathBuf, String> {
 
 /// pflag's string slice: each occurrence is a comma-separated list, an empty
 /// occurrence adds nothing; a given flag replaces the default.
+/// `flag`'s Go TLS version name (empty: TLS 1.2, Go's default).
+pub(super) fn min_version(flag: &str, name: &str) -> Result<TlsVersion, String> {
+    match name {
+        "" => Ok(TlsVersion::Tls12),
+        name => TlsVersion::from_go_name(name).ok_or_else(|| {
+            format!(
+                "{flag}: unknown TLS version `{name}`; use VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13"
+            )
+        }),
+    }
+}
+
+/// `flag`'s Go cipher suite names, each one Go knows.
+pub(super) fn cipher_suites(flag: &str, occurrences: &[String]) -> Result<Vec<String>, String> {
+    let names = string_slice(occurrences);
+    match names.iter().find(|name| !serving::is_go_cipher_suite(name)) {
+        Some(name) => Err(format!(
+            "{flag}: cipher suite `{name}` is not supported or does not exist"
+        )),
+        None => Ok(names),
+    }
+}
+
 fn string_slice(occurrences: &[String]) -> Vec<String> {
     occurrences
         .iter()

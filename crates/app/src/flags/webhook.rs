@@ -12,7 +12,7 @@ use clap::Args;
 
 use super::parse_path;
 use crate::admission::{self, ManagedCerts, ObjectName};
-use crate::serving::{CertSource, TlsOptions, TlsVersion};
+use crate::serving::{CertSource, TlsOptions};
 
 /// The webhooks this CCM can serve, all on by default (`*`).
 const KNOWN_WEBHOOKS: [&str; 1] = [admission::WEBHOOK_NAME];
@@ -180,26 +180,14 @@ impl WebhookServing {
                 "--webhook-cert-secret: the CCM keeps its own certificates there; drop --webhook-tls-cert-file, --webhook-tls-private-key-file and --webhook-cert-dir, or drop --webhook-cert-secret".into(),
             );
         }
-        let min_version = match self.webhook_tls_min_version.as_deref().unwrap_or_default() {
-            "" => TlsVersion::Tls12,
-            name => TlsVersion::from_go_name(name).ok_or_else(|| {
-                format!("--webhook-tls-min-version: unknown TLS version `{name}`")
-            })?,
-        };
-        let cipher_suites: Vec<String> = self
-            .webhook_tls_cipher_suites
-            .iter()
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
-            .collect();
-        if let Some(bad) = cipher_suites
-            .iter()
-            .find(|name| !crate::serving::is_go_cipher_suite(name))
-        {
-            return Err(format!(
-                "--webhook-tls-cipher-suites: cipher suite `{bad}` is not supported or does not exist"
-            ));
-        }
+        let min_version = super::serving::min_version(
+            "--webhook-tls-min-version",
+            self.webhook_tls_min_version.as_deref().unwrap_or_default(),
+        )?;
+        let cipher_suites = super::serving::cipher_suites(
+            "--webhook-tls-cipher-suites",
+            &self.webhook_tls_cipher_suites,
+        )?;
         if !enabled || self.webhook_secure_port == 0 {
             return Ok(None);
         }
