@@ -1,0 +1,189 @@
+//! The cloud calls the provider is written against ([`Api`]), the shapes
+//! they answer with, and [`HttpApi`], which makes them against the real
+//! cloud.
+//!
+//! Each method is one request to the cloud (or one paginated listing), so
+//! that the conformance suite can count them and cancel between them.
+//!
+//! Errors: answer [`CloudError::Throttled`] (with the cloud's retry delay)
+//! when the cloud rate-limits a request, [`CloudError::Other`] for
+//! anything else that failed; never sleep inside a call.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use async_trait::async_trait;
+use cloud_provider::CloudError;
+
+/// An instance as the cloud describes it. A terminated instance is not
+/// listed at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CloudInstance {
+    /// The cloud's ID: the provider ID is `rancher://<id>`.
+    pub id: String,
+    /// Its name, which is its node's name.
+    pub name: String,
+    /// Its size or type: `node.kubernetes.io/instance-type`.
+    pub instance_type: String,
+    /// Its zone: `topology.kubernetes.io/zone`.
+    pub zone: String,
+    /// Its private address.
+    pub private_ip: String,
+    /// Its public address, if it has one.
+    pub public_ip: Option<String>,
+    /// Whether it is stopped (shut down, still existing).
+    pub stopped: bool,
+}
+
+/// One forwarded port of a load balancer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForwardedPort {
+    /// The port clients connect to.
+    pub port: i32,
+    /// The node port traffic goes to.
+    pub node_port: i32,
+    /// `TCP` or `UDP`.
+    pub protocol: String,
+}
+
+/// What a load balancer should be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadBalancerSpec {
+    /// Its name, unique in the account.
+    pub name: String,
+    /// Its tags: [`crate::CLUSTER_TAG`] names the owning cluster.
+    pub tags: BTreeMap<String, String>,
+    /// The ports it forwards.
+    pub ports: Vec<ForwardedPort>,
+    /// The IDs of the instances it forwards to.
+    pub targets: Vec<String>,
+}
+
+/// A load balancer as the cloud describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CloudLoadBalancer {
+    /// The cloud's ID.
+    pub id: String,
+    /// The address clients connect to.
+    pub address: String,
+    /// What it is now.
+    pub spec: LoadBalancerSpec,
+}
+
+/// The cloud calls the provider makes.
+#[async_trait]
+pub trait Api: Send + Sync + fmt::Debug {
+    /// The instances with these IDs and these names (one request). Unknown
+    /// IDs and names are left out of the answer.
+    async fn describe_instances(
+        &self,
+        ids: &[String],
+        names: &[String],
+    ) -> Result<Vec<CloudInstance>, CloudError>;
+
+    /// The load balancer called `name`, if there is one.
+    async fn find_load_balancer(&self, name: &str)
+    -> Result<Option<CloudLoadBalancer>, CloudError>;
+
+    /// Creates a load balancer.
+    async fn create_load_balancer(
+        &self,
+        spec: &LoadBalancerSpec,
+    ) -> Result<CloudLoadBalancer, CloudError>;
+
+    /// Makes load balancer `id` what `spec` says.
+    async fn update_load_balancer(
+        &self,
+        id: &str,
+        spec: &LoadBalancerSpec,
+    ) -> Result<CloudLoadBalancer, CloudError>;
+
+    /// Deletes load balancer `id`; `Ok` when it is already gone.
+    async fn delete_load_balancer(&self, id: &str) -> Result<(), CloudError>;
+}
+
+/// [`Api`] over Rancher's HTTP API.
+///
+/// Every method answers [`CloudError::NotImplemented`] until it is written:
+/// each says which request it should make. A `reqwest` client (workspace
+/// dependency) with the token as a bearer header is the usual start; map a
+/// 429 or the cloud's throttling error to [`CloudError::Throttled`] with the
+/// delay it asks for.
+pub struct HttpApi {
+    endpoint: String,
+    token: String,
+}
+
+impl HttpApi {
+    /// A client for the API at `endpoint`, authenticated with `token`.
+    pub fn new(endpoint: &str, token: String) -> Self {
+        Self {
+            endpoint: endpoint.trim_end_matches('/').to_owned(),
+            token,
+        }
+    }
+
+    /// What every unwritten call answers.
+    fn not_yet(&self) -> CloudError {
+        // The token is for the requests to come; it is never shown.
+        let _ = &self.token;
+        CloudError::NotImplemented
+    }
+}
+
+impl fmt::Debug for HttpApi {
+    // The token is a secret: never in logs.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpApi")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl Api for HttpApi {
+    async fn describe_instances(
+        &self,
+        ids: &[String],
+        names: &[String],
+    ) -> Result<Vec<CloudInstance>, CloudError> {
+        // NOT IMPLEMENTED (rancher): list the instances by ID and by name in
+        // one request (paginated), terminated ones left out.
+        let _ = (ids, names);
+        Err(self.not_yet())
+    }
+
+    async fn find_load_balancer(
+        &self,
+        name: &str,
+    ) -> Result<Option<CloudLoadBalancer>, CloudError> {
+        // NOT IMPLEMENTED (rancher): look the load balancer up by name.
+        let _ = name;
+        Err(self.not_yet())
+    }
+
+    async fn create_load_balancer(
+        &self,
+        spec: &LoadBalancerSpec,
+    ) -> Result<CloudLoadBalancer, CloudError> {
+        // NOT IMPLEMENTED (rancher): create it with its tags, ports and targets.
+        let _ = spec;
+        Err(self.not_yet())
+    }
+
+    async fn update_load_balancer(
+        &self,
+        id: &str,
+        spec: &LoadBalancerSpec,
+    ) -> Result<CloudLoadBalancer, CloudError> {
+        // NOT IMPLEMENTED (rancher): set its ports and targets.
+        let _ = (id, spec);
+        Err(self.not_yet())
+    }
+
+    async fn delete_load_balancer(&self, id: &str) -> Result<(), CloudError> {
+        // NOT IMPLEMENTED (rancher): delete it; a 404 is success.
+        let _ = id;
+        Err(self.not_yet())
+    }
+}
