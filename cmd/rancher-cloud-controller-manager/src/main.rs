@@ -1,5 +1,5 @@
-//! `rancher-cloud-controller-manager`: the CCM for Rancher, configured by
-//! its `--cloud-config` file and `RANCHER_API_TOKEN`.
+//! `rancher-cloud-controller-manager`: the CCM for Rancher 1.x, configured
+//! as upstream's by `CATTLE_URL`, `CATTLE_ACCESS_KEY` and `CATTLE_SECRET_KEY`.
 
 #[cfg(not(feature = "rancher"))]
 compile_error!("build with the `rancher` feature: it selects this binary's provider");

@@ -18,6 +18,9 @@
 //! ([`ProviderController`], declared by its factory), each backed by a
 //! capability: [`InstanceTags`] and [`PodCidrs`].
 //!
+//! [`gcfg`] reads the INI dialect of upstream's cloud configs, for
+//! providers that accept upstream's files as they are.
+//!
 //! [`annotations`] helps providers warn about annotation keys they do not
 //! know ([`LoadBalancerWarning`]) instead of failing.
 //!
@@ -33,6 +36,7 @@
 pub mod annotations;
 mod config;
 mod error;
+pub mod gcfg;
 pub mod fence;
 mod instance_tags;
 mod instances;

@@ -63,6 +63,27 @@ pub trait Emulator: Send + Sync + std::fmt::Debug {
     /// six seconds once the limit is lifted.
     async fn set_throttled(&self, on: bool);
 
+    /// Resource kinds (as [`Resources`] names them) that a provider makes
+    /// per node a load balancer sends to and shares between load balancers,
+    /// such as Rancher's external services: their count follows the node
+    /// set, and deleting one load balancer of several leaves them for the
+    /// others. The load-balancer checks leave these kinds out of their
+    /// before-and-after comparisons while other load balancers use them;
+    /// the final check, after every load balancer is gone, still counts
+    /// them. Empty (the default) for clouds whose load balancers own all
+    /// they are made of.
+    fn node_kinds(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Whether the cloud rate-limits requests at all. `Some(reason)` when
+    /// it never does (Rancher 1.x's API has no rate limit), and why; the
+    /// throttling check is then reported as not applicable instead of
+    /// asking the emulator to invent an answer the cloud never gives.
+    fn throttle_gap(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Whether the cloud marks a route whose target instance is gone as a
     /// blackhole. `Some(reason)` when this emulator cannot, and why; the
     /// check is then reported as not run.

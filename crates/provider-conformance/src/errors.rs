@@ -19,10 +19,11 @@ const MAX_POINTS: u64 = 12;
 const SETTLE: Duration = Duration::from_millis(200);
 
 pub(crate) async fn run(subject: &Subject, report: &mut Report) {
-    report.result(
-        "errors: rate limiting is Throttled with a delay",
-        throttled(subject).await,
-    );
+    let name = "errors: rate limiting is Throttled with a delay";
+    match subject.emulator.throttle_gap() {
+        Some(why) => report.record(name, Outcome::NotApplicable(why.into())),
+        None => report.result(name, throttled(subject).await),
+    }
     let name = "errors: an ensure cancelled after each of its requests is finished by the next";
     match subject.provider.load_balancer() {
         Some(lb) => report.result(name, cancelled_ensures(subject, lb).await),

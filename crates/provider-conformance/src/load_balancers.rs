@@ -7,7 +7,7 @@ use std::sync::Arc;
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::{CloudError, LoadBalancer};
 
-use crate::steps::{bounded, delete, delta, ensure, expect, get, settled, uid, unchanged};
+use crate::steps::{bounded, delete, delta, ensure, expect, get, settled, uid, unchanged, without};
 use crate::{Outcome, Report, Resources, Subject};
 
 pub(crate) async fn run(subject: &Subject, report: &mut Report) {
@@ -103,10 +103,12 @@ async fn update(
     })
     .await?;
     let again = ensure(lb, c, service, &one).await?;
+    // Per-node resources follow the node set; the load balancer stays.
+    let node_kinds = e.node_kinds();
     unchanged(
         "an update and an ensure with one node",
-        &before,
-        &e.resources().await,
+        &without(&before, node_kinds),
+        &without(&e.resources().await, node_kinds),
     )?;
     expect(status.as_ref() == Some(&again), || {
         format!("after an update the status is {again:?}, before it {status:?}")
@@ -141,8 +143,10 @@ async fn neighbours_survive(
         let count = expected.entry(kind).or_default();
         *count = (*count as i64 - change).max(0) as usize;
     }
+    // Per-node resources shared with the load balancers that remain stay.
+    let mut expected = without(&expected, e.node_kinds());
     expected.retain(|_, n| *n > 0);
-    let mut now = e.resources().await;
+    let mut now = without(&e.resources().await, e.node_kinds());
     now.retain(|_, n| *n > 0);
     expect(now == expected, || {
         format!("after deleting one load balancer the cloud holds {now:?}, expected {expected:?}")

@@ -138,6 +138,14 @@ pub(crate) fn unchanged(what: &str, before: &Resources, after: &Resources) -> Re
     }
 }
 
+/// `resources` without the `kinds` given (the emulator's
+/// [`node_kinds`](crate::Emulator::node_kinds)).
+pub(crate) fn without(resources: &Resources, kinds: &[&str]) -> Resources {
+    let mut kept = resources.clone();
+    kept.retain(|kind, _| !kinds.contains(&kind.as_str()));
+    kept
+}
+
 /// `Err(message)` unless `ok`.
 pub(crate) fn expect(ok: bool, message: impl FnOnce() -> String) -> Result<(), String> {
     if ok { Ok(()) } else { Err(message()) }
@@ -161,6 +169,10 @@ mod tests {
         );
         assert!(unchanged("x", &before, &before).is_ok());
         assert!(unchanged("x", &before, &after).is_err());
+        assert_eq!(
+            without(&after, &["routes", "absent"]),
+            counts(&[("load-balancers", 1), ("target-groups", 2)])
+        );
     }
 
     #[tokio::test(start_paused = true)]

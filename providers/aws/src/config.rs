@@ -20,9 +20,9 @@
 //! `-` and `_`). A key this provider does not know is an error naming the
 //! file, line and key, so a typo never silently falls back to a default.
 
-mod ini;
 mod overrides;
 
+use cloud_provider::gcfg;
 use cloud_provider::{CloudConfig, ConfigError};
 
 pub(crate) use overrides::AwsService;
@@ -105,7 +105,7 @@ impl AwsConfig {
     /// A [`ConfigError`] naming the file, the line and the key at fault.
     pub fn parse(file: &CloudConfig) -> Result<Self, ConfigError> {
         let at = |line: usize, message: String| file.error(message).at_line(line);
-        let sections = ini::parse(&file.contents).map_err(|e| at(e.line(), e.to_string()))?;
+        let sections = gcfg::parse(&file.contents).map_err(|e| at(e.line(), e.to_string()))?;
         let mut config = Self::default();
         let mut families = Vec::new();
         for section in sections {
@@ -151,7 +151,7 @@ impl AwsConfig {
 
     fn set_global(
         &mut self,
-        entry: &ini::Entry,
+        entry: &gcfg::Entry,
         families: &mut Vec<IpFamily>,
     ) -> Result<(), String> {
         let key = entry.key.as_str();

@@ -1,189 +1,366 @@
-//! The cloud calls the provider is written against ([`Api`]), the shapes
-//! they answer with, and [`HttpApi`], which makes them against the real
-//! cloud.
+//! A small client for Rancher 1.x's Cattle `v2-beta` API over reqwest:
+//! HTTP basic authentication with an environment API key, collections with
+//! filters and pagination, links, actions, and Cattle's error envelope.
 //!
-//! Each method is one request to the cloud (or one paginated listing), so
-//! that the conformance suite can count them and cancel between them.
+//! Unlike the generated scaffold, there is no `Api` trait with an in-memory
+//! cloud behind it: the emulator (feature `test-util`) speaks Cattle over
+//! HTTP, so every test runs this client too.
 //!
-//! Errors: answer [`CloudError::Throttled`] (with the cloud's retry delay)
-//! when the cloud rate-limits a request, [`CloudError::Other`] for
-//! anything else that failed; never sleep inside a call.
+//! Every request is described to the framework's request fence just before
+//! it leaves (a dry run sends the reads and plans the rest), and a request
+//! with a body carries it fenced, as the other providers do.
 
-use std::collections::BTreeMap;
+mod error;
+
 use std::fmt;
+use std::time::Duration;
 
-use async_trait::async_trait;
-use cloud_provider::CloudError;
+use cloud_provider::fence::{FencedBody, Request};
+use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
+use reqwest::{Method, StatusCode, Url};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
-/// An instance as the cloud describes it. A terminated instance is not
-/// listed at all.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CloudInstance {
-    /// The cloud's ID: the provider ID is `rancher://<id>`.
-    pub id: String,
-    /// Its name, which is its node's name.
-    pub name: String,
-    /// Its size or type: `node.kubernetes.io/instance-type`.
-    pub instance_type: String,
-    /// Its zone: `topology.kubernetes.io/zone`.
-    pub zone: String,
-    /// Its private address.
-    pub private_ip: String,
-    /// Its public address, if it has one.
-    pub public_ip: Option<String>,
-    /// Whether it is stopped (shut down, still existing).
-    pub stopped: bool,
+pub(crate) use error::ApiError;
+
+use crate::cattle::{self, Collection};
+use crate::config::{SecretKey, Settings};
+
+/// The largest page Cattle serves.
+const PAGE: &str = "1000";
+/// 1,000 × 100 objects is far beyond any environment; a list still going is
+/// broken.
+const MAX_PAGES: u32 = 100;
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How much of a body goes into one line.
+const MAX_DETAIL: usize = 300;
+const USER_AGENT: &str = concat!(
+    "rust-cloud-controller-manager/",
+    env!("CARGO_PKG_VERSION"),
+    " (rancher)"
+);
+
+/// A Cattle API client: one connection pool for every call the provider
+/// makes.
+pub(crate) struct Client {
+    http: reqwest::Client,
+    base: Url,
+    access_key: String,
+    secret_key: SecretKey,
 }
 
-/// One forwarded port of a load balancer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ForwardedPort {
-    /// The port clients connect to.
-    pub port: i32,
-    /// The node port traffic goes to.
-    pub node_port: i32,
-    /// `TCP` or `UDP`.
-    pub protocol: String,
-}
-
-/// What a load balancer should be.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadBalancerSpec {
-    /// Its name, unique in the account.
-    pub name: String,
-    /// Its tags: [`crate::CLUSTER_TAG`] names the owning cluster.
-    pub tags: BTreeMap<String, String>,
-    /// The ports it forwards.
-    pub ports: Vec<ForwardedPort>,
-    /// The IDs of the instances it forwards to.
-    pub targets: Vec<String>,
-}
-
-/// A load balancer as the cloud describes it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CloudLoadBalancer {
-    /// The cloud's ID.
-    pub id: String,
-    /// The address clients connect to.
-    pub address: String,
-    /// What it is now.
-    pub spec: LoadBalancerSpec,
-}
-
-/// The cloud calls the provider makes.
-#[async_trait]
-pub trait Api: Send + Sync + fmt::Debug {
-    /// The instances with these IDs and these names (one request). Unknown
-    /// IDs and names are left out of the answer.
-    async fn describe_instances(
-        &self,
-        ids: &[String],
-        names: &[String],
-    ) -> Result<Vec<CloudInstance>, CloudError>;
-
-    /// The load balancer called `name`, if there is one.
-    async fn find_load_balancer(&self, name: &str)
-    -> Result<Option<CloudLoadBalancer>, CloudError>;
-
-    /// Creates a load balancer.
-    async fn create_load_balancer(
-        &self,
-        spec: &LoadBalancerSpec,
-    ) -> Result<CloudLoadBalancer, CloudError>;
-
-    /// Makes load balancer `id` what `spec` says.
-    async fn update_load_balancer(
-        &self,
-        id: &str,
-        spec: &LoadBalancerSpec,
-    ) -> Result<CloudLoadBalancer, CloudError>;
-
-    /// Deletes load balancer `id`; `Ok` when it is already gone.
-    async fn delete_load_balancer(&self, id: &str) -> Result<(), CloudError>;
-}
-
-/// [`Api`] over Rancher's HTTP API.
-///
-/// Every method answers [`CloudError::NotImplemented`] until it is written:
-/// each says which request it should make. A `reqwest` client (workspace
-/// dependency) with the token as a bearer header is the usual start; map a
-/// 429 or the cloud's throttling error to [`CloudError::Throttled`] with the
-/// delay it asks for.
-pub struct HttpApi {
-    endpoint: String,
-    token: String,
-}
-
-impl HttpApi {
-    /// A client for the API at `endpoint`, authenticated with `token`.
-    pub fn new(endpoint: &str, token: String) -> Self {
-        Self {
-            endpoint: endpoint.trim_end_matches('/').to_owned(),
-            token,
-        }
-    }
-
-    /// What every unwritten call answers.
-    fn not_yet(&self) -> CloudError {
-        // The token is for the requests to come; it is never shown.
-        let _ = &self.token;
-        CloudError::NotImplemented
-    }
-}
-
-impl fmt::Debug for HttpApi {
-    // The token is a secret: never in logs.
+impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HttpApi")
-            .field("endpoint", &self.endpoint)
+        f.debug_struct("Client")
+            .field("base", &self.base.as_str())
             .finish_non_exhaustive()
     }
 }
 
-#[async_trait]
-impl Api for HttpApi {
-    async fn describe_instances(
-        &self,
-        ids: &[String],
-        names: &[String],
-    ) -> Result<Vec<CloudInstance>, CloudError> {
-        // NOT IMPLEMENTED (rancher): list the instances by ID and by name in
-        // one request (paginated), terminated ones left out.
-        let _ = (ids, names);
-        Err(self.not_yet())
+/// The HTTP client could not be built (TLS setup).
+#[derive(Debug, thiserror::Error)]
+#[error("could not set up the HTTP client")]
+pub(crate) struct ClientError(#[source] reqwest::Error);
+
+impl Client {
+    pub(crate) fn new(settings: &Settings) -> Result<Self, ClientError> {
+        let http = reqwest::Client::builder()
+            .user_agent(USER_AGENT)
+            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()
+            .map_err(ClientError)?;
+        Ok(Self {
+            http,
+            base: settings.url.clone(),
+            access_key: settings.access_key.clone(),
+            secret_key: settings.secret_key.clone(),
+        })
     }
 
-    async fn find_load_balancer(
+    /// `CATTLE_URL`, ending in `/`.
+    pub(crate) fn base(&self) -> &Url {
+        &self.base
+    }
+
+    /// The URL of collection `name` (`hosts`, `loadbalancerservices`...).
+    fn collection(&self, name: &str) -> Url {
+        // `Settings` makes the base end in `/`, and names are plain words.
+        self.base.join(name).unwrap_or_else(|_| self.base.clone())
+    }
+
+    /// Every item of collection `name` matching `filters`, page by page.
+    pub(crate) async fn list<T: DeserializeOwned>(
         &self,
         name: &str,
-    ) -> Result<Option<CloudLoadBalancer>, CloudError> {
-        // NOT IMPLEMENTED (rancher): look the load balancer up by name.
-        let _ = name;
-        Err(self.not_yet())
+        filters: &[(&str, &str)],
+    ) -> Result<Vec<T>, ApiError> {
+        let mut url = self.collection(name);
+        url.query_pairs_mut()
+            .extend_pairs(filters.iter().copied())
+            .append_pair("limit", PAGE);
+        self.all_pages(url).await
     }
 
-    async fn create_load_balancer(
+    /// Every item behind link `link` of `resource` (a collection).
+    pub(crate) async fn link<T: DeserializeOwned>(
         &self,
-        spec: &LoadBalancerSpec,
-    ) -> Result<CloudLoadBalancer, CloudError> {
-        // NOT IMPLEMENTED (rancher): create it with its tags, ports and targets.
-        let _ = spec;
-        Err(self.not_yet())
+        resource: &cattle::Resource,
+        link: &str,
+    ) -> Result<Vec<T>, ApiError> {
+        let url = self.related(resource, "link", link, &resource.links)?;
+        self.all_pages(url).await
     }
 
-    async fn update_load_balancer(
+    async fn all_pages<T: DeserializeOwned>(&self, first: Url) -> Result<Vec<T>, ApiError> {
+        let mut items = Vec::new();
+        let mut next = Some(first.clone());
+        for _ in 0..MAX_PAGES {
+            let Some(url) = next.take() else {
+                return Ok(items);
+            };
+            let page: Collection<T> = self.send(Method::GET, url, None::<&()>).await?;
+            items.extend(page.data);
+            if let Some(link) = page.pagination.and_then(|p| p.next) {
+                next = Some(self.same_server(&link)?);
+            }
+        }
+        match next {
+            None => Ok(items),
+            Some(_) => Err(ApiError::TooManyPages {
+                path: first.path().to_owned(),
+                pages: MAX_PAGES,
+            }),
+        }
+    }
+
+    /// `POST <collection>`: creates a resource.
+    pub(crate) async fn create<B: Serialize, T: DeserializeOwned>(
         &self,
-        id: &str,
-        spec: &LoadBalancerSpec,
-    ) -> Result<CloudLoadBalancer, CloudError> {
-        // NOT IMPLEMENTED (rancher): set its ports and targets.
-        let _ = (id, spec);
-        Err(self.not_yet())
+        name: &str,
+        body: &B,
+    ) -> Result<T, ApiError> {
+        self.send(Method::POST, self.collection(name), Some(body))
+            .await
     }
 
-    async fn delete_load_balancer(&self, id: &str) -> Result<(), CloudError> {
-        // NOT IMPLEMENTED (rancher): delete it; a 404 is success.
-        let _ = id;
-        Err(self.not_yet())
+    /// `PUT <self>`: changes a resource's updatable fields.
+    pub(crate) async fn update<B: Serialize, T: DeserializeOwned>(
+        &self,
+        resource: &cattle::Resource,
+        body: &B,
+    ) -> Result<T, ApiError> {
+        let url = self.related(resource, "link", "self", &resource.links)?;
+        self.send(Method::PUT, url, Some(body)).await
+    }
+
+    /// `POST <self>?action=<action>`, when the resource offers the action
+    /// in its current state; `Ok(false)` when it does not (yet).
+    pub(crate) async fn action<B: Serialize>(
+        &self,
+        resource: &cattle::Resource,
+        action: &str,
+        input: Option<&B>,
+    ) -> Result<bool, ApiError> {
+        if !resource.actions.contains_key(action) {
+            return Ok(false);
+        }
+        let url = self.related(resource, "action", action, &resource.actions)?;
+        // Cattle answers an empty JSON object when there is no input.
+        let empty = serde_json::Map::new();
+        match input {
+            Some(input) => {
+                self.send::<_, serde_json::Value>(Method::POST, url, Some(input))
+                    .await?;
+            }
+            None => {
+                self.send::<_, serde_json::Value>(Method::POST, url, Some(&empty))
+                    .await?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// `DELETE <self>`; `Ok` when it is already gone.
+    pub(crate) async fn delete(&self, resource: &cattle::Resource) -> Result<(), ApiError> {
+        let url = self.related(resource, "link", "self", &resource.links)?;
+        match self
+            .send::<(), serde_json::Value>(Method::DELETE, url, None)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `GET <self>`: the resource as it is now, `None` when it is gone.
+    pub(crate) async fn reload<T: DeserializeOwned>(
+        &self,
+        resource: &cattle::Resource,
+    ) -> Result<Option<T>, ApiError> {
+        let url = self.related(resource, "link", "self", &resource.links)?;
+        match self.send(Method::GET, url, None::<&()>).await {
+            Ok(found) => Ok(Some(found)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn related(
+        &self,
+        resource: &cattle::Resource,
+        kind: &'static str,
+        name: &str,
+        urls: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Url, ApiError> {
+        let url = urls.get(name).ok_or_else(|| ApiError::Missing {
+            what: format!("{} {}", resource.type_, resource.id),
+            kind,
+            name: name.to_owned(),
+        })?;
+        self.same_server(url)
+    }
+
+    /// `url` if it is on `CATTLE_URL`'s server: the key goes nowhere else.
+    fn same_server(&self, url: &str) -> Result<Url, ApiError> {
+        let foreign = || ApiError::ForeignUrl {
+            url: url.split('?').next().unwrap_or_default().to_owned(),
+        };
+        let parsed = Url::parse(url).map_err(|_| foreign())?;
+        if parsed.origin() == self.base.origin() {
+            Ok(parsed)
+        } else {
+            Err(foreign())
+        }
+    }
+
+    async fn send<B: Serialize, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        url: Url,
+        body: Option<&B>,
+    ) -> Result<T, ApiError> {
+        let name = method_name(&method);
+        let path = display_path(&url);
+        let mutates = method != Method::GET;
+        let mut request = self
+            .http
+            .request(method, url)
+            // Marked sensitive by reqwest: never in its debug output.
+            .basic_auth(&self.access_key, Some(self.secret_key.expose()));
+        let mut detail = String::new();
+        if let Some(body) = body {
+            // Serializing these plain structs cannot fail; an empty body
+            // would be refused by the server, not sent wrong.
+            let json = serde_json::to_vec(body).unwrap_or_default();
+            detail = excerpt(&String::from_utf8_lossy(&json));
+            request = request
+                .header(CONTENT_TYPE, "application/json")
+                .body(reqwest::Body::wrap(FencedBody::new(json)));
+        }
+        tracing::debug!(method = name, path, "Rancher API request");
+        let fenced = |source| ApiError::Fenced {
+            method: name,
+            path: path.clone(),
+            source,
+        };
+        let transport = |source| ApiError::Transport {
+            method: name,
+            path: path.clone(),
+            source,
+        };
+        cloud_provider::fence::check_request(Request {
+            operation: &format!("{name} {path}"),
+            mutates,
+            detail: &detail,
+        })
+        .map_err(fenced)?;
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(source) => {
+                return Err(cloud_provider::fence::check()
+                    .err()
+                    .map_or_else(|| transport(source), fenced));
+            }
+        };
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(|s| Duration::from_secs(s.clamp(1, 300)));
+        let bytes = response.bytes().await.map_err(transport)?;
+        if status.is_success() {
+            let body = if bytes.is_empty() { &b"null"[..] } else { &bytes[..] };
+            return serde_json::from_slice(body).map_err(|source| ApiError::Decode {
+                method: name,
+                path,
+                source,
+            });
+        }
+        let detail = match serde_json::from_slice::<cattle::ApiError>(&bytes) {
+            Ok(e) if !e.code.is_empty() || !e.message.is_empty() => {
+                excerpt(&format!("{}: {}", e.code, e.message))
+            }
+            _ => excerpt(&String::from_utf8_lossy(&bytes)),
+        };
+        Err(match status {
+            StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => ApiError::Unauthorized {
+                method: name,
+                path,
+                status: status.as_u16(),
+            },
+            StatusCode::NOT_FOUND => ApiError::NotFound { method: name, path },
+            StatusCode::CONFLICT => ApiError::Conflict {
+                method: name,
+                path,
+                detail,
+            },
+            StatusCode::TOO_MANY_REQUESTS => ApiError::Throttled {
+                method: name,
+                path,
+                retry_after: retry_after.unwrap_or(Duration::from_secs(1)),
+            },
+            StatusCode::SERVICE_UNAVAILABLE if retry_after.is_some() => ApiError::Throttled {
+                method: name,
+                path,
+                retry_after: retry_after.unwrap_or(Duration::from_secs(1)),
+            },
+            _ => ApiError::Status {
+                method: name,
+                path,
+                status: status.as_u16(),
+                detail,
+            },
+        })
+    }
+}
+
+/// The path and query of `url`, for messages.
+fn display_path(url: &Url) -> String {
+    match url.query() {
+        Some(query) => format!("{}?{query}", url.path()),
+        None => url.path().to_owned(),
+    }
+}
+
+fn excerpt(text: &str) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(MAX_DETAIL) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+fn method_name(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        _ => "PATCH",
     }
 }

@@ -1,190 +1,317 @@
-//! An in-memory Rancher cloud behind [`Api`]: what the tests and the
-//! provider conformance suite run against (feature `test-util`).
+//! An emulator of Rancher 1.x's Cattle `v2-beta` API, serving over HTTP on
+//! 127.0.0.1 what the provider reads and writes: hosts and their addresses,
+//! the `lb.instance.image` setting, stacks, load balancers and external
+//! services, with Cattle's envelope (links, state-dependent actions,
+//! collections with filters and marker pagination, error bodies), its
+//! lifecycle transitions and injectable faults (feature `test-util`).
 //!
-//! It counts every request, can answer all of them as rate limited, and
-//! behaves as the real cloud is documented to: make it more faithful as the
-//! real API's behaviour becomes known, and the conformance suite holds the
-//! provider to it.
+//! Start with [`CattleEmulator::start`]; point the provider at
+//! [`CattleEmulator::url`] with [`ACCESS_KEY`] and [`SECRET_KEY`]. Its
+//! checks are written from Cattle's behaviour as go-rancher and upstream's
+//! CCM see it, not borrowed from the provider, so a provider bug is not
+//! mirrored here.
+//!
+//! Transitions are lazy: each object keeps the state it is heading for and
+//! when it is due, and every request (and [`CattleEmulator::snapshot`])
+//! first settles what is due. Time is tokio's clock, so a test with a
+//! paused clock moves the emulator's transitions too.
+
+mod faults;
+mod filters;
+mod fixtures;
+mod render;
+mod routes;
+mod server;
+mod state;
+#[cfg(test)]
+mod tests;
+mod transitions;
+mod writes;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
-use cloud_provider::CloudError;
 use parking_lot::Mutex;
+use tokio::task::AbortHandle;
+use tokio::time::Instant;
 
-use crate::api::*;
+pub use faults::Faults;
+use server::Shared;
+use state::{HOST_PREFIX, Store};
 
-/// The delay a rate-limited answer asks for.
-const RETRY_AFTER: Duration = Duration::from_secs(1);
+use crate::cattle::PortRule;
 
-#[derive(Debug, Default)]
-struct State {
-    next_id: u64,
-    instances: BTreeMap<String, CloudInstance>,
-    load_balancers: BTreeMap<String, CloudLoadBalancer>,
+/// The access key the emulator accepts (basic auth user).
+pub const ACCESS_KEY: &str = "emulator-access";
+/// The secret key the emulator accepts (basic auth password).
+pub const SECRET_KEY: &str = "emulator-secret";
+/// The environment (project) ID in the URL.
+pub const PROJECT: &str = "1a5";
+/// The value of the `lb.instance.image` setting.
+pub const LB_IMAGE: &str = "rancher/lb-service-haproxy:v0.7.9";
+
+/// How long a transition (`registering`, `activating`...) takes, and how
+/// long an active load balancer waits for its public endpoints, unless set.
+const DEFAULT_DELAY: Duration = Duration::from_millis(20);
+
+/// A running emulator. Clones share it; the server stops when the last
+/// clone is dropped.
+#[derive(Clone)]
+pub struct CattleEmulator {
+    shared: Arc<Shared>,
+    url: String,
+    _server: Arc<ServerTask>,
 }
 
-impl State {
-    fn id(&mut self, kind: &str) -> String {
-        self.next_id += 1;
-        format!("{kind}-{}", self.next_id)
+/// Aborts the server task when dropped.
+#[derive(Debug)]
+struct ServerTask(AbortHandle);
+
+impl Drop for ServerTask {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
-/// The in-memory cloud.
-#[derive(Debug, Default)]
-pub struct InMemoryCloud {
-    state: Mutex<State>,
-    requests: AtomicU64,
-    throttled: AtomicBool,
+impl std::fmt::Debug for CattleEmulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CattleEmulator")
+            .field("url", &self.url)
+            .field("requests", &self.requests())
+            .finish_non_exhaustive()
+    }
 }
 
-impl InMemoryCloud {
-    /// An empty cloud.
-    pub fn new() -> Self {
-        Self::default()
-    }
+/// A host [`CattleEmulator::add_host`] made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostRef {
+    /// Its ID, such as `1h1`.
+    pub id: String,
+    /// Its UUID: the instance ID in a node's provider ID.
+    pub uuid: String,
+}
 
-    /// How many requests it has received.
-    pub fn requests(&self) -> u64 {
-        self.requests.load(Ordering::SeqCst)
-    }
+/// One request the emulator received, whatever its answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// `GET`, `POST`, `PUT` or `DELETE`.
+    pub method: String,
+    /// The path after the project base, such as `/loadbalancerservices/1s3`
+    /// (the whole path for a request outside the project).
+    pub path: String,
+    /// The `action` query parameter, for an action.
+    pub action: Option<String>,
+    /// The query string as sent, without `?`.
+    pub query: String,
+    /// The status answered.
+    pub status: u16,
+}
 
-    /// While `on`, every request is answered as rate limited.
-    pub fn set_throttled(&self, on: bool) {
-        self.throttled.store(on, Ordering::SeqCst);
-    }
+/// What exists at one moment: stacks and services neither `removing` nor
+/// `removed`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The stacks.
+    pub stacks: Vec<StackView>,
+    /// The load balancers.
+    pub load_balancers: Vec<LoadBalancerView>,
+    /// The external services.
+    pub external_services: Vec<ExternalServiceView>,
+}
 
-    /// How many instances, load balancers and routes it holds, by kind.
+impl Snapshot {
+    /// How many load balancers and external services exist:
+    /// `{"external-services": m, "load-balancers": n}`, both keys always.
+    /// Stacks are not counted: upstream never deletes its stack, so it is
+    /// not a leak.
     pub fn counts(&self) -> BTreeMap<String, usize> {
-        // One guard: the lock is not reentrant.
-        let state = self.state.lock();
         BTreeMap::from([
-            ("instances".to_owned(), state.instances.len()),
-            ("load-balancers".to_owned(), state.load_balancers.len()),
+            ("load-balancers".to_owned(), self.load_balancers.len()),
+            ("external-services".to_owned(), self.external_services.len()),
         ])
     }
-
-    /// Every request starts here: counted, and refused while throttled.
-    fn enter(&self) -> Result<(), CloudError> {
-        self.requests.fetch_add(1, Ordering::SeqCst);
-        if self.throttled.load(Ordering::SeqCst) {
-            return Err(CloudError::Throttled {
-                retry_after: RETRY_AFTER,
-            });
-        }
-        Ok(())
-    }
-
-    /// Starts a running instance called `name`; its ID.
-    pub fn add_instance(&self, name: &str) -> String {
-        let mut state = self.state.lock();
-        let id = state.id("i");
-        let n = state.next_id;
-        state.instances.insert(
-            id.clone(),
-            CloudInstance {
-                id: id.clone(),
-                name: name.to_owned(),
-                instance_type: "standard-2".into(),
-                zone: "zone-a".into(),
-                private_ip: format!("10.0.{}.{}", n / 250, n % 250 + 2),
-                public_ip: None,
-                stopped: false,
-            },
-        );
-        id
-    }
-
-    /// Stops instance `id`.
-    pub fn stop_instance(&self, id: &str) {
-        if let Some(instance) = self.state.lock().instances.get_mut(id) {
-            instance.stopped = true;
-        }
-    }
-
-    /// Terminates instance `id`: it is gone.
-    pub fn remove_instance(&self, id: &str) {
-        self.state.lock().instances.remove(id);
-    }
 }
 
-#[async_trait]
-impl Api for InMemoryCloud {
-    async fn describe_instances(
-        &self,
-        ids: &[String],
-        names: &[String],
-    ) -> Result<Vec<CloudInstance>, CloudError> {
-        self.enter()?;
-        let state = self.state.lock();
-        Ok(state
-            .instances
-            .values()
-            .filter(|i| ids.contains(&i.id) || names.contains(&i.name))
-            .cloned()
-            .collect())
+/// A stack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackView {
+    /// Its ID, such as `1st1`.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its external ID, if it has one.
+    pub external_id: Option<String>,
+}
+
+/// A load balancer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadBalancerView {
+    /// Its ID, such as `1s3`.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its state: `registering`, `inactive`, `activating`, `active`...
+    pub state: String,
+    /// Its stack's ID.
+    pub stack_id: String,
+    /// `launchConfig.ports`, such as `80:80/tcp`.
+    pub ports: Vec<String>,
+    /// `lbConfig.portRules`.
+    pub port_rules: Vec<PortRule>,
+    /// The services it links to (`setservicelinks`), sorted.
+    pub linked: Vec<String>,
+    /// Its metadata (empty when it has none).
+    pub metadata: BTreeMap<String, serde_json::Value>,
+    /// Its public endpoints as `ip:port`, once they show.
+    pub public_endpoints: Vec<String>,
+}
+
+/// An external service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalServiceView {
+    /// Its ID, such as `1s2`.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// Its state.
+    pub state: String,
+    /// Its stack's ID.
+    pub stack_id: String,
+    /// `externalIpAddresses`.
+    pub ips: Vec<String>,
+}
+
+impl CattleEmulator {
+    /// Binds 127.0.0.1 on a free port and serves the emulator from a task
+    /// on the current tokio runtime.
+    ///
+    /// # Errors
+    ///
+    /// When the port cannot be bound.
+    pub async fn start() -> std::io::Result<Self> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let base_path = format!("/v2-beta/projects/{PROJECT}");
+        let url = format!("http://{addr}{base_path}");
+        let shared = Arc::new(Shared {
+            base_path,
+            store: Mutex::new(Store::new(url.clone(), DEFAULT_DELAY)),
+            faults: Mutex::new(Faults::default()),
+            requests: AtomicU64::new(0),
+            calls: Mutex::new(Vec::new()),
+        });
+        let task = tokio::spawn(server::serve(Arc::clone(&shared), listener));
+        Ok(Self {
+            shared,
+            url,
+            _server: Arc::new(ServerTask(task.abort_handle())),
+        })
     }
 
-    async fn find_load_balancer(
-        &self,
-        name: &str,
-    ) -> Result<Option<CloudLoadBalancer>, CloudError> {
-        self.enter()?;
-        let state = self.state.lock();
-        Ok(state
-            .load_balancers
-            .values()
-            .find(|lb| lb.spec.name == name)
-            .cloned())
+    /// The project's base URL (`CATTLE_URL`):
+    /// `http://127.0.0.1:PORT/v2-beta/projects/1a5`.
+    pub fn url(&self) -> String {
+        self.url.clone()
     }
 
-    async fn create_load_balancer(
-        &self,
-        spec: &LoadBalancerSpec,
-    ) -> Result<CloudLoadBalancer, CloudError> {
-        self.enter()?;
-        let mut state = self.state.lock();
-        if state
-            .load_balancers
-            .values()
-            .any(|lb| lb.spec.name == spec.name)
-        {
-            return Err(CloudError::msg(format!(
-                "a load balancer named {} exists",
-                spec.name
-            )));
+    /// Adds an active host with a connected agent and one IP address.
+    pub fn add_host(&self, hostname: &str, ip: &str) -> HostRef {
+        let mut store = self.shared.store.lock();
+        let n = store.add_host(hostname, ip);
+        let uuid = store
+            .hosts
+            .get(&n)
+            .map(|h| h.uuid.clone())
+            .unwrap_or_default();
+        HostRef {
+            id: format!("{HOST_PREFIX}{n}"),
+            uuid,
         }
-        let id = state.id("lb");
-        let lb = CloudLoadBalancer {
-            id: id.clone(),
-            address: format!("192.0.2.{}", state.next_id % 250 + 1),
-            spec: spec.clone(),
+    }
+
+    /// Powers the host `uuid` off: `inactive`, agent `disconnected`.
+    ///
+    /// # Panics
+    ///
+    /// When no host has that UUID.
+    pub fn stop_host(&self, uuid: &str) {
+        let mut store = self.shared.store.lock();
+        let Some(host) = store.host_by_uuid(uuid) else {
+            panic!("stop_host: no host {uuid}");
         };
-        state.load_balancers.insert(id, lb.clone());
-        Ok(lb)
+        host.state = "inactive";
+        host.agent_state = "disconnected";
     }
 
-    async fn update_load_balancer(
-        &self,
-        id: &str,
-        spec: &LoadBalancerSpec,
-    ) -> Result<CloudLoadBalancer, CloudError> {
-        self.enter()?;
-        let mut state = self.state.lock();
-        let lb = state
-            .load_balancers
-            .get_mut(id)
-            .ok_or_else(|| CloudError::msg(format!("no load balancer {id}")))?;
-        lb.spec = spec.clone();
-        Ok(lb.clone())
+    /// Removes the host `uuid`: `removed`, hidden by `removed_null`.
+    ///
+    /// # Panics
+    ///
+    /// When no host has that UUID.
+    pub fn remove_host(&self, uuid: &str) {
+        let mut store = self.shared.store.lock();
+        let Some(host) = store.host_by_uuid(uuid) else {
+            panic!("remove_host: no host {uuid}");
+        };
+        host.state = "removed";
+        host.agent_state = "disconnected";
+        host.removed.get_or_insert_with(transitions::timestamp);
     }
 
-    async fn delete_load_balancer(&self, id: &str) -> Result<(), CloudError> {
-        self.enter()?;
-        self.state.lock().load_balancers.remove(id);
-        Ok(())
+    /// How long transitions take from now on (default 20 ms).
+    pub fn set_transition_delay(&self, d: Duration) {
+        self.shared.store.lock().transition_delay = d;
+    }
+
+    /// How long a load balancer must have been active before its public
+    /// endpoints show (default 20 ms).
+    pub fn set_endpoint_delay(&self, d: Duration) {
+        self.shared.store.lock().endpoint_delay = d;
+    }
+
+    /// Replaces the faults injected from the next request on.
+    pub fn set_faults(&self, faults: Faults) {
+        *self.shared.faults.lock() = faults;
+    }
+
+    /// How many requests it has received, whatever their answer.
+    pub fn requests(&self) -> u64 {
+        self.shared.requests.load(Ordering::SeqCst)
+    }
+
+    /// Every request it has answered, oldest first.
+    pub fn calls(&self) -> Vec<Call> {
+        self.shared.calls.lock().clone()
+    }
+
+    /// What exists now, with due transitions settled.
+    pub fn snapshot(&self) -> Snapshot {
+        let now = Instant::now();
+        let mut store = self.shared.store.lock();
+        store.settle(now);
+        store.snapshot(now)
+    }
+
+    /// Builds, directly (no request is made or logged), what upstream's Go
+    /// CCM leaves behind for a Service whose load balancer is `lb_name`:
+    /// the stack `kubernetes-loadbalancers` (reused if it exists), one
+    /// active external service per hostname, named as upstream names it,
+    /// with the host's first address (reused if it exists), and an active
+    /// load balancer with `<port>:<port>/tcp` ports, the image setting's
+    /// `imageUuid`, one port rule per port and host (`ports` pairs a port
+    /// with its node port), links to those external services, no metadata,
+    /// and its public endpoints already showing. Returns its ID.
+    ///
+    /// # Panics
+    ///
+    /// When a hostname names no live host, or a service called `lb_name`
+    /// already exists in the stack.
+    pub fn seed_upstream(&self, lb_name: &str, ports: &[(i64, i64)], hostnames: &[&str]) -> String {
+        let now = Instant::now();
+        let mut store = self.shared.store.lock();
+        store.settle(now);
+        store.seed_upstream(lb_name, ports, hostnames, now)
     }
 }

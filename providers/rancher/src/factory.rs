@@ -1,12 +1,11 @@
-//! [`RancherProviderFactory`]: the provider built from its cloud config and
-//! environment, with no network I/O.
+//! [`RancherProviderFactory`]: the provider built from the environment and,
+//! when given, upstream's cloud config, with no network I/O.
 
 use std::sync::Arc;
 
 use cloud_provider::{CloudConfig, CloudProvider, ConfigError, Environment, ProviderFactory};
 
-use crate::api::HttpApi;
-use crate::{PROVIDER_NAME, RancherProvider, Settings, config};
+use crate::{PROVIDER_NAME, RancherProvider, Settings};
 
 /// Builds [`RancherProvider`] for `rancher-cloud-controller-manager`.
 #[derive(Debug)]
@@ -19,39 +18,31 @@ impl ProviderFactory for RancherProviderFactory {
         config: Option<&CloudConfig>,
         env: &Environment,
     ) -> Result<Arc<dyn CloudProvider>, ConfigError> {
-        let config = config.ok_or_else(|| {
-            ConfigError::new("--cloud-config is required: it names the endpoint and the region")
-        })?;
-        let settings = Settings::parse(config)?;
-        let token = config::token(env)?;
-        let api = HttpApi::new(&settings.endpoint, token);
-        Ok(Arc::new(RancherProvider::new(Arc::new(api), settings)))
+        let settings = Settings::read(config, env)?;
+        Ok(Arc::new(RancherProvider::new(&settings)?))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::TOKEN_VARIABLE;
-
-    const FILE: &str = "endpoint = \"https://api.example\"\nregion = \"r1\"\n";
+    use crate::{ACCESS_KEY_VARIABLE, SECRET_KEY_VARIABLE, URL_VARIABLE};
 
     #[test]
-    fn a_config_and_a_token_build_the_provider() {
-        let config = CloudConfig::new("/etc/cloud.toml", FILE);
-        let env = Environment::default().with(TOKEN_VARIABLE, "t");
-        let provider = RancherProviderFactory::build(Some(&config), &env).expect("builds");
+    fn the_environment_alone_builds_the_provider() {
+        let env = Environment::default()
+            .with(URL_VARIABLE, "http://127.0.0.1:1/v2-beta")
+            .with(ACCESS_KEY_VARIABLE, "a")
+            .with(SECRET_KEY_VARIABLE, "s");
+        let provider = RancherProviderFactory::build(None, &env).expect("builds");
         assert_eq!(provider.provider_name(), "rancher");
+        assert!(provider.describes_requests());
     }
 
     #[test]
-    fn without_a_config_or_a_token_it_says_what_is_missing() {
-        let env = Environment::default().with(TOKEN_VARIABLE, "t");
-        let err = RancherProviderFactory::build(None, &env).expect_err("no config");
-        assert!(err.to_string().contains("--cloud-config"), "{err}");
-        let config = CloudConfig::new("/etc/cloud.toml", FILE);
-        let err = RancherProviderFactory::build(Some(&config), &Environment::default())
-            .expect_err("no token");
-        assert!(err.to_string().contains(TOKEN_VARIABLE), "{err}");
+    fn without_credentials_it_names_the_first_missing_variable() {
+        let err = RancherProviderFactory::build(None, &Environment::default())
+            .expect_err("nothing set");
+        assert!(err.to_string().starts_with(URL_VARIABLE), "{err}");
     }
 }

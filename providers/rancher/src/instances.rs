@@ -1,5 +1,9 @@
-//! Instances: a node is found by its provider ID (`rancher://<id>`) or,
-//! before it has one, by its name; a batch of nodes costs one request.
+//! Instances: Rancher hosts. A node is found by its provider ID
+//! (`rancher://<host uuid>`) or, before it has one, by its name as
+//! upstream matches it (case-insensitive; an FQDN on one side matches a
+//! short hostname on the other). One host list, with each host's addresses
+//! included, answers a whole batch of nodes; upstream lists every host once
+//! per node and fetches its addresses with a second request.
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;
@@ -10,76 +14,144 @@ use cloud_provider::{
     BatchResult, CloudError, InstanceMetadata, Instances, NodeAddress, NodeAddressType,
 };
 
-use crate::api::CloudInstance;
-use crate::{PROVIDER_ID_PREFIX, RancherProvider};
+use crate::cattle::Host;
+use crate::{PROVIDER_ID_PREFIX, PROVIDER_NAME, RancherProvider};
 
-/// The most nodes one lookup asks about.
-const BATCH: NonZeroUsize = NonZeroUsize::new(100).expect("not zero");
+/// The most nodes one lookup answers for: one host list serves any number,
+/// so this only bounds the answer's size.
+const BATCH: NonZeroUsize = NonZeroUsize::new(500).expect("not zero");
 
-/// How a node names its instance.
+/// Upstream's zone for every node (`GetZone`): Rancher has no zones.
+pub(crate) const ZONE: &str = "FailureDomain1";
+/// Upstream's region for every node.
+pub(crate) const REGION: &str = "Region1";
+
+/// How a node names its host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Key {
-    Id(String),
+    Uuid(String),
     Name(String),
 }
 
 fn key(node: &Node) -> Key {
     let provider_id = node.spec.as_ref().and_then(|s| s.provider_id.as_deref());
     match provider_id.and_then(|id| id.strip_prefix(PROVIDER_ID_PREFIX)) {
-        Some(id) => Key::Id(id.to_owned()),
-        None => Key::Name(node.metadata.name.clone().unwrap_or_default()),
+        Some(uuid) if !uuid.is_empty() => Key::Uuid(uuid.to_owned()),
+        _ => Key::Name(node.metadata.name.clone().unwrap_or_default()),
     }
 }
 
+/// Whether Rancher's `hostname` names node `name`, as upstream's
+/// `getHostByName` decides: when exactly one side is an FQDN, only its first
+/// label is compared; case does not matter.
+pub(crate) fn hostname_matches(hostname: &str, name: &str) -> bool {
+    let short = |s: &str| s.split('.').next().unwrap_or_default().to_owned();
+    let (rancher_fqdn, node_fqdn) = (hostname.contains('.'), name.contains('.'));
+    let (a, b) = match (rancher_fqdn, node_fqdn) {
+        (true, false) => (short(hostname), name.to_owned()),
+        (false, true) => (hostname.to_owned(), short(name)),
+        _ => (hostname.to_owned(), name.to_owned()),
+    };
+    a.eq_ignore_ascii_case(&b)
+}
+
+/// The host behind each key, `None` when there is none. Several hosts
+/// matching one name is an error for that node, as upstream.
+fn find<'h>(hosts: &'h [Host], key: &Key) -> Result<Option<&'h Host>, CloudError> {
+    let mut found = hosts.iter().filter(|h| match key {
+        Key::Uuid(uuid) => &h.uuid == uuid,
+        Key::Name(name) => hostname_matches(&h.hostname, name),
+    });
+    let first = found.next();
+    if first.is_some()
+        && let Some(second) = found.next()
+        && let Key::Name(name) = key
+    {
+        return Err(CloudError::msg(format!(
+            "several Rancher hosts match node {name}: {} and {}",
+            first.map(|h| h.hostname.as_str()).unwrap_or_default(),
+            second.hostname
+        )));
+    }
+    Ok(first)
+}
+
+/// Whether a host is powered off or cut off: deactivated, or its agent
+/// disconnected.
+fn is_shut_down(host: &Host) -> bool {
+    host.lifecycle.state.eq_ignore_ascii_case("inactive")
+        || host
+            .agent_state
+            .as_deref()
+            .is_some_and(|s| s.eq_ignore_ascii_case("disconnected"))
+}
+
+/// A host that exists: not being removed and not removed.
+pub(crate) fn exists(host: &Host) -> bool {
+    host.lifecycle.removed.is_none()
+        && !matches!(
+            host.lifecycle.state.as_str(),
+            "removing" | "removed" | "purging" | "purged"
+        )
+}
+
+/// A host's addresses, first to last.
+pub(crate) fn addresses(host: &Host) -> Vec<&str> {
+    host.ip_addresses
+        .iter()
+        .flatten()
+        .map(|ip| ip.address.as_str())
+        .filter(|a| !a.is_empty())
+        .collect()
+}
+
 impl RancherProvider {
-    /// Each node's instance, in order, `None` when it has none: one request.
-    async fn lookup(&self, nodes: &[Arc<Node>]) -> Result<Vec<Option<CloudInstance>>, CloudError> {
-        let keys: Vec<Key> = nodes.iter().map(|n| key(n)).collect();
-        let (mut ids, mut names) = (Vec::new(), Vec::new());
-        for key in &keys {
-            match key {
-                Key::Id(id) => ids.push(id.clone()),
-                Key::Name(name) => names.push(name.clone()),
-            }
-        }
-        let found = self.api.describe_instances(&ids, &names).await?;
-        Ok(keys
+    /// Every existing host with its addresses: one listing.
+    pub(crate) async fn hosts(&self) -> Result<Vec<Host>, CloudError> {
+        let hosts: Vec<Host> = self
+            .client
+            .list("hosts", &[("removed_null", "1"), ("include", "ipAddresses")])
+            .await?;
+        Ok(hosts.into_iter().filter(exists).collect())
+    }
+
+    /// Each node's host, in order.
+    async fn lookup(&self, nodes: &[Arc<Node>]) -> Result<Vec<Result<Option<Host>, CloudError>>, CloudError> {
+        let hosts = self.hosts().await?;
+        Ok(nodes
             .iter()
-            .map(|key| {
-                found
-                    .iter()
-                    .find(|i| match key {
-                        Key::Id(id) => &i.id == id,
-                        Key::Name(name) => &i.name == name,
-                    })
-                    .cloned()
-            })
+            .map(|node| find(&hosts, &key(node)).map(|h| h.cloned()))
             .collect())
     }
 
-    fn metadata(&self, instance: &CloudInstance) -> InstanceMetadata {
-        let mut addresses = vec![NodeAddress::new(
-            NodeAddressType::InternalIp,
-            &instance.private_ip,
-        )];
-        if let Some(public) = &instance.public_ip {
-            addresses.push(NodeAddress::new(NodeAddressType::ExternalIp, public));
-        }
-        addresses.push(NodeAddress::new(NodeAddressType::Hostname, &instance.name));
-        InstanceMetadata {
-            provider_id: format!("{PROVIDER_ID_PREFIX}{}", instance.id),
-            instance_type: instance.instance_type.clone(),
-            zone: instance.zone.clone(),
-            region: self.settings.region.clone(),
-            node_addresses: addresses,
-            additional_labels: Default::default(),
-        }
+    async fn one(&self, node: &Node) -> Result<Option<Host>, CloudError> {
+        let hosts = self.hosts().await?;
+        find(&hosts, &key(node)).map(|h| h.cloned())
     }
+}
 
-    async fn one(&self, node: &Node) -> Result<Option<CloudInstance>, CloudError> {
-        let mut found = self.lookup(&[Arc::new(node.clone())]).await?;
-        Ok(found.pop().flatten())
+/// What upstream reports for a host: each address as both external and
+/// internal, then the hostname; type `rancher`; its fixed zone and region.
+fn metadata(host: &Host) -> Result<InstanceMetadata, CloudError> {
+    let ips = addresses(host);
+    if ips.is_empty() {
+        // Upstream: a host without addresses is not (yet) an instance.
+        return Err(CloudError::InstanceNotFound);
     }
+    let mut node_addresses = Vec::with_capacity(ips.len() * 2 + 1);
+    for ip in ips {
+        node_addresses.push(NodeAddress::new(NodeAddressType::ExternalIp, ip));
+        node_addresses.push(NodeAddress::new(NodeAddressType::InternalIp, ip));
+    }
+    node_addresses.push(NodeAddress::new(NodeAddressType::Hostname, &host.hostname));
+    Ok(InstanceMetadata {
+        provider_id: format!("{PROVIDER_ID_PREFIX}{}", host.uuid),
+        instance_type: PROVIDER_NAME.to_owned(),
+        zone: ZONE.to_owned(),
+        region: REGION.to_owned(),
+        node_addresses,
+        additional_labels: Default::default(),
+    })
 }
 
 #[async_trait]
@@ -89,13 +161,13 @@ impl Instances for RancherProvider {
     }
 
     async fn instance_shutdown(&self, node: &Node) -> Result<bool, CloudError> {
-        let instance = self.one(node).await?.ok_or(CloudError::InstanceNotFound)?;
-        Ok(instance.stopped)
+        let host = self.one(node).await?.ok_or(CloudError::InstanceNotFound)?;
+        Ok(is_shut_down(&host))
     }
 
     async fn instance_metadata(&self, node: &Node) -> Result<InstanceMetadata, CloudError> {
-        let instance = self.one(node).await?.ok_or(CloudError::InstanceNotFound)?;
-        Ok(self.metadata(&instance))
+        let host = self.one(node).await?.ok_or(CloudError::InstanceNotFound)?;
+        metadata(&host)
     }
 
     fn max_batch_size(&self) -> NonZeroUsize {
@@ -104,14 +176,14 @@ impl Instances for RancherProvider {
 
     async fn instances_exist(&self, nodes: &[Arc<Node>]) -> BatchResult<bool> {
         let found = self.lookup(nodes).await?;
-        Ok(found.into_iter().map(|i| Ok(i.is_some())).collect())
+        Ok(found.into_iter().map(|h| h.map(|h| h.is_some())).collect())
     }
 
     async fn instances_shutdown(&self, nodes: &[Arc<Node>]) -> BatchResult<bool> {
         let found = self.lookup(nodes).await?;
         Ok(found
             .into_iter()
-            .map(|i| i.map(|i| i.stopped).ok_or(CloudError::InstanceNotFound))
+            .map(|h| h?.map(|h| is_shut_down(&h)).ok_or(CloudError::InstanceNotFound))
             .collect())
     }
 
@@ -119,10 +191,41 @@ impl Instances for RancherProvider {
         let found = self.lookup(nodes).await?;
         Ok(found
             .into_iter()
-            .map(|i| {
-                i.map(|i| self.metadata(&i))
-                    .ok_or(CloudError::InstanceNotFound)
-            })
+            .map(|h| metadata(&h?.ok_or(CloudError::InstanceNotFound)?))
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_match_as_upstream_matches_them() {
+        assert!(hostname_matches("node-1", "node-1"));
+        assert!(hostname_matches("Node-1", "node-1"));
+        assert!(hostname_matches("node-1.example.com", "node-1"));
+        assert!(hostname_matches("node-1", "node-1.example.com"));
+        assert!(hostname_matches("node-1.example.com", "NODE-1.example.com"));
+        assert!(!hostname_matches("node-1.a.com", "node-1.b.com"));
+        assert!(!hostname_matches("node-10", "node-1"));
+    }
+
+    fn host(hostname: &str, uuid: &str) -> Host {
+        Host {
+            hostname: hostname.into(),
+            uuid: uuid.into(),
+            ..Host::default()
+        }
+    }
+
+    #[test]
+    fn two_hosts_of_one_name_are_an_error_for_that_node_only() {
+        let hosts = [host("a.x", "u1"), host("a.y", "u2"), host("b", "u3")];
+        assert!(find(&hosts, &Key::Name("a".into())).is_err());
+        let b = find(&hosts, &Key::Name("b".into())).expect("one");
+        assert_eq!(b.map(|h| h.uuid.as_str()), Some("u3"));
+        let by_uuid = find(&hosts, &Key::Uuid("u2".into())).expect("by uuid");
+        assert_eq!(by_uuid.map(|h| h.hostname.as_str()), Some("a.y"));
     }
 }

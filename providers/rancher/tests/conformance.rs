@@ -1,40 +1,43 @@
-//! The provider conformance suite against the in-memory Rancher cloud.
-//!
-//! When `HttpApi` talks to the real cloud, run the same suite against a
-//! faithful emulator of its API (a recorded or spec-driven fake, as the
-//! DigitalOcean provider does with Prism) by giving it another `Subject`.
+//! The provider conformance suite against the Cattle API emulator, over
+//! HTTP: the provider's real client, the emulator's asynchronous states.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_trait::async_trait;
-use cloud_provider::k8s_openapi::api::core::v1::{
-    Node, NodeSpec, Service, ServicePort, ServiceSpec,
-};
+use cloud_provider::Environment;
+use cloud_provider::ProviderFactory;
+use cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec, Service, ServicePort, ServiceSpec};
 use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use provider_conformance::{Emulator, Resources, Subject};
-use provider_rancher::emulator::InMemoryCloud;
-use provider_rancher::{PROVIDER_ID_PREFIX, RancherProvider, Settings};
+use provider_rancher::emulator::{ACCESS_KEY, CattleEmulator, SECRET_KEY};
+use provider_rancher::{
+    ACCESS_KEY_VARIABLE, PROVIDER_ID_PREFIX, RancherProviderFactory, SECRET_KEY_VARIABLE,
+    URL_VARIABLE,
+};
 
 #[derive(Debug)]
-struct Cloud(Arc<InMemoryCloud>);
+struct Cloud {
+    cattle: CattleEmulator,
+    next_ip: AtomicU32,
+}
 
-fn node(name: &str, id: &str) -> Node {
+fn node(name: &str, uuid: &str) -> Node {
     Node {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
             ..ObjectMeta::default()
         },
         spec: Some(NodeSpec {
-            provider_id: Some(format!("{PROVIDER_ID_PREFIX}{id}")),
+            provider_id: Some(format!("{PROVIDER_ID_PREFIX}{uuid}")),
             ..NodeSpec::default()
         }),
         status: None,
     }
 }
 
-#[allow(dead_code, reason = "unused when the provider has no instances")]
-fn instance_id(node: &Node) -> String {
+fn uuid(node: &Node) -> String {
     let id = node.spec.as_ref().and_then(|s| s.provider_id.as_deref());
     id.and_then(|id| id.strip_prefix(PROVIDER_ID_PREFIX))
         .unwrap_or_default()
@@ -44,19 +47,22 @@ fn instance_id(node: &Node) -> String {
 #[async_trait]
 impl Emulator for Cloud {
     async fn add_instance(&self, name: &str) -> Node {
-        node(name, &self.0.add_instance(name))
+        let n = self.next_ip.fetch_add(1, Ordering::Relaxed);
+        let ip = format!("10.42.{}.{}", n / 250, n % 250 + 1);
+        let host = self.cattle.add_host(name, &ip);
+        node(name, &host.uuid)
     }
 
     fn missing_node(&self, name: &str) -> Node {
-        node(name, "i-missing")
+        node(name, "00000000-0000-0000-0000-000000000000")
     }
 
     async fn stop_instance(&self, node: &Node) {
-        self.0.stop_instance(&instance_id(node));
+        self.cattle.stop_host(&uuid(node));
     }
 
     async fn remove_instance(&self, node: &Node) {
-        self.0.remove_instance(&instance_id(node));
+        self.cattle.remove_host(&uuid(node));
     }
 
     fn service(&self, name: &str, uid: &str) -> Service {
@@ -83,32 +89,47 @@ impl Emulator for Cloud {
     }
 
     async fn resources(&self) -> Resources {
-        self.0.counts()
+        self.cattle.snapshot().counts()
     }
 
     fn requests(&self) -> u64 {
-        self.0.requests()
+        self.cattle.requests()
     }
 
     async fn set_throttled(&self, on: bool) {
-        self.0.set_throttled(on);
+        let _ = on;
     }
+
+    fn node_kinds(&self) -> &'static [&'static str] {
+        &["external-services"]
+    }
+
+    fn throttle_gap(&self) -> Option<&'static str> {
+        Some("Rancher 1.x's API has no rate limit")
+    }
+}
+
+fn provider(cattle: &CattleEmulator) -> Arc<dyn cloud_provider::CloudProvider> {
+    let env = Environment::default()
+        .with(URL_VARIABLE, cattle.url())
+        .with(ACCESS_KEY_VARIABLE, ACCESS_KEY)
+        .with(SECRET_KEY_VARIABLE, SECRET_KEY);
+    RancherProviderFactory::build(None, &env).expect("the emulator's settings build")
 }
 
 #[tokio::test]
 async fn the_provider_conforms() {
-    let cloud = Arc::new(InMemoryCloud::new());
-    let settings = Settings {
-        endpoint: "http://127.0.0.1:1".into(),
-        region: "region-1".into(),
-    };
-    let provider = Arc::new(RancherProvider::new(cloud.clone(), settings));
+    let cattle = CattleEmulator::start().await.expect("the emulator starts");
+    let provider = provider(&cattle);
     let subject = Subject {
         provider: provider.clone(),
         cluster: "conformance".into(),
         neighbour: provider,
         neighbour_cluster: "neighbour".into(),
-        emulator: Arc::new(Cloud(cloud)),
+        emulator: Arc::new(Cloud {
+            cattle,
+            next_ip: AtomicU32::new(0),
+        }),
     };
     provider_conformance::assert_conforms(&subject).await;
 }

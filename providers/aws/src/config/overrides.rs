@@ -1,7 +1,7 @@
 //! `[ServiceOverride "N"]`: a custom endpoint for one service in one region,
 //! as upstream reads it. Tests use it to point the provider at moto.
 
-use super::ini::Section;
+use cloud_provider::gcfg::Section;
 use super::key_is;
 
 /// One `[ServiceOverride "N"]` section.

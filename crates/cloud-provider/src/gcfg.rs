@@ -1,35 +1,46 @@
-//! The INI dialect upstream reads its cloud config with (Go's `gcfg`):
+//! The INI dialect upstream CCMs read their cloud configs with (Go's
+//! `gcfg`, used by cloud-provider-aws and Rancher's CCM):
 //! `[section]` and `[section "subsection"]` headers, `key = value` lines,
 //! `;` and `#` comments, double-quoted values with backslash escapes, and a
 //! bare `key` meaning `true`. Section and key names are case-insensitive.
 
 /// One `[section]` or `[section "subsection"]` and what follows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Section {
+pub struct Section {
     /// The section name as written.
-    pub(crate) name: String,
+    pub name: String,
     /// The quoted subsection, if any.
-    pub(crate) subsection: Option<String>,
+    pub subsection: Option<String>,
     /// The 1-based line of the header.
-    pub(crate) line: usize,
+    pub line: usize,
     /// The variables, in file order.
-    pub(crate) entries: Vec<Entry>,
+    pub entries: Vec<Entry>,
+}
+
+impl Section {
+    /// `Name` or `Name "subsection"`, as written in its header.
+    pub fn display_name(&self) -> String {
+        match &self.subsection {
+            Some(sub) => format!("{} \"{sub}\"", self.name),
+            None => self.name.clone(),
+        }
+    }
 }
 
 /// One `key = value` line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Entry {
+pub struct Entry {
     /// The key as written.
-    pub(crate) key: String,
+    pub key: String,
     /// The value; `None` for a bare `key`.
-    pub(crate) value: Option<String>,
+    pub value: Option<String>,
     /// The 1-based line.
-    pub(crate) line: usize,
+    pub line: usize,
 }
 
 /// A line the parser cannot read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum SyntaxError {
+pub enum SyntaxError {
     /// A `[` without its `]`, or a header with an invalid name.
     #[error("malformed section header (expected [Name] or [Name \"subsection\"])")]
     BadHeader {
@@ -70,7 +81,7 @@ pub(crate) enum SyntaxError {
 
 impl SyntaxError {
     /// The 1-based line at fault.
-    pub(crate) fn line(&self) -> usize {
+    pub fn line(&self) -> usize {
         match self {
             Self::BadHeader { line }
             | Self::OutsideSection { line, .. }
@@ -82,7 +93,7 @@ impl SyntaxError {
 }
 
 /// Parses the whole file into its sections, in order.
-pub(crate) fn parse(text: &str) -> Result<Vec<Section>, SyntaxError> {
+pub fn parse(text: &str) -> Result<Vec<Section>, SyntaxError> {
     let mut sections: Vec<Section> = Vec::new();
     for (index, raw) in text.lines().enumerate() {
         let line = index + 1;

@@ -1,0 +1,162 @@
+//! [`ApiError`]: a Cattle API call that did not succeed, and how the
+//! provider turns it into a cloud error.
+
+use std::time::Duration;
+
+use cloud_provider::CloudError;
+
+/// A Cattle API call that did not succeed.
+///
+/// Messages name the method and the path, never the secret key: it only
+/// travels in the `Authorization` header, which no error carries.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ApiError {
+    /// The API answered 401 or 403: the key is wrong or lacks the rights.
+    #[error(
+        "{method} {path}: Rancher refused the API key ({status}): check CATTLE_ACCESS_KEY and CATTLE_SECRET_KEY, and that the key belongs to this environment"
+    )]
+    Unauthorized {
+        /// The request method.
+        method: &'static str,
+        /// The request path.
+        path: String,
+        /// 401 or 403.
+        status: u16,
+    },
+
+    /// The API answered 429, or 503 with a `Retry-After`.
+    #[error("{method} {path}: Rancher asked to retry after {retry_after:?}")]
+    Throttled {
+        /// The request method.
+        method: &'static str,
+        /// The request path.
+        path: String,
+        /// What `Retry-After` said (one second without it).
+        retry_after: Duration,
+    },
+
+    /// The framework's request fence refused: this process may no longer
+    /// change the cloud. Nothing was sent.
+    #[error("{method} {path} not sent: {source}")]
+    Fenced {
+        /// The request method.
+        method: &'static str,
+        /// The request path.
+        path: String,
+        /// The fence's refusal, a retry.
+        source: CloudError,
+    },
+
+    /// The API answered 404.
+    #[error("{method} {path}: not found")]
+    NotFound {
+        /// The request method.
+        method: &'static str,
+        /// The request path.
+        path: String,
+    },
+
+    /// The API answered 409: the resource is in a state that does not
+    /// allow the request yet (a transition is running).
+    #[error("{method} {path}: Rancher answered 409 Conflict: {detail}")]
+    Conflict {
+        /// The request method.
+        method: &'static str,
+        /// The request path.
+        path: String,
+        /// The error body's code and message.
+        detail: String,
+    },
+
+    /// The API answered another non-success status.
+    #[error("{method} {path}: Rancher answered {status}: {detail}")]
+    Status {
+        /// The request method.
+        method: &'static str,
+        /// The request path.
+        path: String,
+        /// The HTTP status.
+        status: u16,
+        /// The error body's code and message, or the start of the body.
+        detail: String,
+    },
+
+    /// The request could not be sent or its answer not read.
+    #[error("{method} {path}: request to the Rancher API failed")]
+    Transport {
+        /// The request method.
+        method: &'static str,
+        /// The request path.
+        path: String,
+        /// What went wrong on the wire.
+        #[source]
+        source: reqwest::Error,
+    },
+
+    /// The answer was not the JSON the API documents.
+    #[error("{method} {path}: unexpected response body")]
+    Decode {
+        /// The request method.
+        method: &'static str,
+        /// The request path.
+        path: String,
+        /// The decoding failure.
+        #[source]
+        source: serde_json::Error,
+    },
+
+    /// A link or action URL the server gave points away from `CATTLE_URL`'s
+    /// server: it is not followed, so the key is never sent elsewhere.
+    #[error("the Rancher API gave a URL on another server ({url}); not followed")]
+    ForeignUrl {
+        /// The URL, without its query.
+        url: String,
+    },
+
+    /// A resource lacks a link or an action the provider needs.
+    #[error("{what} has no `{name}` {kind}")]
+    Missing {
+        /// The resource.
+        what: String,
+        /// `link` or `action`.
+        kind: &'static str,
+        /// The link's or action's name.
+        name: String,
+    },
+
+    /// A list never reached its last page.
+    #[error("GET {path}: still more pages after {pages}; giving up")]
+    TooManyPages {
+        /// The list's path.
+        path: String,
+        /// Pages read.
+        pages: u32,
+    },
+}
+
+impl ApiError {
+    pub(crate) fn is_not_found(&self) -> bool {
+        matches!(self, Self::NotFound { .. })
+    }
+}
+
+impl From<ApiError> for CloudError {
+    fn from(err: ApiError) -> Self {
+        match err {
+            ApiError::Throttled { retry_after, .. } => CloudError::Throttled { retry_after },
+            ApiError::Fenced { source, .. } => source,
+            ApiError::Conflict { .. } => CloudError::Retry {
+                after: Duration::from_secs(1),
+                reason: err.to_string(),
+            },
+            other => {
+                let message = other.to_string();
+                match other {
+                    ApiError::Transport { source, .. } => CloudError::other(message, source),
+                    ApiError::Decode { source, .. } => CloudError::other(message, source),
+                    _ => CloudError::msg(message),
+                }
+            }
+        }
+    }
+}

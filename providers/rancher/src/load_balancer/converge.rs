@@ -1,0 +1,349 @@
+//! Making a load balancer, pointing it at nodes, and deleting it with the
+//! external services only it used.
+//!
+//! Each step looks before it writes, so a call cut short anywhere is
+//! finished by the next one: external services are found by name in the
+//! stack, links and port rules are compared before they are set, and the
+//! port rules are written after the links, so rules that match mean the
+//! links were set too.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use cloud_provider::CloudError;
+use cloud_provider::k8s_openapi::api::core::v1::Node;
+use serde_json::json;
+
+use super::{PAUSES_MS, RETRY_AFTER, Wanted, in_play, owned_metadata, recorded_cluster};
+use crate::cattle::{
+    self, ExternalService, LB_IMAGE_SETTING, LaunchConfig, LbConfig, LoadBalancerService, PortRule,
+    STACK_EXTERNAL_ID, STACK_NAME, ServiceLink, SetServiceLinksInput, Setting, Stack,
+};
+use crate::instances::{addresses, hostname_matches};
+use crate::{PROVIDER_ID_PREFIX, RancherProvider, external_service_name};
+
+/// Whether Rancher is in the middle of changing `lifecycle`.
+fn transitioning(lifecycle: &cattle::Lifecycle) -> bool {
+    lifecycle.transitioning.as_deref() == Some("yes")
+        || matches!(
+            lifecycle.state.as_str(),
+            "registering" | "activating" | "deactivating" | "updating-active" | "updating-inactive"
+        )
+}
+
+impl RancherProvider {
+    /// Makes the load balancer `wanted` describes, in the stack, with no
+    /// port rules yet.
+    pub(super) async fn create(
+        &self,
+        cluster: &str,
+        wanted: &Wanted,
+    ) -> Result<LoadBalancerService, CloudError> {
+        let image = self.image().await?;
+        let stack = self.stack().await?;
+        let body = LoadBalancerService {
+            name: wanted.name.clone(),
+            stack_id: stack.resource.id,
+            launch_config: Some(LaunchConfig {
+                ports: wanted.ports.clone(),
+                image_uuid: Some(format!("docker:{image}")),
+            }),
+            lb_config: Some(LbConfig::default()),
+            metadata: Some(owned_metadata(None, cluster, &wanted.owner)),
+            ..LoadBalancerService::default()
+        };
+        tracing::info!(name = %wanted.name, "creating a Rancher load balancer");
+        Ok(self.client.create("loadbalancerservices", &body).await?)
+    }
+
+    /// The `lb.instance.image` setting: the image every load balancer runs.
+    async fn image(&self) -> Result<String, CloudError> {
+        let settings: Vec<Setting> = self
+            .client
+            .list("settings", &[("name", LB_IMAGE_SETTING)])
+            .await?;
+        settings
+            .into_iter()
+            .find(|s| s.name.eq_ignore_ascii_case(LB_IMAGE_SETTING) && !s.value.is_empty())
+            .map(|s| s.value)
+            .ok_or_else(|| {
+                CloudError::msg(format!(
+                    "Rancher has no {LB_IMAGE_SETTING} setting: it names the load balancers' image"
+                ))
+            })
+    }
+
+    /// The `kubernetes-loadbalancers` stack, made when missing.
+    async fn stack(&self) -> Result<Stack, CloudError> {
+        let stacks: Vec<Stack> = self
+            .client
+            .list(
+                "stacks",
+                &[
+                    ("name", STACK_NAME),
+                    ("removed_null", "1"),
+                    ("externalId", STACK_EXTERNAL_ID),
+                ],
+            )
+            .await?;
+        if let Some(stack) = stacks.into_iter().find(|s| in_play(&s.lifecycle)) {
+            return Ok(stack);
+        }
+        let body = Stack {
+            name: STACK_NAME.to_owned(),
+            external_id: Some(STACK_EXTERNAL_ID.to_owned()),
+            ..Stack::default()
+        };
+        Ok(self.client.create("stacks", &body).await?)
+    }
+
+    /// Points `lb` at `nodes`: their external services made and active,
+    /// its links and port rules set, its owner recorded, those no longer
+    /// used removed, and the load balancer activated.
+    pub(super) async fn converge(
+        &self,
+        cluster: &str,
+        nodes: &[Arc<Node>],
+        mut lb: LoadBalancerService,
+        wanted: &Wanted,
+    ) -> Result<LoadBalancerService, CloudError> {
+        let targets = self.targets(&lb.stack_id, nodes).await?;
+        let mut rules: Vec<PortRule> = targets
+            .iter()
+            .flat_map(|t| {
+                wanted.forwards.iter().map(|(port, node_port)| PortRule {
+                    source_port: *port,
+                    target_port: *node_port,
+                    service_id: t.resource.id.clone(),
+                    protocol: "tcp".to_owned(),
+                })
+            })
+            .collect();
+        rules.sort();
+        let mut current = lb
+            .lb_config
+            .as_ref()
+            .map(|c| c.port_rules.clone())
+            .unwrap_or_default();
+        current.sort();
+        let unrecorded = recorded_cluster(&lb).is_none();
+        if current != rules || unrecorded {
+            if current != rules {
+                lb = self.set_links(lb, &targets).await?;
+            }
+            let body = json!({
+                "lbConfig": LbConfig { port_rules: rules.clone() },
+                "metadata": owned_metadata(Some(&lb), cluster, &wanted.owner),
+            });
+            lb = self.client.update(&lb.resource, &body).await?;
+        }
+        let kept: BTreeSet<&str> = rules.iter().map(|r| r.service_id.as_str()).collect();
+        let dropped: BTreeSet<String> = current
+            .iter()
+            .map(|r| r.service_id.clone())
+            .filter(|id| !kept.contains(id.as_str()))
+            .collect();
+        for id in dropped {
+            self.remove_if_unused(&format!("{}services/{id}", self.client_base()), &lb.resource.id)
+                .await?;
+        }
+        if lb.lifecycle.state == "inactive" && self.client.action(&lb.resource, "activate", None::<&()>).await? {
+            tracing::info!(name = %lb.name, "activating the Rancher load balancer");
+            lb = self.reload(&lb).await?;
+        }
+        Ok(lb)
+    }
+
+    fn client_base(&self) -> String {
+        self.client.base().to_string()
+    }
+
+    async fn reload(&self, lb: &LoadBalancerService) -> Result<LoadBalancerService, CloudError> {
+        self.client.reload(&lb.resource).await?.ok_or_else(|| {
+            CloudError::msg(format!("Rancher load balancer {} vanished", lb.name))
+        })
+    }
+
+    /// `setservicelinks` to `targets`, once the load balancer allows it
+    /// (not while it registers), waiting a few seconds at most.
+    async fn set_links(
+        &self,
+        mut lb: LoadBalancerService,
+        targets: &[ExternalService],
+    ) -> Result<LoadBalancerService, CloudError> {
+        let input = SetServiceLinksInput {
+            service_links: targets
+                .iter()
+                .map(|t| ServiceLink {
+                    service_id: t.resource.id.clone(),
+                })
+                .collect(),
+        };
+        for pause in PAUSES_MS {
+            if self
+                .client
+                .action(&lb.resource, "setservicelinks", Some(&input))
+                .await?
+            {
+                return Ok(lb);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+            lb = self.reload(&lb).await?;
+        }
+        Err(CloudError::Retry {
+            after: RETRY_AFTER,
+            reason: format!(
+                "Rancher load balancer {} is {}: its service links wait",
+                lb.name, lb.lifecycle.state
+            ),
+        })
+    }
+
+    /// The external services for `nodes`, made where missing and activated
+    /// where inactive. Hosts are listed only when one is missing.
+    async fn targets(
+        &self,
+        stack_id: &str,
+        nodes: &[Arc<Node>],
+    ) -> Result<Vec<ExternalService>, CloudError> {
+        let mut existing: BTreeMap<String, ExternalService> = self
+            .client
+            .list::<ExternalService>(
+                "externalservices",
+                &[("stackId", stack_id), ("removed_null", "1")],
+            )
+            .await?
+            .into_iter()
+            .filter(|s| in_play(&s.lifecycle))
+            .map(|s| (s.name.clone(), s))
+            .collect();
+        let wanted: BTreeMap<String, &Node> = nodes
+            .iter()
+            .map(|n| {
+                let name = n.metadata.name.as_deref().unwrap_or_default();
+                (external_service_name(name), n.as_ref())
+            })
+            .filter(|(name, _)| !name.is_empty())
+            .collect();
+        let missing: Vec<(&String, &&Node)> = wanted
+            .iter()
+            .filter(|(name, _)| !existing.contains_key(*name))
+            .collect();
+        if !missing.is_empty() {
+            let hosts = self.hosts().await?;
+            for (name, node) in missing {
+                let Some(ip) = host_address(&hosts, node) else {
+                    // As upstream: a node whose host has no address yet is
+                    // left out until it has one.
+                    tracing::debug!(node = name.as_str(), "no Rancher host address; not a target yet");
+                    continue;
+                };
+                let body = ExternalService {
+                    name: name.clone(),
+                    stack_id: stack_id.to_owned(),
+                    external_ip_addresses: vec![ip],
+                    ..ExternalService::default()
+                };
+                let made: ExternalService = self.client.create("externalservices", &body).await?;
+                existing.insert(name.clone(), made);
+            }
+        }
+        let mut targets = Vec::with_capacity(wanted.len());
+        for name in wanted.keys() {
+            let Some(mut service) = existing.remove(name) else {
+                continue;
+            };
+            service = self.activate(service).await?;
+            targets.push(service);
+        }
+        targets.sort_by(|a, b| a.resource.id.cmp(&b.resource.id));
+        Ok(targets)
+    }
+
+    /// Activates an inactive external service, waiting out a registration
+    /// for a few seconds at most.
+    async fn activate(&self, mut service: ExternalService) -> Result<ExternalService, CloudError> {
+        for pause in PAUSES_MS {
+            if service.lifecycle.state == "inactive"
+                && self
+                    .client
+                    .action(&service.resource, "activate", None::<&()>)
+                    .await?
+            {
+                return Ok(service);
+            }
+            if !transitioning(&service.lifecycle) {
+                return Ok(service);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+            service = self.client.reload(&service.resource).await?.ok_or_else(|| {
+                CloudError::msg(format!("Rancher external service {} vanished", service.name))
+            })?;
+        }
+        Err(CloudError::Retry {
+            after: RETRY_AFTER,
+            reason: format!(
+                "Rancher external service {} is {}",
+                service.name, service.lifecycle.state
+            ),
+        })
+    }
+
+    /// Deletes `lb` and the external services no other load balancer uses,
+    /// those first (as upstream), so that a delete cut short leaves the
+    /// load balancer for the next one to find.
+    pub(super) async fn delete(&self, lb: &LoadBalancerService) -> Result<(), CloudError> {
+        let consumed: Vec<cattle::Service> = self.client.link(&lb.resource, "consumedservices").await?;
+        for service in consumed.iter().filter(|s| in_play(&s.lifecycle)) {
+            self.remove_unused(service, &lb.resource.id).await?;
+        }
+        tracing::info!(name = %lb.name, "deleting the Rancher load balancer");
+        self.client.delete(&lb.resource).await?;
+        Ok(())
+    }
+
+    /// Deletes the service at `url` if no load balancer but `except` uses it.
+    async fn remove_if_unused(&self, url: &str, except: &str) -> Result<(), CloudError> {
+        let resource = cattle::Resource {
+            links: BTreeMap::from([("self".to_owned(), url.to_owned())]),
+            ..cattle::Resource::default()
+        };
+        match self.client.reload::<cattle::Service>(&resource).await? {
+            Some(service) if in_play(&service.lifecycle) => self.remove_unused(&service, except).await,
+            _ => Ok(()),
+        }
+    }
+
+    async fn remove_unused(&self, service: &cattle::Service, except: &str) -> Result<(), CloudError> {
+        let users: Vec<cattle::Service> = self
+            .client
+            .link(&service.resource, "consumedbyservices")
+            .await?;
+        if users
+            .iter()
+            .any(|u| u.resource.id != except && in_play(&u.lifecycle))
+        {
+            tracing::debug!(service = %service.name, "external service still used; kept");
+            return Ok(());
+        }
+        tracing::info!(service = %service.name, "removing an external service no load balancer uses");
+        self.client.delete(&service.resource).await?;
+        Ok(())
+    }
+}
+
+/// The first address of `node`'s host, by provider ID or name.
+fn host_address(hosts: &[cattle::Host], node: &Node) -> Option<String> {
+    let uuid = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.provider_id.as_deref())
+        .and_then(|id| id.strip_prefix(PROVIDER_ID_PREFIX))
+        .filter(|id| !id.is_empty());
+    let name = node.metadata.name.as_deref().unwrap_or_default();
+    let host = match uuid {
+        Some(uuid) => hosts.iter().find(|h| h.uuid == uuid),
+        None => hosts.iter().find(|h| hostname_matches(&h.hostname, name)),
+    }?;
+    addresses(host).first().map(|a| (*a).to_owned())
+}
