@@ -70,7 +70,9 @@ impl Cluster {
             let host = cattle.add_host(&name, &format!("10.42.0.{i}"));
             uuids.insert(name, host.uuid);
         }
-        let server = ApiServer::with_nodes(nodes).await.expect("the API server starts");
+        let server = ApiServer::with_nodes(nodes)
+            .await
+            .expect("the API server starts");
         let mut cluster = Self::with_server(cattle, server, SECRET_KEY).await;
         cluster.uuids = uuids;
         cluster
@@ -105,7 +107,7 @@ impl Cluster {
     async fn wait<T, F, Fut>(&self, what: &str, check: F) -> T
     where
         F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = Option<T>>,
+        Fut: Future<Output = Option<T>>,
     {
         eventually(what, WAIT, check)
             .await
@@ -114,7 +116,11 @@ impl Cluster {
 
     async fn initialized(&self, name: &str) -> Node {
         self.wait(&format!("{name} is initialized"), || async {
-            self.nodes().get(name).await.ok().filter(|n| !has_taint(n, UNINITIALIZED))
+            self.nodes()
+                .get(name)
+                .await
+                .ok()
+                .filter(|n| !has_taint(n, UNINITIALIZED))
         })
         .await
     }
@@ -188,10 +194,22 @@ async fn nodes_and_a_load_balancer_from_creation_to_deletion() {
         let node = cluster.initialized(&name).await;
         let host = &cluster.uuids[&name];
         let spec = node.spec.as_ref().expect("spec");
-        assert_eq!(spec.provider_id.as_deref(), Some(format!("rancher://{host}").as_str()));
-        assert_eq!(label(&node, "node.kubernetes.io/instance-type"), Some("rancher"));
-        assert_eq!(label(&node, "topology.kubernetes.io/zone"), Some("FailureDomain1"));
-        assert_eq!(label(&node, "topology.kubernetes.io/region"), Some("Region1"));
+        assert_eq!(
+            spec.provider_id.as_deref(),
+            Some(format!("rancher://{host}").as_str())
+        );
+        assert_eq!(
+            label(&node, "node.kubernetes.io/instance-type"),
+            Some("rancher")
+        );
+        assert_eq!(
+            label(&node, "topology.kubernetes.io/zone"),
+            Some("FailureDomain1")
+        );
+        assert_eq!(
+            label(&node, "topology.kubernetes.io/region"),
+            Some("Region1")
+        );
         let ip = format!("10.42.0.{i}");
         let mut expected = vec![
             ("ExternalIP".to_owned(), ip.clone()),
@@ -211,15 +229,26 @@ async fn nodes_and_a_load_balancer_from_creation_to_deletion() {
     let service = cluster.provisioned("web").await;
     // The load balancer's container runs on the first host.
     assert_eq!(ingress_ips(&service), ["10.42.0.1"]);
-    let node_port = service.spec.as_ref().and_then(|s| s.ports.as_ref()).and_then(|p| p[0].node_port);
+    let node_port = service
+        .spec
+        .as_ref()
+        .and_then(|s| s.ports.as_ref())
+        .and_then(|p| p[0].node_port);
     let snapshot = cluster.cattle.snapshot();
     assert_eq!(snapshot.load_balancers.len(), 1, "{snapshot:?}");
     let lb = &snapshot.load_balancers[0];
     assert_eq!(lb.name, lb_name);
     assert_eq!(lb.ports, ["80:80/tcp"]);
     assert_eq!(lb.state, "active");
-    assert_eq!(lb.metadata.get(CLUSTER_KEY).and_then(|v| v.as_str()), Some("e2e"));
-    assert!(lb.port_rules.iter().all(|r| Some(r.target_port) == node_port.map(i64::from)));
+    assert_eq!(
+        lb.metadata.get(CLUSTER_KEY).and_then(|v| v.as_str()),
+        Some("e2e")
+    );
+    assert!(
+        lb.port_rules
+            .iter()
+            .all(|r| Some(r.target_port) == node_port.map(i64::from))
+    );
     assert_eq!(targets(&snapshot, &lb_name), ["node-1", "node-2"]);
     assert_eq!(snapshot.stacks.len(), 1, "{snapshot:?}");
 
@@ -246,7 +275,12 @@ async fn nodes_and_a_load_balancer_from_creation_to_deletion() {
         .expect("service deleted");
     cluster
         .wait("web is gone", || async {
-            cluster.services().get_opt("web").await.ok().and_then(|s| s.is_none().then_some(()))
+            cluster
+                .services()
+                .get_opt("web")
+                .await
+                .ok()
+                .and_then(|s| s.is_none().then_some(()))
         })
         .await;
     let left = cluster.cattle.snapshot();
@@ -260,10 +294,15 @@ async fn what_upstream_made_is_adopted_with_zero_creates() {
     for i in 1..=2 {
         cattle.add_host(&format!("node-{i}"), &format!("10.42.0.{i}"));
     }
-    let server = ApiServer::with_nodes(2).await.expect("the API server starts");
+    let server = ApiServer::with_nodes(2)
+        .await
+        .expect("the API server starts");
     let services: Api<Service> = Api::namespaced(server.client(), "default");
     let created = services
-        .create(&PostParams::default(), &load_balancer_service("legacy", &[]))
+        .create(
+            &PostParams::default(),
+            &load_balancer_service("legacy", &[]),
+        )
         .await
         .expect("service created");
     let node_port = created
@@ -273,19 +312,30 @@ async fn what_upstream_made_is_adopted_with_zero_creates() {
         .and_then(|p| p[0].node_port)
         .expect("a node port");
     let lb_name = load_balancer_name(&created);
-    cattle.seed_upstream(&lb_name, &[(80, i64::from(node_port))], &["node-1", "node-2"]);
+    cattle.seed_upstream(
+        &lb_name,
+        &[(80, i64::from(node_port))],
+        &["node-1", "node-2"],
+    );
     let before = cattle.snapshot();
 
     let cluster = Cluster::with_server(cattle, server, SECRET_KEY).await;
     let service = cluster.provisioned("legacy").await;
     assert_eq!(ingress_ips(&service), ["10.42.0.1"]);
     assert!(
-        service.metadata.finalizers.iter().flatten().any(|f| f == FINALIZER),
+        service
+            .metadata
+            .finalizers
+            .iter()
+            .flatten()
+            .any(|f| f == FINALIZER),
         "the Service is claimed"
     );
     let after = cluster
         .cattle_until("the adopted load balancer records its cluster", |s| {
-            s.load_balancers.iter().any(|lb| lb.metadata.contains_key(CLUSTER_KEY))
+            s.load_balancers
+                .iter()
+                .any(|lb| lb.metadata.contains_key(CLUSTER_KEY))
         })
         .await;
     let creates: Vec<_> = cluster
@@ -304,18 +354,27 @@ async fn what_upstream_made_is_adopted_with_zero_creates() {
 async fn wrong_credentials_are_one_clear_line_without_the_secret() {
     let cattle = CattleEmulator::start().await.expect("the emulator starts");
     cattle.add_host("node-1", "10.42.0.1");
-    let server = ApiServer::with_nodes(1).await.expect("the API server starts");
+    let server = ApiServer::with_nodes(1)
+        .await
+        .expect("the API server starts");
     let wrong = "not-the-secret-7f3a";
     let cluster = Cluster::with_server(cattle, server, wrong).await;
     cluster
         .wait("the CCM says the key was refused", || async {
-            cluster.ccm.log().contains("Rancher refused the API key (401)").then_some(())
+            cluster
+                .ccm
+                .log()
+                .contains("Rancher refused the API key (401)")
+                .then_some(())
         })
         .await;
     let log = cluster.ccm.log();
     assert!(!log.contains(wrong), "the secret is never logged:\n{log}");
     let node = cluster.nodes().get("node-1").await.expect("node-1");
-    assert!(has_taint(&node, UNINITIALIZED), "nothing is initialized without a valid key");
+    assert!(
+        has_taint(&node, UNINITIALIZED),
+        "nothing is initialized without a valid key"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -345,10 +404,16 @@ async fn a_storm_of_server_errors_converges_with_nothing_duplicated() {
     let snapshot = cluster
         .cattle_until("both load balancers send to all three nodes", |s| {
             s.load_balancers.len() == 2
-                && s.load_balancers.iter().all(|lb| targets(s, &lb.name).len() == 3)
+                && s.load_balancers
+                    .iter()
+                    .all(|lb| targets(s, &lb.name).len() == 3)
         })
         .await;
-    assert_eq!(snapshot.external_services.len(), 3, "one per node, shared: {snapshot:?}");
+    assert_eq!(
+        snapshot.external_services.len(),
+        3,
+        "one per node, shared: {snapshot:?}"
+    );
     assert_eq!(snapshot.stacks.len(), 1, "{snapshot:?}");
 }
 

@@ -36,8 +36,8 @@
 pub mod annotations;
 mod config;
 mod error;
-pub mod gcfg;
 pub mod fence;
+pub mod gcfg;
 mod instance_tags;
 mod instances;
 mod inventory;

@@ -294,7 +294,11 @@ impl Client {
             .map(|s| Duration::from_secs(s.clamp(1, 300)));
         let bytes = response.bytes().await.map_err(transport)?;
         if status.is_success() {
-            let body = if bytes.is_empty() { &b"null"[..] } else { &bytes[..] };
+            let body = if bytes.is_empty() {
+                &b"null"[..]
+            } else {
+                &bytes[..]
+            };
             return serde_json::from_slice(body).map_err(|source| ApiError::Decode {
                 method: name,
                 path,

@@ -133,7 +133,9 @@ fn parse_url(text: &str) -> Result<Url, ConfigError> {
     }
     if !url.username().is_empty() || url.password().is_some() {
         // Credentials in the URL would be logged with it.
-        return Err(bad("it carries credentials; use CATTLE_ACCESS_KEY and CATTLE_SECRET_KEY"));
+        return Err(bad(
+            "it carries credentials; use CATTLE_ACCESS_KEY and CATTLE_SECRET_KEY",
+        ));
     }
     if url.query().is_some() || url.fragment().is_some() {
         return Err(bad("it has a query or a fragment"));
@@ -147,8 +149,8 @@ fn parse_url(text: &str) -> Result<Url, ConfigError> {
 
 /// The `[Global]` section of upstream's gcfg file.
 fn from_file(config: &CloudConfig) -> Result<Found, ConfigError> {
-    let sections = gcfg::parse(&config.contents)
-        .map_err(|e| config.error(e.to_string()).at_line(e.line()))?;
+    let sections =
+        gcfg::parse(&config.contents).map_err(|e| config.error(e.to_string()).at_line(e.line()))?;
     let mut found = Found::default();
     for section in &sections {
         if !section.name.eq_ignore_ascii_case("global") || section.subsection.is_some() {
@@ -164,7 +166,11 @@ fn from_file(config: &CloudConfig) -> Result<Found, ConfigError> {
     Ok(found)
 }
 
-fn read_global(config: &CloudConfig, section: &Section, found: &mut Found) -> Result<(), ConfigError> {
+fn read_global(
+    config: &CloudConfig,
+    section: &Section,
+    found: &mut Found,
+) -> Result<(), ConfigError> {
     for entry in &section.entries {
         let slot = match entry.key.to_ascii_lowercase().as_str() {
             "cattle-url" => &mut found.url,
@@ -192,7 +198,10 @@ mod tests {
 
     fn env() -> Environment {
         Environment::default()
-            .with(URL_VARIABLE, "http://rancher.example:8080/v2-beta/projects/1a5")
+            .with(
+                URL_VARIABLE,
+                "http://rancher.example:8080/v2-beta/projects/1a5",
+            )
             .with(ACCESS_KEY_VARIABLE, "AK1")
             .with(SECRET_KEY_VARIABLE, SECRET)
     }
@@ -244,7 +253,10 @@ mod tests {
         let err = Settings::read(None, &env().with(SECRET_KEY_VARIABLE, "bad\nsecret"))
             .expect_err("control")
             .to_string();
-        assert!(err.contains(SECRET_KEY_VARIABLE) && !err.contains("bad"), "{err}");
+        assert!(
+            err.contains(SECRET_KEY_VARIABLE) && !err.contains("bad"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -262,12 +274,19 @@ mod tests {
 
     #[test]
     fn an_unknown_key_or_section_is_named_with_file_and_line() {
-        let file = CloudConfig::new("/etc/rancher.conf", "[Global]\ncattle-url = http://x/\nzone = a\n");
-        let err = Settings::read(Some(&file), &env()).expect_err("unknown key").to_string();
+        let file = CloudConfig::new(
+            "/etc/rancher.conf",
+            "[Global]\ncattle-url = http://x/\nzone = a\n",
+        );
+        let err = Settings::read(Some(&file), &env())
+            .expect_err("unknown key")
+            .to_string();
         assert!(err.starts_with("/etc/rancher.conf:3: "), "{err}");
         assert!(err.contains("zone"), "{err}");
         let file = CloudConfig::new("/etc/rancher.conf", "[LoadBalancer]\nx = 1\n");
-        let err = Settings::read(Some(&file), &env()).expect_err("unknown section").to_string();
+        let err = Settings::read(Some(&file), &env())
+            .expect_err("unknown section")
+            .to_string();
         assert!(err.starts_with("/etc/rancher.conf:1: "), "{err}");
     }
 }

@@ -126,6 +126,7 @@ impl Snapshot {
     /// `{"external-services": m, "load-balancers": n}`, both keys always.
     /// Stacks are not counted: upstream never deletes its stack, so it is
     /// not a leak.
+    #[must_use]
     pub fn counts(&self) -> BTreeMap<String, usize> {
         BTreeMap::from([
             ("load-balancers".to_owned(), self.load_balancers.len()),
@@ -212,6 +213,7 @@ impl CattleEmulator {
 
     /// The project's base URL (`CATTLE_URL`):
     /// `http://127.0.0.1:PORT/v2-beta/projects/1a5`.
+    #[must_use]
     pub fn url(&self) -> String {
         self.url.clone()
     }
@@ -277,16 +279,19 @@ impl CattleEmulator {
     }
 
     /// How many requests it has received, whatever their answer.
+    #[must_use]
     pub fn requests(&self) -> u64 {
         self.shared.requests.load(Ordering::SeqCst)
     }
 
     /// Every request it has answered, oldest first.
+    #[must_use]
     pub fn calls(&self) -> Vec<Call> {
         self.shared.calls.lock().clone()
     }
 
     /// What exists now, with due transitions settled.
+    #[must_use]
     pub fn snapshot(&self) -> Snapshot {
         let now = Instant::now();
         let mut store = self.shared.store.lock();

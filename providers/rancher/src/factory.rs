@@ -41,8 +41,8 @@ mod tests {
 
     #[test]
     fn without_credentials_it_names_the_first_missing_variable() {
-        let err = RancherProviderFactory::build(None, &Environment::default())
-            .expect_err("nothing set");
+        let err =
+            RancherProviderFactory::build(None, &Environment::default()).expect_err("nothing set");
         assert!(err.to_string().starts_with(URL_VARIABLE), "{err}");
     }
 }

@@ -110,13 +110,19 @@ impl RancherProvider {
     pub(crate) async fn hosts(&self) -> Result<Vec<Host>, CloudError> {
         let hosts: Vec<Host> = self
             .client
-            .list("hosts", &[("removed_null", "1"), ("include", "ipAddresses")])
+            .list(
+                "hosts",
+                &[("removed_null", "1"), ("include", "ipAddresses")],
+            )
             .await?;
         Ok(hosts.into_iter().filter(exists).collect())
     }
 
     /// Each node's host, in order.
-    async fn lookup(&self, nodes: &[Arc<Node>]) -> Result<Vec<Result<Option<Host>, CloudError>>, CloudError> {
+    async fn lookup(
+        &self,
+        nodes: &[Arc<Node>],
+    ) -> Result<Vec<Result<Option<Host>, CloudError>>, CloudError> {
         let hosts = self.hosts().await?;
         Ok(nodes
             .iter()
@@ -183,7 +189,10 @@ impl Instances for RancherProvider {
         let found = self.lookup(nodes).await?;
         Ok(found
             .into_iter()
-            .map(|h| h?.map(|h| is_shut_down(&h)).ok_or(CloudError::InstanceNotFound))
+            .map(|h| {
+                h?.map(|h| is_shut_down(&h))
+                    .ok_or(CloudError::InstanceNotFound)
+            })
             .collect())
     }
 

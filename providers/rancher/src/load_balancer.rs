@@ -58,7 +58,13 @@ pub fn load_balancer_name(service: &Service) -> String {
 pub fn external_service_name(hostname: &str) -> String {
     let replaced: String = hostname
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect();
     let mut out = String::with_capacity(replaced.len());
     for c in replaced.trim_matches('-').chars() {
@@ -103,7 +109,10 @@ fn wanted(service: &Service) -> Result<Wanted, CloudError> {
     }
     let ports = spec.and_then(|s| s.ports.as_deref()).unwrap_or_default();
     if ports.is_empty() {
-        return Err(CloudError::invalid("spec.ports", "a LoadBalancer Service needs a port"));
+        return Err(CloudError::invalid(
+            "spec.ports",
+            "a LoadBalancer Service needs a port",
+        ));
     }
     let mut forwards = Vec::with_capacity(ports.len());
     for (i, p) in ports.iter().enumerate() {
@@ -189,7 +198,10 @@ impl RancherProvider {
     async fn find(&self, name: &str) -> Result<Option<LoadBalancerService>, CloudError> {
         let found: Vec<LoadBalancerService> = self
             .client
-            .list("loadbalancerservices", &[("name", name), ("removed_null", "1")])
+            .list(
+                "loadbalancerservices",
+                &[("name", name), ("removed_null", "1")],
+            )
             .await?;
         let mut found = found.into_iter().filter(|lb| in_play(&lb.lifecycle));
         let first = found.next();
@@ -307,7 +319,10 @@ impl LoadBalancer for RancherProvider {
             .find_ours(cluster_name, &wanted.name)
             .await?
             .ok_or_else(|| {
-                CloudError::msg(format!("Rancher load balancer {} does not exist", wanted.name))
+                CloudError::msg(format!(
+                    "Rancher load balancer {} does not exist",
+                    wanted.name
+                ))
             })?;
         self.converge(cluster_name, nodes, lb, &wanted).await?;
         Ok(())

@@ -11,7 +11,9 @@ use cloud_provider::k8s_openapi::api::core::v1::{Node, Service, ServicePort, Ser
 use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use cloud_provider::{CloudError, CloudProvider, Environment, ProviderFactory};
 use provider_rancher::emulator::{ACCESS_KEY, CattleEmulator, SECRET_KEY};
-use provider_rancher::{ACCESS_KEY_VARIABLE, RancherProviderFactory, SECRET_KEY_VARIABLE, URL_VARIABLE};
+use provider_rancher::{
+    ACCESS_KEY_VARIABLE, RancherProviderFactory, SECRET_KEY_VARIABLE, URL_VARIABLE,
+};
 
 /// One row: the work, our count, upstream's count and how it is derived.
 struct Row {
@@ -102,13 +104,19 @@ async fn rancher_calls_are_at_most_upstreams_for_every_operation() {
     // 100 nodes initialized: the node controller asks for their metadata.
     let nodes: Vec<Arc<Node>> = (1..=100)
         .map(|i| {
-            cattle.add_host(&format!("node-{i}"), &format!("10.42.{}.{}", i / 200, i % 200 + 1));
+            cattle.add_host(
+                &format!("node-{i}"),
+                &format!("10.42.{}.{}", i / 200, i % 200 + 1),
+            );
             node(&format!("node-{i}"))
         })
         .collect();
     count();
     for batch in nodes.chunks(instances.max_batch_size().get()) {
-        let answers = instances.instances_metadata(batch).await.expect("one listing");
+        let answers = instances
+            .instances_metadata(batch)
+            .await
+            .expect("one listing");
         assert!(answers.iter().all(Result::is_ok));
     }
     rows.push(Row {
@@ -171,7 +179,10 @@ async fn rancher_calls_are_at_most_upstreams_for_every_operation() {
         derivation: "EnsureLoadBalancerDeleted: getLBByName 1, deleteLoadBalancer: GetLink(consumedservices) 1, per service GetLink(consumedbyservices) and Delete, Delete 1",
     });
     let left = cattle.snapshot();
-    assert!(left.load_balancers.is_empty() && left.external_services.is_empty(), "{left:?}");
+    assert!(
+        left.load_balancers.is_empty() && left.external_services.is_empty(),
+        "{left:?}"
+    );
 
     println!("| work | ours | upstream | ours / upstream | upstream's calls |");
     println!("|---|---|---|---|---|");

@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use async_trait::async_trait;
 use cloud_provider::Environment;
 use cloud_provider::ProviderFactory;
-use cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec, Service, ServicePort, ServiceSpec};
+use cloud_provider::k8s_openapi::api::core::v1::{
+    Node, NodeSpec, Service, ServicePort, ServiceSpec,
+};
 use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use provider_conformance::{Emulator, Resources, Subject};
 use provider_rancher::emulator::{ACCESS_KEY, CattleEmulator, SECRET_KEY};

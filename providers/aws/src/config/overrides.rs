@@ -1,8 +1,8 @@
 //! `[ServiceOverride "N"]`: a custom endpoint for one service in one region,
 //! as upstream reads it. Tests use it to point the provider at moto.
 
-use cloud_provider::gcfg::Section;
 use super::key_is;
+use cloud_provider::gcfg::Section;
 
 /// One `[ServiceOverride "N"]` section.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -319,7 +319,9 @@ pub(super) fn service_action(
     }
     let (id, phase) = (service.id.clone(), service.life.phase());
     let is_balancer = service.balancer().is_some();
-    let action = Action::parse(name)
+    // Action names are lower case; a client spelling one `setServiceLinks`
+    // still means it.
+    let action = Action::parse(&name.to_ascii_lowercase())
         .filter(|a| *a != Action::SetServiceLinks || is_balancer)
         .ok_or_else(|| {
             Failure::unprocessable(

@@ -144,10 +144,18 @@ impl RancherProvider {
             .filter(|id| !kept.contains(id.as_str()))
             .collect();
         for id in dropped {
-            self.remove_if_unused(&format!("{}services/{id}", self.client_base()), &lb.resource.id)
-                .await?;
+            self.remove_if_unused(
+                &format!("{}services/{id}", self.client_base()),
+                &lb.resource.id,
+            )
+            .await?;
         }
-        if lb.lifecycle.state == "inactive" && self.client.action(&lb.resource, "activate", None::<&()>).await? {
+        if lb.lifecycle.state == "inactive"
+            && self
+                .client
+                .action(&lb.resource, "activate", None::<&()>)
+                .await?
+        {
             tracing::info!(name = %lb.name, "activating the Rancher load balancer");
             lb = self.reload(&lb).await?;
         }
@@ -159,9 +167,10 @@ impl RancherProvider {
     }
 
     async fn reload(&self, lb: &LoadBalancerService) -> Result<LoadBalancerService, CloudError> {
-        self.client.reload(&lb.resource).await?.ok_or_else(|| {
-            CloudError::msg(format!("Rancher load balancer {} vanished", lb.name))
-        })
+        self.client
+            .reload(&lb.resource)
+            .await?
+            .ok_or_else(|| CloudError::msg(format!("Rancher load balancer {} vanished", lb.name)))
     }
 
     /// `setservicelinks` to `targets`, once the load balancer allows it
@@ -235,7 +244,10 @@ impl RancherProvider {
                 let Some(ip) = host_address(&hosts, node) else {
                     // As upstream: a node whose host has no address yet is
                     // left out until it has one.
-                    tracing::debug!(node = name.as_str(), "no Rancher host address; not a target yet");
+                    tracing::debug!(
+                        node = name.as_str(),
+                        "no Rancher host address; not a target yet"
+                    );
                     continue;
                 };
                 let body = ExternalService {
@@ -276,9 +288,16 @@ impl RancherProvider {
                 return Ok(service);
             }
             tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
-            service = self.client.reload(&service.resource).await?.ok_or_else(|| {
-                CloudError::msg(format!("Rancher external service {} vanished", service.name))
-            })?;
+            service = self
+                .client
+                .reload(&service.resource)
+                .await?
+                .ok_or_else(|| {
+                    CloudError::msg(format!(
+                        "Rancher external service {} vanished",
+                        service.name
+                    ))
+                })?;
         }
         Err(CloudError::Retry {
             after: RETRY_AFTER,
@@ -293,7 +312,8 @@ impl RancherProvider {
     /// those first (as upstream), so that a delete cut short leaves the
     /// load balancer for the next one to find.
     pub(super) async fn delete(&self, lb: &LoadBalancerService) -> Result<(), CloudError> {
-        let consumed: Vec<cattle::Service> = self.client.link(&lb.resource, "consumedservices").await?;
+        let consumed: Vec<cattle::Service> =
+            self.client.link(&lb.resource, "consumedservices").await?;
         for service in consumed.iter().filter(|s| in_play(&s.lifecycle)) {
             self.remove_unused(service, &lb.resource.id).await?;
         }
@@ -309,12 +329,18 @@ impl RancherProvider {
             ..cattle::Resource::default()
         };
         match self.client.reload::<cattle::Service>(&resource).await? {
-            Some(service) if in_play(&service.lifecycle) => self.remove_unused(&service, except).await,
+            Some(service) if in_play(&service.lifecycle) => {
+                self.remove_unused(&service, except).await
+            }
             _ => Ok(()),
         }
     }
 
-    async fn remove_unused(&self, service: &cattle::Service, except: &str) -> Result<(), CloudError> {
+    async fn remove_unused(
+        &self,
+        service: &cattle::Service,
+        except: &str,
+    ) -> Result<(), CloudError> {
         let users: Vec<cattle::Service> = self
             .client
             .link(&service.resource, "consumedbyservices")

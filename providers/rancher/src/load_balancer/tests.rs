@@ -34,8 +34,14 @@ fn port(port: i32, node_port: i32, protocol: &str) -> ServicePort {
 #[test]
 fn names_are_upstreams() {
     let s = service(vec![port(80, 30080, "TCP")]);
-    assert_eq!(load_balancer_name(&s), "lb-a6f1c0e5e2b7a4c1e9d1a0a1b2c3d4e5");
-    assert_eq!(external_service_name("node-1.example.com"), "node-1-example-com");
+    assert_eq!(
+        load_balancer_name(&s),
+        "lb-a6f1c0e5e2b7a4c1e9d1a0a1b2c3d4e5"
+    );
+    assert_eq!(
+        external_service_name("node-1.example.com"),
+        "node-1-example-com"
+    );
     assert_eq!(external_service_name("--a__b--"), "a-b");
     assert_eq!(external_service_name(&"x".repeat(80)).len(), 63);
 }
@@ -58,12 +64,25 @@ fn what_rancher_cannot_do_is_refused_naming_the_field() {
     if let Some(spec) = ip.spec.as_mut() {
         spec.load_balancer_ip = Some("1.2.3.4".into());
     }
-    assert!(wanted(&ip).expect_err("ip").to_string().contains("spec.loadBalancerIP"));
+    assert!(
+        wanted(&ip)
+            .expect_err("ip")
+            .to_string()
+            .contains("spec.loadBalancerIP")
+    );
     let mut sticky = service(vec![port(80, 30080, "TCP")]);
     if let Some(spec) = sticky.spec.as_mut() {
         spec.session_affinity = Some("ClientIP".into());
     }
-    assert!(wanted(&sticky).expect_err("affinity").to_string().contains("spec.sessionAffinity"));
+    assert!(
+        wanted(&sticky)
+            .expect_err("affinity")
+            .to_string()
+            .contains("spec.sessionAffinity")
+    );
     let none = service(vec![]);
-    assert!(matches!(wanted(&none), Err(CloudError::InvalidInput { .. })));
+    assert!(matches!(
+        wanted(&none),
+        Err(CloudError::InvalidInput { .. })
+    ));
 }
