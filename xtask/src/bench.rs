@@ -12,6 +12,7 @@ mod harness;
 mod machine;
 mod measurements;
 mod plot;
+mod rancher;
 mod report;
 mod scenarios;
 mod upstream;
@@ -72,6 +73,8 @@ enum Only {
     Cluster,
     /// The admission webhook at 500 reviews/s (7).
     Admission,
+    /// Rancher API calls per operation against upstream's (8).
+    Rancher,
 }
 
 impl Options {
@@ -83,11 +86,15 @@ impl Options {
         }
     }
 
-    /// `--publish` with a partial run other than `--only admission` is
-    /// refused: the published report is the full benchmark's.
+    /// `--publish` with a partial run other than `--only admission` or
+    /// `--only rancher` is refused: the published report is the full
+    /// benchmark's.
     fn check_publish(&self) -> anyhow::Result<()> {
-        if self.publish && self.only.is_some_and(|only| only != Only::Admission) {
-            anyhow::bail!("--publish: only a full run, or --only admission, is published");
+        let own_page = |only| matches!(only, Only::Admission | Only::Rancher);
+        if self.publish && self.only.is_some_and(|only| !own_page(only)) {
+            anyhow::bail!(
+                "--publish: only a full run, --only admission or --only rancher is published"
+            );
         }
         Ok(())
     }
@@ -100,6 +107,9 @@ impl Options {
 
 pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     options.check_publish()?;
+    if options.only == Some(Only::Rancher) {
+        return rancher::run(&cmd::target_dir().join("bench"), &commit(), options.publish);
+    }
     let scale = options.scale();
     if !options.no_build {
         run(cargo().args([
@@ -171,6 +181,10 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     if options.runs(Only::Admission) {
         let figures = admission::run(&binaries, &runs.join("admission"), scale.admission_seconds)?;
         notes.push(figures.markdown());
+    }
+    if options.runs(Only::Rancher) {
+        rancher::run(&out, &commit(), options.publish)?;
+        notes.push("Rancher API calls per operation, ours against upstream's: `rancher.md` beside this report.".to_owned());
     }
     let others = machine.others();
     let report = report::Run {
@@ -382,15 +396,23 @@ mod tests {
             let partial = parse(&["--only", group, "--publish"]).unwrap();
             assert!(partial.check_publish().is_err(), "{group}");
         }
-        let admission = parse(&["--only", "admission", "--publish"]).unwrap();
-        admission.check_publish().unwrap();
+        for own in ["admission", "rancher"] {
+            let page = parse(&["--only", own, "--publish"]).unwrap();
+            page.check_publish().unwrap();
+        }
         let full = parse(&["--publish"]).unwrap();
         full.check_publish().unwrap();
         assert!(full.publish && full.scale().is_full());
         assert!(
-            [Only::Bursts, Only::Routes, Only::Cluster, Only::Admission]
-                .into_iter()
-                .all(|g| full.runs(g))
+            [
+                Only::Bursts,
+                Only::Routes,
+                Only::Cluster,
+                Only::Admission,
+                Only::Rancher
+            ]
+            .into_iter()
+            .all(|g| full.runs(g))
         );
     }
 
