@@ -11,6 +11,7 @@ use k8s_openapi::api::core::v1::Service;
 use kube::api::{Patch, PatchParams};
 use provider_fake::{InjectedError, Operation};
 use support::{Harness, eventually, fast_settings, load_balancer_service, ready_node};
+use test_apiserver::{Failure, RequestMatch, Verb};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -325,6 +326,56 @@ async fn the_node_set_given_to_the_provider_excludes_nodes_being_removed_by_the_
         *h.cloud.load_balancers()[0].nodes,
         ["n0", "n2"],
         "readiness does not matter; the autoscaler's taint does"
+    );
+    h.stop().await;
+}
+
+/// Regression (found by `cargo xtask chaos`'s faults suite): an ensure
+/// whose status writes failed, then a node change before its retry, left
+/// the Service without an ingress for good. The load balancer had been
+/// ensured, so the retry found the node set changed and only updated the
+/// backends; it succeeded, and nothing wrote the status again. A backends
+/// update now restores a missing ingress too. (The first write and the
+/// immediate second attempt fail; the retry comes 5 to 10 s later.)
+#[tokio::test]
+async fn a_lost_status_write_is_restored_by_the_next_backends_update() {
+    let mut h = Harness::new().await;
+    h.create_node(&ready_node("n0")).await;
+    let status_write = RequestMatch::verb(Verb::Patch)
+        .resource("services")
+        .subresource("status");
+    h.server
+        .fail_next(status_write, Failure::internal_error(), 2);
+    h.create_service(&load_balancer_service("web", &[])).await;
+    h.start(&[ControllerId::Service], &fast_settings()).await;
+    eventually("the ensure's status write fails", WAIT, || async {
+        h.server
+            .requests()
+            .iter()
+            .any(|r| r.resource == "services" && r.subresource == "status" && r.status == 500)
+            .then_some(())
+    })
+    .await
+    .expect("a bounded wait");
+    assert_eq!(h.cloud.count(Operation::EnsureLoadBalancer), 1);
+
+    // A node joins before the failed write's retry comes due.
+    h.create_node(&ready_node("n1")).await;
+    eventually("the backends follow the new node", WAIT, || async {
+        (h.cloud.count(Operation::UpdateLoadBalancer) >= 1).then_some(())
+    })
+    .await
+    .expect("a bounded wait");
+    eventually("the Service has its ingress", WAIT, || async {
+        let service = h.services().get("web").await.ok()?;
+        has_ingress(&service).then_some(())
+    })
+    .await
+    .expect("a bounded wait");
+    assert_eq!(
+        h.cloud.count(Operation::EnsureLoadBalancer),
+        1,
+        "restored without another ensure"
     );
     h.stop().await;
 }

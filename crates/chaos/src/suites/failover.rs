@@ -136,10 +136,16 @@ impl Cluster {
 
     /// Stops the churn, waits up to `within` for convergence and judges
     /// every mutation: how many changes the churn made, how long
-    /// convergence took (or the last verdict), and the fencing verdict.
+    /// convergence took (or the last verdict, with every log kept under
+    /// `target/chaos/logs/`), and the fencing verdict.
     pub(crate) async fn finish(&mut self, within: Duration) -> anyhow::Result<Finished> {
         let changes = self.stop_churn();
         let converged = invariants::converge(&self.env.client, &self.env.cloud, within).await?;
+        if converged.is_err() {
+            // The replicas' and the cloud's logs, to read after the run.
+            let kept = self.env.keep_logs("not-converged").await?;
+            println!("  logs kept in {}", kept.display());
+        }
         let fencing = self.fencing().await?;
         Ok(Finished {
             changes,
