@@ -273,6 +273,13 @@ impl CattleEmulator {
         self.shared.store.lock().endpoint_delay = d;
     }
 
+    /// Whether `include=ipAddresses` inlines each host's addresses (the
+    /// default); off, hosts come without them, as from a server that
+    /// ignores `include`.
+    pub fn set_honours_include(&self, on: bool) {
+        self.shared.store.lock().honours_include = on;
+    }
+
     /// Replaces the faults injected from the next request on.
     pub fn set_faults(&self, faults: Faults) {
         *self.shared.faults.lock() = faults;

@@ -106,7 +106,10 @@ pub(crate) fn addresses(host: &Host) -> Vec<&str> {
 }
 
 impl RancherProvider {
-    /// Every existing host with its addresses: one listing.
+    /// Every existing host with its addresses: one listing, with the
+    /// addresses included. A host listed without them (a server that
+    /// ignores `include`) has them read through its `ipAddresses` link, as
+    /// upstream reads every host's.
     pub(crate) async fn hosts(&self) -> Result<Vec<Host>, CloudError> {
         let hosts: Vec<Host> = self
             .client
@@ -115,7 +118,14 @@ impl RancherProvider {
                 &[("removed_null", "1"), ("include", "ipAddresses")],
             )
             .await?;
-        Ok(hosts.into_iter().filter(exists).collect())
+        let mut found = Vec::with_capacity(hosts.len());
+        for mut host in hosts.into_iter().filter(exists) {
+            if host.ip_addresses.is_none() {
+                host.ip_addresses = Some(self.client.link(&host.resource, "ipAddresses").await?);
+            }
+            found.push(host);
+        }
+        Ok(found)
     }
 
     /// Each node's host, in order.

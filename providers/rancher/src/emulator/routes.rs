@@ -185,7 +185,7 @@ pub(super) fn find<'s>(store: &'s Store, scope: Scope, id: &str) -> Result<&'s S
 }
 
 fn list_hosts(store: &Store, query: &Query) -> Result<Value, Failure> {
-    let with_ips = query.includes("ipAddresses");
+    let with_ips = store.honours_include && query.includes("ipAddresses");
     let items = store
         .hosts
         .iter()
@@ -203,7 +203,7 @@ fn list_hosts(store: &Store, query: &Query) -> Result<Value, Failure> {
 fn host(store: &Store, id: &str, query: &Query) -> Result<Value, Failure> {
     parse_id(HOST_PREFIX, id)
         .and_then(|n| store.hosts.get(&n))
-        .map(|h| store.host_json(h, query.includes("ipAddresses")))
+        .map(|h| store.host_json(h, store.honours_include && query.includes("ipAddresses")))
         .ok_or_else(|| Failure::not_found(id))
 }
 

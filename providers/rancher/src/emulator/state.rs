@@ -131,6 +131,9 @@ pub(super) struct Store {
     pub(super) base: String,
     pub(super) transition_delay: Duration,
     pub(super) endpoint_delay: Duration,
+    /// Whether `include=ipAddresses` inlines hosts' addresses (a server
+    /// that ignores it is answered through the `ipAddresses` link).
+    pub(super) honours_include: bool,
     pub(super) hosts: BTreeMap<u64, Host>,
     pub(super) ips: BTreeMap<u64, Ip>,
     pub(super) stacks: BTreeMap<u64, Stack>,
@@ -148,6 +151,7 @@ impl Store {
             base,
             transition_delay: default_delay,
             endpoint_delay: default_delay,
+            honours_include: true,
             hosts: BTreeMap::new(),
             ips: BTreeMap::new(),
             stacks: BTreeMap::new(),
