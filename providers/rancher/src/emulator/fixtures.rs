@@ -8,33 +8,7 @@ use super::state::{Balancer, Kind, Service, Store};
 use super::transitions::{Life, Phase};
 use super::{ExternalServiceView, LB_IMAGE, LoadBalancerView, Snapshot, StackView};
 use crate::cattle::{LaunchConfig, LbConfig, PortRule, STACK_EXTERNAL_ID, STACK_NAME};
-
-/// The name upstream gives the external service for a node:
-/// `buildExternalServiceName` in upstream's `rancher.go`. Characters other
-/// than `[a-zA-Z0-9-]` become `-`, hyphens are trimmed from both ends, runs
-/// of hyphens collapse, and the result is cut to 63 characters (after the
-/// trim, so it may end in `-`, as upstream's does).
-pub(super) fn external_service_name(hostname: &str) -> String {
-    let replaced: String = hostname
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    let mut cleaned = String::with_capacity(replaced.len());
-    for c in replaced.trim_matches('-').chars() {
-        if !(c == '-' && cleaned.ends_with('-')) {
-            cleaned.push(c);
-        }
-    }
-    // Only ASCII is left, so 63 bytes are 63 characters.
-    cleaned.truncate(63);
-    cleaned
-}
+use crate::external_service_name;
 
 impl Store {
     /// What exists at `now`: live stacks and services only.
@@ -175,23 +149,5 @@ impl Store {
         };
         let life = Life::settled(Phase::Active, now);
         self.add_service(&name, stack_id, life, Kind::External { ips: vec![address] })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn external_service_names_follow_upstream() {
-        assert_eq!(
-            external_service_name("node-1.example.com"),
-            "node-1-example-com"
-        );
-        assert_eq!(external_service_name("-a__b-"), "a-b");
-        assert_eq!(external_service_name("..x..y.."), "x-y");
-        assert_eq!(external_service_name("nœud"), "n-ud");
-        let long = "a".repeat(62) + ".b";
-        assert_eq!(external_service_name(&long), "a".repeat(62) + "-");
     }
 }

@@ -44,6 +44,11 @@ fn names_are_upstreams() {
     );
     assert_eq!(external_service_name("--a__b--"), "a-b");
     assert_eq!(external_service_name(&"x".repeat(80)).len(), 63);
+    assert_eq!(external_service_name("..x..y.."), "x-y");
+    assert_eq!(external_service_name("nœud"), "n-ud");
+    // Cut after the trim, so it may end in `-`, as upstream's does.
+    let long = "a".repeat(62) + ".b";
+    assert_eq!(external_service_name(&long), "a".repeat(62) + "-");
 }
 
 #[test]
