@@ -79,11 +79,6 @@ impl Client {
         })
     }
 
-    /// `CATTLE_URL`, ending in `/`.
-    pub(crate) fn base(&self) -> &Url {
-        &self.base
-    }
-
     /// The URL of collection `name` (`hosts`, `loadbalancerservices`...).
     fn collection(&self, name: &str) -> Url {
         // `Settings` makes the base end in `/`, and names are plain words.
@@ -167,7 +162,7 @@ impl Client {
             return Ok(false);
         }
         let url = self.related(resource, "action", action, &resource.actions)?;
-        // Cattle answers an empty JSON object when there is no input.
+        // An action without input is sent an empty JSON object.
         let empty = serde_json::Map::new();
         match input {
             Some(input) => {

@@ -78,6 +78,17 @@ pub struct Lifecycle {
     pub removed: Option<String>,
 }
 
+impl Lifecycle {
+    /// Whether the resource still exists: not being removed, not removed.
+    pub fn in_play(&self) -> bool {
+        self.removed.is_none()
+            && !matches!(
+                self.state.as_str(),
+                "removing" | "removed" | "purging" | "purged"
+            )
+    }
+}
+
 /// A host: a machine running a Rancher agent (go-rancher's `Host`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -86,15 +86,6 @@ fn is_shut_down(host: &Host) -> bool {
             .is_some_and(|s| s.eq_ignore_ascii_case("disconnected"))
 }
 
-/// A host that exists: not being removed and not removed.
-pub(crate) fn exists(host: &Host) -> bool {
-    host.lifecycle.removed.is_none()
-        && !matches!(
-            host.lifecycle.state.as_str(),
-            "removing" | "removed" | "purging" | "purged"
-        )
-}
-
 /// A host's addresses, first to last.
 pub(crate) fn addresses(host: &Host) -> Vec<&str> {
     host.ip_addresses
@@ -119,7 +110,7 @@ impl RancherProvider {
             )
             .await?;
         let mut found = Vec::with_capacity(hosts.len());
-        for mut host in hosts.into_iter().filter(exists) {
+        for mut host in hosts.into_iter().filter(|h| h.lifecycle.in_play()) {
             if host.ip_addresses.is_none() {
                 host.ip_addresses = Some(self.client.link(&host.resource, "ipAddresses").await?);
             }

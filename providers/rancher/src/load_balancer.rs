@@ -32,7 +32,7 @@ use cloud_provider::{
 };
 
 use crate::RancherProvider;
-use crate::cattle::{self, LoadBalancerService};
+use crate::cattle::LoadBalancerService;
 
 /// The `metadata` key naming the cluster that owns a load balancer.
 pub const CLUSTER_KEY: &str = "kubernetes-cluster";
@@ -147,15 +147,6 @@ fn wanted(service: &Service) -> Result<Wanted, CloudError> {
     })
 }
 
-/// A resource that still exists: not being removed, not removed.
-pub(crate) fn in_play(lifecycle: &cattle::Lifecycle) -> bool {
-    lifecycle.removed.is_none()
-        && !matches!(
-            lifecycle.state.as_str(),
-            "removing" | "removed" | "purging" | "purged"
-        )
-}
-
 /// The cluster a load balancer's metadata names, if any.
 fn recorded_cluster(lb: &LoadBalancerService) -> Option<&str> {
     lb.metadata.as_ref()?.get(CLUSTER_KEY)?.as_str()
@@ -203,7 +194,7 @@ impl RancherProvider {
                 &[("name", name), ("removed_null", "1")],
             )
             .await?;
-        let mut found = found.into_iter().filter(|lb| in_play(&lb.lifecycle));
+        let mut found = found.into_iter().filter(|lb| lb.lifecycle.in_play());
         let first = found.next();
         if found.next().is_some() {
             return Err(CloudError::msg(format!(

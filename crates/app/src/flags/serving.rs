@@ -298,8 +298,6 @@ fn path(text: &str) -> Result<PathBuf, String> {
     Ok(PathBuf::from(text))
 }
 
-/// pflag's string slice: each occurrence is a comma-separated list, an empty
-/// occurrence adds nothing; a given flag replaces the default.
 /// `flag`'s Go TLS version name (empty: TLS 1.2, Go's default).
 pub(super) fn min_version(flag: &str, name: &str) -> Result<TlsVersion, String> {
     match name {
@@ -323,6 +321,8 @@ pub(super) fn cipher_suites(flag: &str, occurrences: &[String]) -> Result<Vec<St
     }
 }
 
+/// pflag's string slice: each occurrence is a comma-separated list, an empty
+/// occurrence adds nothing; a given flag replaces the default.
 fn string_slice(occurrences: &[String]) -> Vec<String> {
     occurrences
         .iter()

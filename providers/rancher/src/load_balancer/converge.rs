@@ -14,7 +14,7 @@ use cloud_provider::CloudError;
 use cloud_provider::k8s_openapi::api::core::v1::Node;
 use serde_json::json;
 
-use super::{PAUSES_MS, RETRY_AFTER, Wanted, in_play, owned_metadata, recorded_cluster};
+use super::{PAUSES_MS, RETRY_AFTER, Wanted, owned_metadata, recorded_cluster};
 use crate::cattle::{
     self, ExternalService, LB_IMAGE_SETTING, LaunchConfig, LbConfig, LoadBalancerService, PortRule,
     STACK_EXTERNAL_ID, STACK_NAME, ServiceLink, SetServiceLinksInput, Setting, Stack,
@@ -86,7 +86,7 @@ impl RancherProvider {
                 ],
             )
             .await?;
-        if let Some(stack) = stacks.into_iter().find(|s| in_play(&s.lifecycle)) {
+        if let Some(stack) = stacks.into_iter().find(|s| s.lifecycle.in_play()) {
             return Ok(stack);
         }
         let body = Stack {
@@ -107,7 +107,7 @@ impl RancherProvider {
         mut lb: LoadBalancerService,
         wanted: &Wanted,
     ) -> Result<LoadBalancerService, CloudError> {
-        let targets = self.targets(&lb.stack_id, nodes).await?;
+        let (targets, others) = self.targets(&lb.stack_id, nodes).await?;
         let mut rules: Vec<PortRule> = targets
             .iter()
             .flat_map(|t| {
@@ -138,17 +138,17 @@ impl RancherProvider {
             lb = self.client.update(&lb.resource, &body).await?;
         }
         let kept: BTreeSet<&str> = rules.iter().map(|r| r.service_id.as_str()).collect();
-        let dropped: BTreeSet<String> = current
+        let dropped: BTreeSet<&str> = current
             .iter()
-            .map(|r| r.service_id.clone())
-            .filter(|id| !kept.contains(id.as_str()))
+            .map(|r| r.service_id.as_str())
+            .filter(|id| !kept.contains(id))
             .collect();
-        for id in dropped {
-            self.remove_if_unused(
-                &format!("{}services/{id}", self.client_base()),
-                &lb.resource.id,
-            )
-            .await?;
+        for service in others
+            .iter()
+            .filter(|s| dropped.contains(s.resource.id.as_str()))
+        {
+            self.remove_unused(&service.resource, &service.name, &lb.resource.id)
+                .await?;
         }
         if lb.lifecycle.state == "inactive"
             && self
@@ -160,10 +160,6 @@ impl RancherProvider {
             lb = self.reload(&lb).await?;
         }
         Ok(lb)
-    }
-
-    fn client_base(&self) -> String {
-        self.client.base().to_string()
     }
 
     async fn reload(&self, lb: &LoadBalancerService) -> Result<LoadBalancerService, CloudError> {
@@ -209,12 +205,13 @@ impl RancherProvider {
     }
 
     /// The external services for `nodes`, made where missing and activated
-    /// where inactive. Hosts are listed only when one is missing.
+    /// where inactive, and the stack's other live external services. Hosts
+    /// are listed only when one is missing.
     async fn targets(
         &self,
         stack_id: &str,
         nodes: &[Arc<Node>],
-    ) -> Result<Vec<ExternalService>, CloudError> {
+    ) -> Result<(Vec<ExternalService>, Vec<ExternalService>), CloudError> {
         let mut existing: BTreeMap<String, ExternalService> = self
             .client
             .list::<ExternalService>(
@@ -223,7 +220,7 @@ impl RancherProvider {
             )
             .await?
             .into_iter()
-            .filter(|s| in_play(&s.lifecycle))
+            .filter(|s| s.lifecycle.in_play())
             .map(|s| (s.name.clone(), s))
             .collect();
         let wanted: BTreeMap<String, &Node> = nodes
@@ -269,7 +266,7 @@ impl RancherProvider {
             targets.push(service);
         }
         targets.sort_by(|a, b| a.resource.id.cmp(&b.resource.id));
-        Ok(targets)
+        Ok((targets, existing.into_values().collect()))
     }
 
     /// Activates an inactive external service, waiting out a registration
@@ -314,46 +311,36 @@ impl RancherProvider {
     pub(super) async fn delete(&self, lb: &LoadBalancerService) -> Result<(), CloudError> {
         let consumed: Vec<cattle::Service> =
             self.client.link(&lb.resource, "consumedservices").await?;
-        for service in consumed.iter().filter(|s| in_play(&s.lifecycle)) {
-            self.remove_unused(service, &lb.resource.id).await?;
+        for service in consumed.iter().filter(|s| s.lifecycle.in_play()) {
+            self.remove_unused(&service.resource, &service.name, &lb.resource.id)
+                .await?;
         }
         tracing::info!(name = %lb.name, "deleting the Rancher load balancer");
         self.client.delete(&lb.resource).await?;
         Ok(())
     }
 
-    /// Deletes the service at `url` if no load balancer but `except` uses it.
-    async fn remove_if_unused(&self, url: &str, except: &str) -> Result<(), CloudError> {
-        let resource = cattle::Resource {
-            links: BTreeMap::from([("self".to_owned(), url.to_owned())]),
-            ..cattle::Resource::default()
-        };
-        match self.client.reload::<cattle::Service>(&resource).await? {
-            Some(service) if in_play(&service.lifecycle) => {
-                self.remove_unused(&service, except).await
-            }
-            _ => Ok(()),
-        }
-    }
-
+    /// Deletes the external service `resource` (called `name`) if no load
+    /// balancer but `except` uses it.
     async fn remove_unused(
         &self,
-        service: &cattle::Service,
+        resource: &cattle::Resource,
+        name: &str,
         except: &str,
     ) -> Result<(), CloudError> {
-        let users: Vec<cattle::Service> = self
-            .client
-            .link(&service.resource, "consumedbyservices")
-            .await?;
+        let users: Vec<cattle::Service> = self.client.link(resource, "consumedbyservices").await?;
         if users
             .iter()
-            .any(|u| u.resource.id != except && in_play(&u.lifecycle))
+            .any(|u| u.resource.id != except && u.lifecycle.in_play())
         {
-            tracing::debug!(service = %service.name, "external service still used; kept");
+            tracing::debug!(service = name, "external service still used; kept");
             return Ok(());
         }
-        tracing::info!(service = %service.name, "removing an external service no load balancer uses");
-        self.client.delete(&service.resource).await?;
+        tracing::info!(
+            service = name,
+            "removing an external service no load balancer uses"
+        );
+        self.client.delete(resource).await?;
         Ok(())
     }
 }
