@@ -63,7 +63,7 @@ pub use pod_cidrs::{PodCidr, PodCidrs};
 pub use provider::{CloudProvider, InitContext};
 pub use provider_controllers::{ProviderController, ProviderControllerKind};
 pub use rate_limit::{InvalidRateLimit, RateLimiter};
-pub use routes::{Route, Routes};
+pub use routes::{Route, RouteCreate, Routes};
 pub use services::ServiceObserver;
 pub use volumes::Volumes;
 

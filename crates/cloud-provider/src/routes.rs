@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use ipnet::IpNet;
 
-use crate::CloudError;
+use crate::{BatchResult, CloudError};
 
 /// One pod-CIDR route in the cloud's route table (upstream's
 /// `cloudprovider.Route`).
@@ -26,6 +26,16 @@ pub struct Route {
     /// The route's target is gone: traffic to it is dropped. The route
     /// controller deletes blackhole routes inside the cluster CIDR.
     pub blackhole: bool,
+}
+
+/// A route the route controller wants created, with a unique name the
+/// provider may use for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RouteCreate {
+    /// A unique name the provider may use for the route.
+    pub name_hint: String,
+    /// The route, with its target node's provider ID when the node has one.
+    pub route: Route,
 }
 
 /// Pod-network routes (upstream's `cloudprovider.Routes`).
@@ -51,6 +61,35 @@ pub trait Routes: Send + Sync {
         name_hint: &str,
         route: &Route,
     ) -> Result<(), CloudError>;
+
+    /// Creates each of `routes`, as [`Routes::create_route`] would: one
+    /// result per route, in input order. A provider that can share the work
+    /// of many creates (one read of the route tables, one batched lookup
+    /// of the target instances) overrides it and says so in
+    /// [`Routes::batches_route_creates`]; the default creates them one after
+    /// another.
+    ///
+    /// # Errors
+    /// The outer error when no route could be attempted (the route tables
+    /// could not be read); otherwise each route's own error.
+    async fn create_routes(&self, cluster_name: &str, routes: &[RouteCreate]) -> BatchResult<()> {
+        let mut results = Vec::with_capacity(routes.len());
+        for create in routes {
+            results.push(
+                self.create_route(cluster_name, &create.name_hint, &create.route)
+                    .await,
+            );
+        }
+        Ok(results)
+    }
+
+    /// Whether [`Routes::create_routes`] is the provider's own, cheaper
+    /// than its routes one at a time. When it is not, the framework calls
+    /// [`Routes::create_route`] for each route, so that each is counted,
+    /// limited and fenced as a call of its own.
+    fn batches_route_creates(&self) -> bool {
+        false
+    }
 
     /// Deletes `route`, as returned by [`Routes::list_routes`].
     async fn delete_route(&self, cluster_name: &str, route: &Route) -> Result<(), CloudError>;

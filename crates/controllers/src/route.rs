@@ -3,12 +3,18 @@
 //! `NetworkUnavailable`.
 //!
 //! A pass lists the cloud's routes once, creates the missing ones and
-//! deletes the stale ones in parallel, then sets each node's condition.
+//! deletes the stale ones in parallel, then sets each node's condition. The
+//! pass's creates go to the provider as one batch (`Routes::create_routes`),
+//! so a provider that batches them pays its route-table read and instance
+//! lookup once per pass, not once per route.
 //! Passes run when a node is added or deleted or its pod CIDRs change
 //! (debounced), and every `--route-reconciliation-period` as a safety net.
 //!
 //! # Guarantees
-//! - One `list_routes` call per pass, however many nodes.
+//! - One `list_routes` call per pass, however many nodes; passes never
+//!   overlap, and node events during a pass share one pass after it.
+//! - At most one `create_routes` call per 200 creates in a pass (each
+//!   failed create is then retried on its own).
 //! - Only routes inside `--cluster-cidr` are created or deleted: a route
 //!   outside it is never touched, and a pod CIDR outside it gets no route
 //!   (its node gets `NetworkUnavailable=True` and a Warning event), since
@@ -38,7 +44,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ccm_runtime::{Context, Events, Informer, WatchEvent};
-use cloud_provider::{CloudProvider, Routes};
+use cloud_provider::{CloudError, CloudProvider, Routes};
 use futures::FutureExt;
 use futures::future::join_all;
 use ipnet::IpNet;
@@ -52,7 +58,7 @@ use tokio::sync::Notify;
 
 use self::condition::{Conditions, Network, Pending};
 use self::operations::{MAX_IN_FLIGHT, RouteOps};
-use self::plan::NodePlan;
+use self::plan::{Create, NodePlan};
 use self::schedule::{PassOutcome, Schedule};
 use self::watch::NodeWatch;
 use crate::Started;
@@ -204,8 +210,16 @@ impl RouteController {
                 |()| PassOutcome::default(),
             )
         }));
-        let nodes = join_all(plan.nodes.into_iter().map(|node| self.converge(node)));
-        let (deleted, converged) = futures::future::join(deletes, nodes).await;
+        let creates: Vec<&Create> = plan.nodes.iter().flat_map(|n| &n.creates).collect();
+        let start = tokio::time::Instant::now();
+        let (deleted, created) =
+            futures::future::join(deletes, self.ops.create_all(&creates)).await;
+        let mut created = created.into_iter();
+        let converged = join_all(plan.nodes.iter().map(|node| {
+            let results: Vec<_> = created.by_ref().take(node.creates.len()).collect();
+            self.converge(node, results, start.elapsed())
+        }))
+        .await;
         let missing = converged.iter().filter(|(_, missing)| *missing).count();
         self.missing.set(i64::try_from(missing).unwrap_or(i64::MAX));
         deleted
@@ -214,26 +228,26 @@ impl RouteController {
             .fold(PassOutcome::default(), PassOutcome::and)
     }
 
-    /// Creates one node's missing routes, then sets its condition; says
-    /// whether the node is left without all its routes.
-    async fn converge(&self, plan: NodePlan) -> (PassOutcome, bool) {
+    /// Reports one node's failed creates (`results`, one per planned
+    /// create, after `elapsed`), then sets its condition; says whether the
+    /// node is left without all its routes.
+    async fn converge(
+        &self,
+        plan: &NodePlan,
+        results: Vec<Result<(), CloudError>>,
+        elapsed: Duration,
+    ) -> (PassOutcome, bool) {
         let node = &plan.node;
         let reference = node.object_ref(&());
         let mut outcome = PassOutcome::default();
-        let results = join_all(plan.creates.iter().map(|create| async move {
-            let start = tokio::time::Instant::now();
-            (create, start, self.ops.create(create).await)
-        }))
-        .await;
-        for (create, start, result) in results {
+        for (create, result) in plan.creates.iter().zip(results) {
             let Err(err) = result else { continue };
             outcome = outcome.and(PassOutcome::failed(err.requested_delay()));
             let note = format!(
-                "Could not create route {} {} for node {} after {:?}: {err}",
+                "Could not create route {} {} for node {} after {elapsed:?}: {err}",
                 create.name_hint,
                 create.route.destination_cidr,
                 node.name_any(),
-                start.elapsed()
             );
             self.events
                 .warning(&reference, "FailedToCreateRoute", note)

@@ -12,18 +12,19 @@ use cloud_provider::fence::RequestFence;
 use cloud_provider::k8s_openapi::api::core::v1::{Node, PersistentVolume, Service};
 use cloud_provider::{
     BatchResult, CloudError, CloudProvider, EnsuredLoadBalancer, InitContext, InstanceMetadata,
-    Instances, LoadBalancer, LoadBalancerStatus, Route, Routes, ServiceObserver, Volumes,
+    Instances, LoadBalancer, LoadBalancerStatus, Routes, ServiceObserver, Volumes,
 };
 use tokio::time::Instant;
 
 use crate::dry_run::Plan;
 use crate::metrics::{CloudCallLabels, Metrics, OperationLabels};
-use planned::{route_key, service_key};
+use planned::service_key;
 mod classes;
 mod fence;
 mod inventory;
 mod planned;
 mod provider_controllers;
+mod routes;
 
 use classes::{Class, Classes};
 use fence::PerRequest;
@@ -473,37 +474,6 @@ impl LoadBalancer for MeteredCloud {
                     .await
             },
         )
-        .await
-    }
-}
-
-#[async_trait]
-impl Routes for MeteredCloud {
-    async fn list_routes(&self, cluster_name: &str) -> Result<Vec<Route>, CloudError> {
-        self.observe("list_routes", None, async {
-            self.routes_inner()?.list_routes(cluster_name).await
-        })
-        .await
-    }
-
-    async fn create_route(
-        &self,
-        cluster_name: &str,
-        name_hint: &str,
-        route: &Route,
-    ) -> Result<(), CloudError> {
-        self.mutate("create_route", || route_key(route), async {
-            self.routes_inner()?
-                .create_route(cluster_name, name_hint, route)
-                .await
-        })
-        .await
-    }
-
-    async fn delete_route(&self, cluster_name: &str, route: &Route) -> Result<(), CloudError> {
-        self.mutate("delete_route", || route_key(route), async {
-            self.routes_inner()?.delete_route(cluster_name, route).await
-        })
         .await
     }
 }

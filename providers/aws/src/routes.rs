@@ -10,6 +10,10 @@
 //! route whose target is gone is listed as a blackhole, and so is a route
 //! the cluster's tables disagree on (missing from one, or to different
 //! instances), so the controller deletes it and creates it again everywhere.
+//!
+//! A batch of creates (`batch`) reads the tables once and looks its target
+//! instances up together, so a pass's creates cost one `DescribeRouteTables`
+//! and one `DescribeInstances` per 200 instances, then only the mutations.
 
 use std::collections::BTreeMap;
 
@@ -20,12 +24,15 @@ use aws_sdk_ec2::types::{
 use cloud_provider::ipnet::IpNet;
 use cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec};
 use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use cloud_provider::{CloudError, Route, Routes};
+use cloud_provider::{BatchResult, CloudError, Route, RouteCreate, Routes};
 
 use crate::instances::lookup::{filter, state};
 use crate::provider::{AwsProvider, Cloud};
 use crate::provider_id;
 use crate::tagging::{ClusterTags, ec2_tags};
+use crate::throttle::bulk;
+
+mod batch;
 
 /// A cluster route as one table has it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,29 +144,57 @@ impl Cloud {
 
     async fn create_route(&self, route: &Route) -> Result<(), CloudError> {
         let instance = self.route_target(route).await?;
-        let instance_id = instance.instance_id().unwrap_or_default().to_owned();
-        if instance.source_dest_check() != Some(false) {
-            self.api
-                .call("ModifyInstanceAttribute", || {
-                    self.api
-                        .ec2
-                        .modify_instance_attribute()
-                        .instance_id(&instance_id)
-                        .source_dest_check(AttributeBooleanValue::builder().value(false).build())
-                        .send()
-                })
-                .await?;
+        self.allow_forwarding(&instance).await?;
+        let instance_id = instance.instance_id().unwrap_or_default();
+        self.route_in_tables(
+            &self.route_tables().await?,
+            route.destination_cidr,
+            instance_id,
+        )
+        .await
+    }
+
+    /// Turns off `instance`'s source/destination check, unless it is off.
+    async fn allow_forwarding(
+        &self,
+        instance: &aws_sdk_ec2::types::Instance,
+    ) -> Result<(), CloudError> {
+        if instance.source_dest_check() == Some(false) {
+            return Ok(());
         }
-        let cidr = route.destination_cidr;
-        for table in self.route_tables().await? {
+        let instance_id = instance.instance_id().unwrap_or_default();
+        self.api
+            .call("ModifyInstanceAttribute", || {
+                self.api
+                    .ec2
+                    .modify_instance_attribute()
+                    .instance_id(instance_id)
+                    .source_dest_check(AttributeBooleanValue::builder().value(false).build())
+                    .send()
+            })
+            .await?;
+        Ok(())
+    }
+
+    /// Routes `cidr` to `instance_id` in each of `tables` (as read before):
+    /// created where missing, replaced where it goes elsewhere or is a
+    /// blackhole, left where it is already right; a route to something
+    /// other than an instance is never replaced.
+    async fn route_in_tables(
+        &self,
+        tables: &[RouteTable],
+        cidr: IpNet,
+        instance_id: &str,
+    ) -> Result<(), CloudError> {
+        for table in tables {
             let table_id = table.route_table_id().unwrap_or_default();
             let existing = table.routes().iter().find(|r| destination(r) == Some(cidr));
             match existing.map(|r| (r, cluster_route(r))) {
-                None => self.put_route(table_id, cidr, &instance_id, false).await?,
+                None => self.put_route(table_id, cidr, instance_id, false).await?,
                 Some((_, Some((_, current))))
-                    if current.instance_id.as_deref() == Some(&instance_id)
+                    if current.instance_id.as_deref() == Some(instance_id)
                         && !current.blackhole => {}
-                Some((_, Some(_))) => self.put_route(table_id, cidr, &instance_id, true).await?,
+                Some((_, Some(_))) => self.put_route(table_id, cidr, instance_id, true).await?,
                 Some((other, None)) => {
                     return Err(CloudError::msg(format!(
                         "route table {table_id} already routes {cidr} to {}, which is not an instance; not replacing it",
@@ -220,23 +255,13 @@ impl Cloud {
         &self,
         route: &Route,
     ) -> Result<aws_sdk_ec2::types::Instance, CloudError> {
-        let node = Node {
-            metadata: ObjectMeta {
-                name: Some(route.target_node.clone()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(NodeSpec {
-                provider_id: route.target_provider_id.clone(),
-                ..NodeSpec::default()
-            }),
-            ..Node::default()
-        };
-        self.find_instances(&[&node])
-            .await?
-            .pop()
-            .unwrap_or(Ok(None))?
-            .filter(|i| state(i) != InstanceStateName::Terminated)
-            .ok_or(CloudError::InstanceNotFound)
+        let node = target_node(route);
+        live(
+            self.find_instances(&[&node])
+                .await?
+                .pop()
+                .unwrap_or(Ok(None)),
+        )
     }
 
     async fn delete_route(&self, route: &Route) -> Result<(), CloudError> {
@@ -278,6 +303,31 @@ impl Cloud {
             other => Ok(other.map(drop)?),
         }
     }
+}
+
+/// The node `route` goes to, as far as an instance lookup needs it: its
+/// name and provider ID.
+fn target_node(route: &Route) -> Node {
+    Node {
+        metadata: ObjectMeta {
+            name: Some(route.target_node.clone()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(NodeSpec {
+            provider_id: route.target_provider_id.clone(),
+            ..NodeSpec::default()
+        }),
+        ..Node::default()
+    }
+}
+
+/// The instance a lookup found, if it is not terminated.
+fn live(
+    found: Result<Option<aws_sdk_ec2::types::Instance>, CloudError>,
+) -> Result<aws_sdk_ec2::types::Instance, CloudError> {
+    found?
+        .filter(|i| state(i) != InstanceStateName::Terminated)
+        .ok_or(CloudError::InstanceNotFound)
 }
 
 /// The route's destination, if it has a CIDR destination.
@@ -338,10 +388,12 @@ fn split_cidr(cidr: IpNet) -> (Option<String>, Option<String>) {
     }
 }
 
+/// Route work runs in the throttle's bulk lane: other calls never queue
+/// behind it.
 #[async_trait]
 impl Routes for AwsProvider {
     async fn list_routes(&self, cluster_name: &str) -> Result<Vec<Route>, CloudError> {
-        self.cloud()?.list_routes(cluster_name).await
+        bulk(self.cloud()?.list_routes(cluster_name)).await
     }
 
     async fn create_route(
@@ -350,11 +402,19 @@ impl Routes for AwsProvider {
         _name_hint: &str,
         route: &Route,
     ) -> Result<(), CloudError> {
-        self.cloud()?.create_route(route).await
+        Box::pin(bulk(self.cloud()?.create_route(route))).await
+    }
+
+    async fn create_routes(&self, _cluster_name: &str, routes: &[RouteCreate]) -> BatchResult<()> {
+        bulk(self.cloud()?.create_routes(routes)).await
+    }
+
+    fn batches_route_creates(&self) -> bool {
+        true
     }
 
     async fn delete_route(&self, _cluster_name: &str, route: &Route) -> Result<(), CloudError> {
-        self.cloud()?.delete_route(route).await
+        bulk(self.cloud()?.delete_route(route)).await
     }
 }
 

@@ -1,5 +1,10 @@
 //! Route creates and deletes: bounded in flight, each retried.
 //!
+//! A pass's creates go to the provider together ([`Routes::create_routes`]),
+//! so a provider that batches them reads its route tables and looks up the
+//! target instances once for the lot instead of once per route; only the
+//! creates that failed are retried, one by one.
+//!
 //! Upstream wraps each create in `RetryOnConflict` with a backoff of 5
 //! steps from 100 ms with full jitter — which, since a cloud error is never
 //! a Kubernetes conflict, never actually retries. We retry what that
@@ -10,7 +15,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use cloud_provider::{CloudError, Route, Routes};
+use cloud_provider::{CloudError, Route, RouteCreate, Routes};
+use futures::future::join_all;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
@@ -32,6 +38,7 @@ pub(super) struct RouteOps {
     routes: Arc<dyn Routes>,
     cluster_name: String,
     slots: Semaphore,
+    max_in_flight: usize,
 }
 
 impl std::fmt::Debug for RouteOps {
@@ -63,6 +70,7 @@ impl RouteOps {
             routes,
             cluster_name,
             slots: Semaphore::new(max_in_flight.max(1)),
+            max_in_flight: max_in_flight.max(1),
         }
     }
 
@@ -72,7 +80,18 @@ impl RouteOps {
     where
         Fut: Future<Output = Result<(), CloudError>>,
     {
-        let mut attempt = 1;
+        self.retrying_from(1, op).await
+    }
+
+    /// [`RouteOps::retrying`], when `attempt - 1` attempts were made already.
+    async fn retrying_from<Fut>(
+        &self,
+        mut attempt: u32,
+        op: impl Fn() -> Fut,
+    ) -> Result<(), CloudError>
+    where
+        Fut: Future<Output = Result<(), CloudError>>,
+    {
         loop {
             let result = {
                 let Ok(_slot) = self.slots.acquire().await else {
@@ -116,30 +135,105 @@ impl RouteOps {
         result
     }
 
-    /// Deletes the routes `create` replaces, then creates its route.
+    /// Deletes the routes `create` replaces, then creates its route: a
+    /// batch of one ([`RouteOps::create_all`]).
     ///
     /// # Errors
     /// The last error of the failing step; a failed delete skips the create
     /// (the cloud would refuse a second route for the CIDR).
+    #[cfg(test)]
     pub(super) async fn create(&self, create: &Create) -> Result<(), CloudError> {
-        for old in &create.replaces {
-            self.delete(old).await?;
+        self.create_all(&[create])
+            .await
+            .pop()
+            .unwrap_or_else(|| Err(CloudError::msg("no result")))
+    }
+}
+
+impl RouteOps {
+    /// Deletes the routes each create replaces, then creates the routes
+    /// whose deletes went through in batches of at most the calls allowed
+    /// in flight, each batch one [`Routes::create_routes`] call; a route
+    /// the batch failed is retried on its own as [`RouteOps::create`]
+    /// retries. One result per create, in input order.
+    pub(super) async fn create_all(&self, creates: &[&Create]) -> Vec<Result<(), CloudError>> {
+        let cleared = join_all(creates.iter().map(|create| async move {
+            for old in &create.replaces {
+                self.delete(old).await?;
+            }
+            Ok::<(), CloudError>(())
+        }))
+        .await;
+        let mut results = cleared.clone();
+        let ready: Vec<usize> = (0..creates.len()).filter(|i| cleared[*i].is_ok()).collect();
+        for chunk in ready.chunks(self.max_in_flight) {
+            let batch: Vec<RouteCreate> = chunk
+                .iter()
+                .map(|i| RouteCreate {
+                    name_hint: creates[*i].name_hint.clone(),
+                    route: creates[*i].route.clone(),
+                })
+                .collect();
+            for create in &batch {
+                tracing::info!(node = %create.route.target_node, cidr = %create.route.destination_cidr, name_hint = %create.name_hint, "creating route");
+            }
+            let answers = {
+                let Ok(_slots) = self
+                    .slots
+                    .acquire_many(u32::try_from(chunk.len()).unwrap_or(u32::MAX))
+                    .await
+                else {
+                    return vec![Err(CloudError::msg("route operations stopped")); creates.len()];
+                };
+                match self.routes.create_routes(&self.cluster_name, &batch).await {
+                    Ok(answers) if answers.len() == batch.len() => answers,
+                    Ok(answers) => vec![
+                        Err(CloudError::msg(format!(
+                            "the provider answered {} of {} route creates",
+                            answers.len(),
+                            batch.len()
+                        )));
+                        batch.len()
+                    ],
+                    Err(err) => vec![Err(err); batch.len()],
+                }
+            };
+            let retried = join_all(chunk.iter().zip(answers).map(|(i, answer)| async move {
+                let route = &creates[*i].route;
+                let result = match answer {
+                    Err(err) => match retry_delay(&err) {
+                        Some(delay) => {
+                            tracing::debug!(attempt = 1, error = %err, ?delay, "route create failed; retrying");
+                            tokio::time::sleep(delay).await;
+                            self.retrying_from(2, || {
+                                self.routes.create_route(
+                                    &self.cluster_name,
+                                    &creates[*i].name_hint,
+                                    route,
+                                )
+                            })
+                            .await
+                        }
+                        None => Err(err),
+                    },
+                    ok => ok,
+                };
+                if result.is_ok() {
+                    tracing::info!(node = %route.target_node, cidr = %route.destination_cidr, "created route");
+                }
+                (*i, result)
+            }))
+            .await;
+            for (i, result) in retried {
+                results[i] = result;
+            }
         }
-        let route = &create.route;
-        tracing::info!(node = %route.target_node, cidr = %route.destination_cidr, name_hint = %create.name_hint, "creating route");
-        self.retrying(|| {
-            self.routes
-                .create_route(&self.cluster_name, &create.name_hint, route)
-        })
-        .await?;
-        tracing::info!(node = %route.target_node, cidr = %route.destination_cidr, "created route");
-        Ok(())
+        results
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use futures::future::join_all;
     use provider_fake::{FakeCloud, InjectedError, Operation};
 
     use super::*;

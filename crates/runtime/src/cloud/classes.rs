@@ -15,7 +15,7 @@ const MAX_IN_FLIGHT: usize = 200;
 /// What kind of cloud call an operation is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Class {
-    /// Route creates and deletes.
+    /// Route lists, creates and deletes.
     Routes,
     /// Load-balancer ensures, updates and deletes.
     LoadBalancers,
@@ -27,7 +27,7 @@ impl Class {
     /// The class of the interface method `operation`.
     pub(super) fn of(operation: &str) -> Self {
         match operation {
-            "create_route" | "delete_route" => Self::Routes,
+            "list_routes" | "create_route" | "create_routes" | "delete_route" => Self::Routes,
             "ensure_load_balancer" | "update_load_balancer" | "ensure_load_balancer_deleted" => {
                 Self::LoadBalancers
             }
