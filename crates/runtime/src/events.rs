@@ -1,18 +1,31 @@
-//! Kubernetes events on the objects controllers act on.
+//! Kubernetes events on the objects controllers act on, correlated as
+//! client-go's event recorder (`tools/record`) correlates them, so a CCM
+//! writes no more Events than upstream's for the same happenings.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use parking_lot::Mutex;
+use tokio::time::Instant;
 
-/// Distinct messages remembered before the memory is reset.
-const MAX_MESSAGES: usize = 1024;
+/// Distinct events (object and message) and groups of similar events
+/// remembered before the memory is reset (client-go's LRU holds 4096).
+const MAX_REMEMBERED: usize = 4096;
 /// The longest note, in bytes, kube-apiserver accepts on an events.k8s.io/v1
 /// Event (`can have at most 1024 characters`).
 const MAX_NOTE_BYTES: usize = 1024;
+/// client-go's `defaultAggregateMaxEvents`: similar events (one object,
+/// type and reason, each with a new message) past this many distinct
+/// messages within [`AGGREGATE_WINDOW`] become one combined Event.
+const AGGREGATE_MAX_MESSAGES: usize = 10;
+/// client-go's `defaultAggregateIntervalInSeconds`.
+const AGGREGATE_WINDOW: Duration = Duration::from_secs(600);
+/// client-go's `EventAggregatorByReasonMessageFunc` prefix.
+const COMBINED_PREFIX: &str = "(combined from similar events): ";
 
 /// `note` cut to what kube-apiserver accepts, ending in `...` when cut, as
 /// client-go's event recorder does.
@@ -29,20 +42,121 @@ fn fit_note(mut note: String) -> String {
     note
 }
 
+fn hash_of(value: impl Hash) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// What client-go's correlator identifies an object by: everything in the
+/// reference but its resourceVersion (and, for similar events, field path),
+/// so a status write between two events does not make the second a new
+/// Event.
+fn object_key(object: &ObjectReference) -> impl Hash + '_ {
+    (
+        &object.api_version,
+        &object.kind,
+        &object.namespace,
+        &object.name,
+        &object.uid,
+    )
+}
+
+/// Similar events seen lately: one object, type and reason.
+#[derive(Debug)]
+struct Similar {
+    /// Hashes of the distinct messages seen.
+    notes: HashSet<u64>,
+    last: Instant,
+}
+
+/// One Event series: kube-runtime's recorder, whose cache turns a repeat
+/// into a series patch, and the reference as first published (a repeat
+/// keeps it, as client-go's patch keeps `involvedObject`).
+#[derive(Clone)]
+struct Series {
+    recorder: Recorder,
+    object: ObjectReference,
+}
+
+#[derive(Default)]
+struct Correlator {
+    /// Identity of an Event (object, type, reason, message; or the
+    /// combined Event of a group of similar ones) → its series.
+    series: HashMap<u64, Series>,
+    /// Identity of a group of similar events → what it has seen.
+    similar: HashMap<u64, Similar>,
+}
+
+impl Correlator {
+    /// The series `note` joins, and the note to publish: the note itself, or
+    /// the combined note once its group has seen too many distinct ones.
+    fn correlate(
+        &mut self,
+        new_recorder: impl FnOnce() -> Recorder,
+        object: &ObjectReference,
+        type_: EventType,
+        reason: &str,
+        note: String,
+        now: Instant,
+    ) -> (Series, String) {
+        let kind = matches!(type_, EventType::Warning);
+        let group = hash_of((object_key(object), kind, reason));
+        if self.similar.len() >= MAX_REMEMBERED && !self.similar.contains_key(&group) {
+            self.similar.clear();
+        }
+        let similar = self.similar.entry(group).or_insert_with(|| Similar {
+            notes: HashSet::new(),
+            last: now,
+        });
+        if now.duration_since(similar.last) > AGGREGATE_WINDOW {
+            similar.notes.clear();
+        }
+        similar.notes.insert(hash_of(&note));
+        similar.last = now;
+        let (identity, note) = if similar.notes.len() < AGGREGATE_MAX_MESSAGES {
+            let identity = hash_of((group, &object.field_path, &note));
+            (identity, note)
+        } else {
+            (
+                hash_of((group, COMBINED_PREFIX)),
+                fit_note(format!("{COMBINED_PREFIX}{note}")),
+            )
+        };
+        if self.series.len() >= MAX_REMEMBERED && !self.series.contains_key(&identity) {
+            self.series.clear();
+        }
+        let series = self
+            .series
+            .entry(identity)
+            .or_insert_with(|| Series {
+                recorder: new_recorder(),
+                object: object.clone(),
+            })
+            .clone();
+        (series, note)
+    }
+}
+
 /// Publishes events for one controller. Publishing is best-effort: a failure
 /// is logged, never returned, so an event can't fail a reconcile.
 ///
 /// # Guarantees
-/// As client-go's event correlator: the same event (object, type, reason and
-/// message) repeated is one Event whose series count grows; an event with a
-/// new message is a new Event. (kube-runtime's `Recorder` alone would fold a
-/// new message into the old Event, hiding, say, a second bad annotation.)
+/// As client-go's event correlator (`EventCorrelator`):
+/// - the same event (object, type, reason and message) repeated is one
+///   Event whose series count grows, even when the object changed in
+///   between (its resourceVersion is not part of the identity);
+/// - an event with a new message is a new Event — until the object has had
+///   [`AGGREGATE_MAX_MESSAGES`] distinct messages of one type and reason
+///   within ten minutes: from then on they are one Event, its note the
+///   first such message prefixed `(combined from similar events): `, whose
+///   series count grows. (kube-runtime's `Recorder` alone would fold every
+///   new message into the old Event, hiding, say, a second bad annotation.)
 #[derive(Clone)]
 pub struct Events {
     client: kube::Client,
     reporter: Reporter,
-    /// One recorder (and so one series cache) per distinct message.
-    recorders: Arc<Mutex<HashMap<u64, Recorder>>>,
+    correlator: Arc<Mutex<Correlator>>,
 }
 
 impl std::fmt::Debug for Events {
@@ -64,7 +178,7 @@ impl Events {
         Self {
             client,
             reporter,
-            recorders: Arc::default(),
+            correlator: Arc::default(),
         }
     }
 
@@ -80,19 +194,6 @@ impl Events {
             .await;
     }
 
-    fn recorder_for(&self, note: &str) -> Recorder {
-        let mut hasher = DefaultHasher::new();
-        note.hash(&mut hasher);
-        let mut recorders = self.recorders.lock();
-        if recorders.len() >= MAX_MESSAGES {
-            recorders.clear();
-        }
-        recorders
-            .entry(hasher.finish())
-            .or_insert_with(|| Recorder::new(self.client.clone(), self.reporter.clone()))
-            .clone()
-    }
-
     async fn publish(
         &self,
         object: &ObjectReference,
@@ -100,8 +201,14 @@ impl Events {
         reason: &str,
         note: String,
     ) {
-        let note = fit_note(note);
-        let recorder = self.recorder_for(&note);
+        let (series, note) = self.correlator.lock().correlate(
+            || Recorder::new(self.client.clone(), self.reporter.clone()),
+            object,
+            type_,
+            reason,
+            fit_note(note),
+            Instant::now(),
+        );
         let event = Event {
             type_,
             reason: reason.into(),
@@ -109,7 +216,7 @@ impl Events {
             action: reason.into(),
             secondary: None,
         };
-        if let Err(err) = recorder.publish(&event, object).await {
+        if let Err(err) = series.recorder.publish(&event, &series.object).await {
             tracing::warn!(reason, object = ?object.name, error = %err, "could not publish event");
         }
     }
