@@ -7,6 +7,7 @@
 //! ends, on error too.
 
 mod admission;
+mod against_upstream;
 mod driver;
 mod harness;
 mod machine;
@@ -60,6 +61,17 @@ pub(crate) struct Options {
     /// Use the release binaries already in target/release.
     #[arg(long)]
     no_build: bool,
+    /// Instead, upstream's aws-cloud-controller-manager and ours side by
+    /// side on the real control plane and moto (with --quick: ours alone at
+    /// 20 nodes, held to upstream's committed figures).
+    #[arg(long, conflicts_with_all = ["only", "no_build"], verbatim_doc_comment)]
+    against_upstream: bool,
+    /// With --against-upstream: the cluster's nodes.
+    #[arg(long, requires = "against_upstream", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    nodes: Option<u16>,
+    /// With --against-upstream: the quiet window after the busy phase.
+    #[arg(long, requires = "against_upstream", value_parser = clap::value_parser!(u64).range(0..=3600))]
+    quiet_seconds: Option<u64>,
 }
 
 /// The groups of scenarios `--only` selects.
@@ -106,6 +118,23 @@ impl Options {
 }
 
 pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
+    if options.against_upstream {
+        let (nodes, quiet) = if options.quick {
+            (
+                against_upstream::QUICK_NODES,
+                against_upstream::QUICK_QUIET_SECONDS,
+            )
+        } else {
+            (100, 120)
+        };
+        let plan = against_upstream::Plan {
+            nodes: options.nodes.unwrap_or(nodes),
+            quiet_seconds: options.quiet_seconds.unwrap_or(quiet),
+            quick: options.quick,
+            publish: options.publish,
+        };
+        return against_upstream::main(plan, &commit());
+    }
     options.check_publish()?;
     if options.only == Some(Only::Rancher) {
         return rancher::run(&cmd::target_dir().join("bench"), &commit(), options.publish);

@@ -26,7 +26,8 @@ use crate::tools;
 /// `cargo xtask image --check` for each provider's image (the second,
 /// reproducibility compile for the AWS binary only: --no-rebuild for the
 /// others, whose second compile would check the same toolchain, flags and
-/// link for minutes each).
+/// link for minutes each), and `cargo xtask bench --against-upstream
+/// --quick` (ours at 20 nodes, held to upstream's committed figures).
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub(crate) struct Options {
@@ -51,6 +52,11 @@ const MONITORING: &[&str] = &["monitoring", "--timeout=180"];
 /// The reliability suites' bounded variant: crash points, failovers, a
 /// partition and faults against real CCM processes, in at most 5 minutes.
 const CHAOS: &[&str] = &["chaos", "--quick"];
+
+/// Ours alone at 20 nodes on the real control plane and moto, failing if
+/// a count goes past upstream's aws-cloud-controller-manager's committed
+/// figures for the same setup.
+const AGAINST_UPSTREAM: &[&str] = &["bench", "--against-upstream", "--quick"];
 
 /// The provider whose binary CI compiles a second time and compares byte
 /// for byte: the largest, and the one operators of the Go CCM most use.
@@ -147,6 +153,10 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     for provider in crate::image::providers() {
         steps.time("image --check", || task(&image(&provider)))?;
     }
+    if real_cluster {
+        // After the images: the AWS binary it runs is theirs, already built.
+        steps.time("bench --against-upstream", || task(AGAINST_UPSTREAM))?;
+    }
     steps.print();
     if real_cluster {
         println!("\nxtask ci: all checks passed");
@@ -171,7 +181,7 @@ mod tests {
             images.iter().any(|args| !args.contains(&"--no-rebuild")),
             "one provider's image is checked for reproducibility"
         );
-        for args in [SANDBOX, CHART, MONITORING, CHAOS]
+        for args in [SANDBOX, CHART, MONITORING, CHAOS, AGAINST_UPSTREAM]
             .into_iter()
             .chain(images.iter().map(|args| &args[..]))
         {

@@ -1,7 +1,7 @@
 //! `cargo xtask image`: a reproducible OCI image per provider, built from
 //! the provider's static musl binary with no base distribution.
 
-mod binary;
+pub(crate) mod binary;
 mod check;
 mod layer;
 mod oci;

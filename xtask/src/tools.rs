@@ -11,7 +11,7 @@ pub(crate) mod control_plane;
 pub(crate) mod helm;
 pub(crate) mod kubectl;
 pub(crate) mod kubernetes_validate;
-mod moto;
+pub(crate) mod moto;
 pub(crate) mod musl;
 mod prism;
 pub(crate) mod prometheus;

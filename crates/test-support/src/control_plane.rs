@@ -21,6 +21,19 @@ pub const KUBE_APISERVER_ENV: &str = "CCM_KUBE_APISERVER";
 pub const ETCD_ENV: &str = "CCM_ETCD";
 /// The administrator's static bearer token (loopback only, throw-away).
 pub(crate) const ADMIN_TOKEN: &str = "ccm-test-admin-token";
+/// The second administrator of [`ControlPlane::start_audited`].
+pub const AUDITED_USER: &str = "ccm-under-test";
+/// [`AUDITED_USER`]'s static bearer token (loopback only, throw-away).
+pub const AUDITED_TOKEN: &str = "ccm-under-test-token";
+/// The audit log's file name in the control plane's directory.
+const AUDIT_LOG: &str = "audit.log";
+/// Every request once, as it arrives, without bodies.
+const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [ResponseStarted, ResponseComplete, Panic]
+rules:
+- level: Metadata
+";
 /// How long etcd and kube-apiserver may take to serve on a busy 2-core
 /// machine (about 3 s when idle).
 const READY_WITHIN: Duration = Duration::from_secs(90);
@@ -83,9 +96,26 @@ impl ControlPlane {
     /// When a binary is missing or a process does not become ready within
     /// 90 s; the error holds the end of its log.
     pub async fn start() -> anyhow::Result<Self> {
+        Self::start_with(false).await
+    }
+
+    /// As [`ControlPlane::start`], with an audit log of every request's
+    /// arrival ([`ControlPlane::audit_log`], one JSON event per line at
+    /// level `Metadata`, stage `RequestReceived`) and a second
+    /// administrator, [`AUDITED_USER`] with [`AUDITED_TOKEN`], whose
+    /// requests the log tells apart from the administrator's: for
+    /// counting what a process under test asks of the API server.
+    ///
+    /// # Errors
+    /// As [`ControlPlane::start`].
+    pub async fn start_audited() -> anyhow::Result<Self> {
+        Self::start_with(true).await
+    }
+
+    async fn start_with(audited: bool) -> anyhow::Result<Self> {
         let mut last = None;
         for _ in 0..START_ATTEMPTS {
-            match Self::start_once().await {
+            match Self::start_once(audited).await {
                 Ok(plane) => return Ok(plane),
                 Err(err) if format!("{err:#}").contains("address already in use") => {
                     last = Some(err);
@@ -96,7 +126,7 @@ impl ControlPlane {
         Err(last.unwrap_or_else(|| anyhow::anyhow!("the control plane did not start")))
     }
 
-    async fn start_once() -> anyhow::Result<Self> {
+    async fn start_once(audited: bool) -> anyhow::Result<Self> {
         let (kube_apiserver, etcd_binary) = binaries()?;
         let dir = tempfile::Builder::new()
             .prefix("ccm-control-plane-")
@@ -119,12 +149,24 @@ impl ControlPlane {
         )?;
 
         let tokens = dir.path().join("tokens.csv");
-        std::fs::write(
-            &tokens,
-            format!("{ADMIN_TOKEN},ccm-test-admin,ccm-test-admin,\"system:masters\"\n"),
-        )?;
+        let mut users = format!("{ADMIN_TOKEN},ccm-test-admin,ccm-test-admin,\"system:masters\"\n");
+        let mut audit = Vec::new();
+        if audited {
+            users.push_str(&format!(
+                "{AUDITED_TOKEN},{AUDITED_USER},{AUDITED_USER},\"system:masters\"\n"
+            ));
+            let policy = dir.path().join("audit-policy.yaml");
+            std::fs::write(&policy, AUDIT_POLICY)?;
+            audit.push(format!("--audit-policy-file={}", policy.display()));
+            audit.push(format!(
+                "--audit-log-path={}",
+                dir.path().join(AUDIT_LOG).display()
+            ));
+        }
+        std::fs::write(&tokens, users)?;
         let apiserver = spawn(
             Command::new(&kube_apiserver)
+                .args(&audit)
                 .arg(format!("--etcd-servers={etcd_url}"))
                 .args([
                     "--bind-address=127.0.0.1",
@@ -227,6 +269,13 @@ impl ControlPlane {
             }
         }
         true
+    }
+
+    /// The audit log of a control plane from
+    /// [`ControlPlane::start_audited`]; `None` for one without.
+    pub fn audit_log(&self) -> Option<PathBuf> {
+        let log = self.dir.path().join(AUDIT_LOG);
+        log.exists().then_some(log)
     }
 
     /// kube-apiserver's URL (`https://127.0.0.1:PORT`).

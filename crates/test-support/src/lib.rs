@@ -26,7 +26,10 @@ pub use ccm::{Ccm, Launch, forbidden_lines, tail};
 pub use certificates::{
     KUBELET_SERVING_SIGNER, SERVING_USAGES, kubelet_serving_csr, kubelet_serving_request,
 };
-pub use control_plane::{ControlPlane, ETCD_ENV, KUBE_APISERVER_ENV, free_port, kubeconfig_yaml};
+pub use control_plane::{
+    AUDITED_TOKEN, AUDITED_USER, ControlPlane, ETCD_ENV, KUBE_APISERVER_ENV, free_port,
+    kubeconfig_yaml,
+};
 pub use listener::RecordingListener;
 pub use objects::{
     LOAD_BALANCER_FINALIZER, UNINITIALIZED, annotation, csi_persistent_volume,

@@ -61,8 +61,10 @@ main(sys.argv[1:])\n";
 
 /// How long moto may take to answer after starting.
 const STARTUP: Duration = Duration::from_secs(60);
-/// How long one admin request to moto may take.
-const ADMIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one admin request to moto may take. Dumping its whole state
+/// (`data.json`) took over 10 s once on a 2-core machine busy compiling
+/// (a CI run failed so): the bound catches a hung moto, not a slow one.
+const ADMIN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What can go wrong starting moto, talking to its admin API or seeding it.
 #[derive(Debug, thiserror::Error)]

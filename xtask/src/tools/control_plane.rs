@@ -66,6 +66,61 @@ pub(crate) fn ensure() -> anyhow::Result<ControlPlane> {
     })
 }
 
+/// The upstream AWS CCM `cargo xtask bench --against-upstream` measures
+/// ours against: cloud-provider-aws's release for Kubernetes 1.33.
+pub(crate) const UPSTREAM_AWS: &str = "v1.33.4";
+
+/// Upstream's `aws-cloud-controller-manager` at [`UPSTREAM_AWS`], built
+/// with `go install` from the Go module proxy when not cached yet (about 6
+/// CPU-minutes; its `go.mod` has no `replace` lines, so it builds as
+/// published), with its version stamped as its release process stamps it.
+pub(crate) fn upstream_aws_ccm() -> anyhow::Result<PathBuf> {
+    let binary = cache_dir()
+        .join(format!("aws-cloud-controller-manager-{UPSTREAM_AWS}"))
+        .join("aws-cloud-controller-manager");
+    if binary.exists() {
+        return Ok(binary);
+    }
+    let go = GoEnv::new(go()?);
+    println!(
+        "xtask: building upstream's aws-cloud-controller-manager {UPSTREAM_AWS} from its Go module (cached in {}; about 6 CPU-minutes the first time)",
+        binary.display()
+    );
+    let started = Instant::now();
+    let dir = binary.parent().context("a cache path has a parent")?;
+    let partial = dir.join("partial");
+    let built = (|| {
+        std::fs::create_dir_all(&partial)
+            .with_context(|| format!("creating {}", partial.display()))?;
+        run(go
+            .command()
+            // `go install pkg@version` builds outside any module: no -mod.
+            .env("GOFLAGS", "-modcacherw")
+            .env("GOBIN", &partial)
+            .env("CGO_ENABLED", "0")
+            .args([
+                "install",
+                "-trimpath",
+                "-ldflags",
+                &format!("-s -w -X k8s.io/component-base/version.gitVersion={UPSTREAM_AWS}"),
+                &format!(
+                    "k8s.io/cloud-provider-aws/cmd/aws-cloud-controller-manager@{UPSTREAM_AWS}"
+                ),
+            ]))
+        .context("building upstream's aws-cloud-controller-manager")?;
+        std::fs::rename(partial.join("aws-cloud-controller-manager"), &binary)?;
+        anyhow::Ok(())
+    })();
+    go.remove_caches();
+    let _ = std::fs::remove_dir_all(&partial);
+    built?;
+    println!(
+        "xtask: built upstream's aws-cloud-controller-manager in {:.0} s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(binary)
+}
+
 /// kubectl at the control plane's version, built from the Go modules when
 /// not cached yet: for a machine whose kubectl is missing or too old.
 pub(crate) fn kubectl() -> anyhow::Result<PathBuf> {

@@ -15,10 +15,17 @@
 //!   away before the answer, as a real endpoint finishes it.
 //! - Nothing is forwarded anywhere but to the upstream given to
 //!   [`Proxy::start`], without any HTTP proxy from the environment.
+//! - Every request is logged with its action and arrival time
+//!   ([`Proxy::calls`]); an action moto does not serve (a 500 where AWS
+//!   answers) is answered by the proxy as AWS answers it, and logged so
+//!   ([`ANSWERED_HERE`]).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -56,6 +63,23 @@ enum Service {
     Elbv2,
 }
 
+/// Actions moto answers with a 500 that the proxy answers as AWS does
+/// for an estate like the harness's: `DescribeInstanceTopology` (no
+/// instance has a topology: an empty set).
+pub const ANSWERED_HERE: &[&str] = &["DescribeInstanceTopology"];
+
+/// One request the proxy was sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// The query protocol's `Action` (`DescribeInstances`), or `?` when
+    /// the body names none.
+    pub action: String,
+    /// When its body had arrived.
+    pub at: Instant,
+    /// Whether the proxy answered it itself ([`ANSWERED_HERE`]).
+    pub answered_here: bool,
+}
+
 /// What every connection's handler shares.
 #[derive(Debug)]
 struct Shared {
@@ -63,6 +87,7 @@ struct Shared {
     client: reqwest::Client,
     requests: AtomicU64,
     throttled: AtomicBool,
+    calls: Mutex<Vec<Call>>,
 }
 
 /// The proxy: listening on 127.0.0.1 until dropped.
@@ -101,6 +126,7 @@ impl Proxy {
             client,
             requests: AtomicU64::new(0),
             throttled: AtomicBool::new(false),
+            calls: Mutex::new(Vec::new()),
         });
         let accept = tokio::spawn(accept(listener, shared.clone()));
         Ok(Self {
@@ -113,6 +139,26 @@ impl Proxy {
     /// How many requests the proxy has been sent, whatever their answer.
     pub fn requests(&self) -> u64 {
         self.shared.requests.load(Ordering::SeqCst)
+    }
+
+    /// Every request so far, in the order they arrived.
+    pub fn calls(&self) -> Vec<Call> {
+        self.shared.calls.lock().clone()
+    }
+
+    /// How many requests of `action` (`DescribeInstances`) the proxy has
+    /// been sent.
+    pub fn count(&self, action: &str) -> u64 {
+        self.actions().get(action).copied().unwrap_or(0)
+    }
+
+    /// Requests by action so far.
+    pub fn actions(&self) -> BTreeMap<String, u64> {
+        let mut by = BTreeMap::new();
+        for call in self.shared.calls.lock().iter() {
+            *by.entry(call.action.clone()).or_default() += 1;
+        }
+        by
     }
 
     /// While `on`, every request is answered as throttled and none reaches
@@ -157,8 +203,18 @@ async fn handle(
         }
     };
     let n = shared.requests.fetch_add(1, Ordering::SeqCst) + 1;
+    let action = action(&body);
+    let answered_here = ANSWERED_HERE.contains(&action.as_str());
+    shared.calls.lock().push(Call {
+        action: action.clone(),
+        at: Instant::now(),
+        answered_here,
+    });
     if shared.throttled.load(Ordering::SeqCst) {
         return Ok(throttled(service(&parts.headers, &body), n));
+    }
+    if answered_here {
+        return Ok(no_topology(n));
     }
     let path = parts
         .uri
@@ -226,6 +282,26 @@ fn service(headers: &HeaderMap, body: &[u8]) -> Service {
         None if String::from_utf8_lossy(body).contains("Version=2015-12-01") => Service::Elbv2,
         None => Service::Ec2,
     }
+}
+
+/// The query protocol's `Action` in a form body; `?` when it has none.
+fn action(body: &[u8]) -> String {
+    form_urlencoded::parse(body)
+        .find(|(key, _)| key == "Action")
+        .map_or_else(|| "?".to_owned(), |(_, value)| value.into_owned())
+}
+
+/// AWS's answer to `DescribeInstanceTopology` when no instance asked
+/// about has a topology; `n` makes its request ID.
+fn no_topology(n: u64) -> Response<Full<Bytes>> {
+    let body = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<DescribeInstanceTopologyResponse xmlns=\"http://ec2.amazonaws.com/doc/2016-11-15/\"><requestId>00000000-0000-4000-8000-{n:012x}</requestId><instanceSet/></DescribeInstanceTopologyResponse>"
+    );
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/xml"));
+    response
 }
 
 /// AWS's answer to a rate-limited request of `service`; `n` makes its
