@@ -211,6 +211,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         let figures = admission::run(&binaries, &runs.join("admission"), scale.admission_seconds)?;
         notes.push(figures.markdown());
     }
+    notes.push("Upstream's real aws-cloud-controller-manager and ours side by side on the real kube-apiserver and moto: `against-upstream/` beside this report (`cargo xtask bench --against-upstream`).".to_owned());
     if options.runs(Only::Rancher) {
         rancher::run(&out, &commit(), options.publish)?;
         notes.push("Rancher API calls per operation, ours against upstream's: `rancher.md` beside this report.".to_owned());
