@@ -15,10 +15,9 @@ use tokio_util::sync::CancellationToken;
 mod build;
 
 pub(crate) use build::build_provider;
-use build::{controller_clients, controller_settings, review_clients};
+use build::{controller_budgets, controller_clients, controller_settings, review_clients};
 
 use crate::client;
-use crate::client::service_account::ControllerClients;
 use crate::flags::Settings;
 use crate::migration::Migration;
 use crate::server::{self, Health};
@@ -111,11 +110,11 @@ pub(crate) async fn run<F: ProviderFactory>(
         tracing::info!(
             "--use-service-account-credentials: ignored with --dry-run, which writes nothing"
         );
-        ControllerClients::default()
+        controller_budgets(&settings, &config, &user_agent, plan_writes.as_ref())?
     } else if settings.use_service_account_credentials {
         controller_clients(&settings, &config, &client, &user_agent)?
     } else {
-        ControllerClients::default()
+        controller_budgets(&settings, &config, &user_agent, plan_writes.as_ref())?
     };
 
     let shutdown = CancellationToken::new();
@@ -269,8 +268,9 @@ pub(crate) async fn run<F: ProviderFactory>(
         if n > 0 && !settings.controller_start_interval.is_zero() {
             tokio::time::sleep(settings.controller_start_interval).await;
         }
-        // With --use-service-account-credentials a controller writes as its
-        // own ServiceAccount.
+        // Each controller writes through a client (and a rate limit) of its
+        // own; with --use-service-account-credentials, as its own
+        // ServiceAccount.
         let own = controller_clients.context_for(*id, &ctx);
         match ccm_controllers::start(*id, &own, &controller_settings) {
             Started::Running(future) => {

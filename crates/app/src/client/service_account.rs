@@ -273,8 +273,9 @@ fn with_token(
     Ok(request)
 }
 
-/// Each controller's own client, by ServiceAccount name; empty without
-/// `--use-service-account-credentials`.
+/// Each controller's own client, by ServiceAccount name: with
+/// `--use-service-account-credentials` authenticated as that account,
+/// otherwise with the main credentials and a rate limit of its own.
 #[derive(Clone, Default)]
 pub(crate) struct ControllerClients {
     by_account: std::collections::BTreeMap<&'static str, kube::Client>,

@@ -144,6 +144,37 @@ pub(super) fn controller_clients(
     Ok(clients)
 }
 
+/// One client per controller, with the main credentials and a rate limit
+/// of its own, as upstream's controller client builder gives each
+/// controller a clientset (and so a token bucket) of its own: a burst of
+/// one controller's writes (a hundred nodes' `NetworkUnavailable`) never
+/// holds back another's (a new Service's finalizer, then its load
+/// balancer). A dry run's clients plan their writes like the main one.
+pub(super) fn controller_budgets(
+    settings: &Settings,
+    config: &kube::Config,
+    user_agent: &str,
+    plan: Option<&client::PlanWrites>,
+) -> Result<ControllerClients, Failure> {
+    let mut clients = ControllerClients::default();
+    for id in &settings.controllers {
+        let name = id.service_account();
+        if clients.contains(name) {
+            continue;
+        }
+        let client = client::build_with(
+            config.clone(),
+            settings.kube_api_qps,
+            settings.kube_api_burst,
+            &format!("{user_agent}/{name}"),
+            plan,
+        )
+        .map_err(|e| Failure::Usage(e.to_string()))?;
+        clients.insert(name, client);
+    }
+    Ok(clients)
+}
+
 pub(super) fn controller_settings(settings: &Settings) -> ControllerSettings {
     ControllerSettings {
         configure_cloud_routes: settings.configure_cloud_routes,
