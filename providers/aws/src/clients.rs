@@ -207,7 +207,7 @@ mod tests {
     use crate::api::{Api, ApiError};
     use crate::metrics::ApiMetrics;
     use crate::test_util::dry_run::DryRun;
-    use crate::throttle::{RateLimit, Throttle};
+    use crate::throttle::{RateLimits, Throttle};
 
     /// How long the wire may take to show what a client sent.
     const WIRE_WAIT: Duration = Duration::from_secs(10);
@@ -322,7 +322,7 @@ mod tests {
         Api::new(
             ec2.clone(),
             elbv2,
-            Arc::new(Throttle::new(RateLimit::default()).unwrap()),
+            Arc::new(Throttle::new(RateLimits::default()).unwrap()),
             Arc::new(ApiMetrics::default()),
         )
     }

@@ -18,8 +18,9 @@
 //! metadata.
 //!
 //! # Calls to AWS
-//! Every call passes a client-side rate limit ([`RateLimit`]), waiting up to
-//! two seconds for its token, and a process-wide backoff after AWS throttles
+//! Every call passes a client-side rate limit ([`RateLimits`]: AWS's own
+//! buckets, one for reads and one for mutations), waiting up to two seconds
+//! for its token, and a process-wide backoff after AWS throttles
 //! (upstream's, up to 60 s), which is never waited out: a call held back
 //! longer fails with `CloudError::Throttled`. Metrics keep
 //! upstream's names (`cloudprovider_aws_api_request_duration_seconds`,
@@ -74,7 +75,7 @@ pub use tagging::{
     CLUSTER_TAG_PREFIX, LEGACY_CLUSTER_TAG, OWNED, ROLE_ELB_TAG, ROLE_INTERNAL_ELB_TAG,
     SERVICE_NAME_TAG,
 };
-pub use throttle::RateLimit;
+pub use throttle::{RateLimit, RateLimits};
 pub use volumes::EBS_CSI_DRIVER;
 pub use zones::ZONE_ID_LABEL;
 

@@ -17,7 +17,7 @@ use crate::config::{AwsConfig, AwsService};
 use crate::credentials::{self, CredentialSource};
 use crate::metrics::ApiMetrics;
 use crate::tagging::ClusterTags;
-use crate::throttle::{RateLimit, Throttle};
+use crate::throttle::{RateLimit, RateLimits, Throttle};
 use crate::zones::ZoneCache;
 use crate::{PROVIDER_NAME, clients};
 
@@ -31,7 +31,7 @@ pub struct AwsProvider {
     config: Arc<AwsConfig>,
     credentials: CredentialSource,
     env_region: Option<String>,
-    rate_limit: RateLimit,
+    rate_limits: RateLimits,
     metrics: Arc<ApiMetrics>,
     cloud: OnceCell<Cloud>,
 }
@@ -58,16 +58,17 @@ impl AwsProvider {
             credentials: CredentialSource::from_env(env)?,
             env_region: credentials::region_from_env(env),
             config: Arc::new(config),
-            rate_limit: RateLimit::default(),
+            rate_limits: RateLimits::default(),
             metrics: Arc::new(ApiMetrics::default()),
             cloud: OnceCell::new(),
         })
     }
 
-    /// Limits calls to AWS to `limit` (default: [`RateLimit::default`]).
+    /// Limits reads and mutations to `limit` each (default:
+    /// [`RateLimits::default`], AWS's own buckets).
     #[must_use]
     pub fn with_rate_limit(mut self, limit: RateLimit) -> Self {
-        self.rate_limit = limit;
+        self.rate_limits = RateLimits::uniform(limit);
         self
     }
 
@@ -110,7 +111,9 @@ impl AwsProvider {
         let provider = Self::new(config, &Environment::default())
             .expect("an empty environment is valid")
             .with_rate_limit(rate_limit);
-        let throttle = Arc::new(Throttle::new(rate_limit).expect("tests use valid rate limits"));
+        let throttle = Arc::new(
+            Throttle::new(RateLimits::uniform(rate_limit)).expect("tests use valid rate limits"),
+        );
         let api = Api::new(ec2, elbv2, throttle, Arc::clone(&provider.metrics));
         let cloud = Cloud::new(
             api,
@@ -185,7 +188,7 @@ impl CloudProvider for AwsProvider {
     async fn initialize(&self, ctx: &InitContext) -> Result<(), CloudError> {
         self.cloud
             .get_or_try_init(|| async {
-                let throttle = Throttle::new(self.rate_limit)
+                let throttle = Throttle::new(self.rate_limits)
                     .map_err(|e| CloudError::msg(format!("the AWS client-side rate limit: {e}")))?;
                 let region = self.region().await?;
                 let sdk_region = Region::new(region.clone());

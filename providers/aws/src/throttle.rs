@@ -1,6 +1,12 @@
 //! Keeping the process under AWS's request limits: a client-side rate
-//! limit (the workspace's [`RateLimiter`]), and upstream's process-wide
-//! backoff after `RequestLimitExceeded`.
+//! limit per kind of call (the workspace's [`RateLimiter`]), and upstream's
+//! process-wide backoff after `RequestLimitExceeded`.
+//!
+//! Reads and mutations have separate buckets, as AWS keeps them
+//! ([`RateLimits::default`]): a hundred route creates no longer wait for
+//! the tokens describe calls left, and describes never wait behind
+//! creates. (One bucket for both paced 200 route mutations at 20 per
+//! second: 5.7 s for 100 routes, against upstream's 2.4 s.)
 //!
 //! A call the rate limit holds back for a moment waits for its token, up
 //! to [`MAX_PACING_WAIT`], as client-go's and the AWS SDK's limiters do:
@@ -26,7 +32,7 @@ use cloud_provider::{InvalidRateLimit, RateLimiter};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-/// The client-side limit on calls, across EC2 and ELBv2.
+/// A client-side limit on one kind of call, across EC2 and ELBv2.
 ///
 /// `qps` must be a positive number and `burst` at least 1, or the
 /// provider's `initialize` fails.
@@ -44,6 +50,63 @@ impl Default for RateLimit {
         Self {
             qps: 20.0,
             burst: 100,
+        }
+    }
+}
+
+/// The client-side limits: one for reads (`Describe*`, `Get*`, `List*`),
+/// one for every other call.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimits {
+    /// Calls that only read.
+    pub reads: RateLimit,
+    /// Calls that create, change or delete.
+    pub mutations: RateLimit,
+}
+
+impl Default for RateLimits {
+    /// AWS's documented EC2 buckets: non-mutating actions 20 per second in
+    /// bursts of 100, mutating actions 5 per second in bursts of 200.
+    fn default() -> Self {
+        Self {
+            reads: RateLimit::default(),
+            mutations: RateLimit {
+                qps: 5.0,
+                burst: 200,
+            },
+        }
+    }
+}
+
+impl RateLimits {
+    /// The same limit for reads and mutations, each in its own bucket.
+    pub fn uniform(limit: RateLimit) -> Self {
+        Self {
+            reads: limit,
+            mutations: limit,
+        }
+    }
+}
+
+/// Which bucket a call takes its token from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A call that only reads.
+    Read,
+    /// A call that creates, changes or deletes.
+    Mutation,
+}
+
+impl Kind {
+    /// The kind of the AWS action `operation` (`DescribeInstances`, ...).
+    pub(crate) fn of(operation: &str) -> Self {
+        if ["Describe", "Get", "List"]
+            .iter()
+            .any(|verb| operation.starts_with(verb))
+        {
+            Self::Read
+        } else {
+            Self::Mutation
         }
     }
 }
@@ -90,10 +153,26 @@ fn in_bulk_lane() -> bool {
 /// The shared admission state of every call the provider makes.
 #[derive(Debug)]
 pub(crate) struct Throttle {
-    limit: RateLimiter,
+    reads: Bucket,
+    mutations: Bucket,
     state: Mutex<State>,
-    /// Calls outside the bulk lane waiting for a token.
+}
+
+/// One kind's rate limit.
+#[derive(Debug)]
+struct Bucket {
+    limit: RateLimiter,
+    /// Calls outside the bulk lane waiting for one of its tokens.
     first_waiting: AtomicUsize,
+}
+
+impl Bucket {
+    fn new(limit: RateLimit) -> Result<Self, InvalidRateLimit> {
+        Ok(Self {
+            limit: RateLimiter::new(limit.qps, limit.burst)?,
+            first_waiting: AtomicUsize::new(0),
+        })
+    }
 }
 
 /// Counts a call outside the bulk lane as waiting while it lives.
@@ -122,31 +201,38 @@ struct State {
 }
 
 impl Throttle {
-    /// Admission under `limit`, with no backoff in force.
+    /// Admission under `limits`, with no backoff in force.
     ///
     /// # Errors
-    /// [`InvalidRateLimit`] when `limit` is not a rate a limiter can keep.
-    pub(crate) fn new(limit: RateLimit) -> Result<Self, InvalidRateLimit> {
+    /// [`InvalidRateLimit`] when a limit is not a rate a limiter can keep.
+    pub(crate) fn new(limits: RateLimits) -> Result<Self, InvalidRateLimit> {
         Ok(Self {
-            limit: RateLimiter::new(limit.qps, limit.burst)?,
+            reads: Bucket::new(limits.reads)?,
+            mutations: Bucket::new(limits.mutations)?,
             state: Mutex::new(State {
                 requests: INITIAL_REQUESTS,
                 throttled: 0.0,
                 decayed: Instant::now(),
                 not_before: None,
             }),
-            first_waiting: AtomicUsize::new(0),
         })
     }
 
-    /// Lets one call go out now, or says how long to wait.
+    fn bucket(&self, kind: Kind) -> &Bucket {
+        match kind {
+            Kind::Read => &self.reads,
+            Kind::Mutation => &self.mutations,
+        }
+    }
+
+    /// Lets one read go out now, or says how long to wait.
     #[cfg(test)]
     pub(crate) fn admit(&self) -> Result<(), Duration> {
-        self.try_admit()
+        self.try_admit(Kind::Read)
             .map_err(|(Hold::Pace(d) | Hold::Backoff(d))| d)
     }
 
-    fn try_admit(&self) -> Result<(), Hold> {
+    fn try_admit(&self, kind: Kind) -> Result<(), Hold> {
         let now = Instant::now();
         let mut s = self.lock();
         if let Some(until) = s.not_before {
@@ -155,34 +241,42 @@ impl Throttle {
             }
             s.not_before = None;
         }
-        self.limit.try_acquire().map_err(Hold::Pace)?;
+        self.bucket(kind).limit.try_acquire().map_err(Hold::Pace)?;
         s.decay(now);
         s.requests += 1.0;
         Ok(())
     }
 
-    /// Lets one call go out, waiting up to `max_wait` for the rate limit's
-    /// next token; or says how long to wait when the wait would be longer
-    /// or upstream's backoff is in force.
+    /// Lets one call of `kind` go out, waiting up to `max_wait` for its
+    /// bucket's next token; or says how long to wait when the wait would be
+    /// longer or upstream's backoff is in force.
     ///
     /// In the bulk lane ([`bulk`]) a call also waits while any other call
-    /// waits for a token, so that other work never queues behind it.
-    pub(crate) async fn admit_within(&self, max_wait: Duration) -> Result<(), Duration> {
+    /// waits for a token of the same bucket, so that other work never
+    /// queues behind it.
+    pub(crate) async fn admit_within(
+        &self,
+        kind: Kind,
+        max_wait: Duration,
+    ) -> Result<(), Duration> {
         let deadline = Instant::now() + max_wait;
         let bulk = in_bulk_lane();
+        let bucket = self.bucket(kind);
         let mut waiting = None;
         loop {
-            let hold = if bulk && self.first_waiting.load(Ordering::SeqCst) > 0 {
+            let hold = if bulk && bucket.first_waiting.load(Ordering::SeqCst) > 0 {
                 // The next token is another lane's: try again after it.
-                Err(Hold::Pace(Duration::from_secs_f64(1.0 / self.limit.qps())))
+                Err(Hold::Pace(Duration::from_secs_f64(
+                    1.0 / bucket.limit.qps(),
+                )))
             } else {
-                self.try_admit()
+                self.try_admit(kind)
             };
             match hold {
                 Ok(()) => return Ok(()),
                 Err(Hold::Pace(wait)) if Instant::now() + wait <= deadline => {
                     if !bulk && waiting.is_none() {
-                        waiting = Some(Waiting::new(&self.first_waiting));
+                        waiting = Some(Waiting::new(&bucket.first_waiting));
                     }
                     tokio::time::sleep(wait.max(MIN_PAUSE)).await;
                 }
@@ -239,10 +333,10 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn bucket_admits_a_burst_then_asks_to_wait_for_the_next_token() {
-        let throttle = Throttle::new(RateLimit {
+        let throttle = Throttle::new(RateLimits::uniform(RateLimit {
             qps: 10.0,
             burst: 3,
-        })
+        }))
         .unwrap();
         for _ in 0..3 {
             assert_eq!(throttle.admit(), Ok(()));
@@ -253,17 +347,64 @@ mod tests {
         assert_eq!(throttle.admit(), Ok(()));
     }
 
+    #[test]
+    fn describes_gets_and_lists_read_and_every_other_action_mutates() {
+        for read in [
+            "DescribeInstances",
+            "DescribeRouteTables",
+            "GetConsoleOutput",
+            "ListTags",
+        ] {
+            assert_eq!(Kind::of(read), Kind::Read, "{read}");
+        }
+        for mutation in [
+            "CreateRoute",
+            "ModifyInstanceAttribute",
+            "RegisterTargets",
+            "AddTags",
+        ] {
+            assert_eq!(Kind::of(mutation), Kind::Mutation, "{mutation}");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hundred_routes_and_their_instances_go_out_at_once_and_leave_the_reads_alone() {
+        let throttle = Throttle::new(RateLimits::default()).unwrap();
+        let start = Instant::now();
+        // 100 ModifyInstanceAttribute and 100 CreateRoute: AWS's mutating
+        // bucket holds 200.
+        for _ in 0..200 {
+            throttle
+                .admit_within(Kind::Mutation, MAX_PACING_WAIT)
+                .await
+                .expect("within the mutating burst");
+        }
+        assert_eq!(start.elapsed(), Duration::ZERO);
+        // The describe bucket is untouched: its whole burst is there.
+        for _ in 0..100 {
+            assert_eq!(throttle.admit(), Ok(()));
+        }
+        assert_eq!(throttle.admit(), Err(Duration::from_millis(50)));
+        // The next mutation waits for the mutating refill, 5 per second.
+        assert_eq!(
+            throttle
+                .admit_within(Kind::Mutation, Duration::from_millis(100))
+                .await,
+            Err(Duration::from_millis(200))
+        );
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_call_waits_briefly_for_its_token_but_not_through_a_backoff() {
-        let throttle = Throttle::new(RateLimit {
+        let throttle = Throttle::new(RateLimits::uniform(RateLimit {
             qps: 10.0,
             burst: 2,
-        })
+        }))
         .unwrap();
         let start = Instant::now();
         for _ in 0..5 {
             throttle
-                .admit_within(MAX_PACING_WAIT)
+                .admit_within(Kind::Read, MAX_PACING_WAIT)
                 .await
                 .expect("a token within the bound");
         }
@@ -271,23 +412,28 @@ mod tests {
         assert_eq!(start.elapsed(), Duration::from_millis(300));
         // A wait longer than the bound is not waited for.
         assert_eq!(
-            throttle.admit_within(Duration::from_millis(50)).await,
+            throttle
+                .admit_within(Kind::Read, Duration::from_millis(50))
+                .await,
             Err(Duration::from_millis(100))
         );
         assert_eq!(start.elapsed(), Duration::from_millis(300));
         // Nor is upstream's backoff.
         let delay = throttle.throttled();
-        assert_eq!(throttle.admit_within(MAX_PACING_WAIT).await, Err(delay));
+        assert_eq!(
+            throttle.admit_within(Kind::Read, MAX_PACING_WAIT).await,
+            Err(delay)
+        );
         assert_eq!(start.elapsed(), Duration::from_millis(300));
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_call_outside_the_bulk_lane_never_queues_behind_route_work() {
         let throttle = std::sync::Arc::new(
-            Throttle::new(RateLimit {
+            Throttle::new(RateLimits::uniform(RateLimit {
                 qps: 20.0,
                 burst: 1,
-            })
+            }))
             .unwrap(),
         );
         // Route calls arriving every 2 ms for 2 s, as a pass's creates do:
@@ -299,7 +445,7 @@ mod tests {
                 for _ in 0..1_000 {
                     let throttle = throttle.clone();
                     calls.push(tokio::spawn(bulk(async move {
-                        throttle.admit_within(MAX_PACING_WAIT).await
+                        throttle.admit_within(Kind::Read, MAX_PACING_WAIT).await
                     })));
                     tokio::time::sleep(Duration::from_millis(2)).await;
                 }
@@ -312,7 +458,7 @@ mod tests {
         let start = Instant::now();
         for _ in 0..10 {
             throttle
-                .admit_within(MAX_PACING_WAIT)
+                .admit_within(Kind::Read, MAX_PACING_WAIT)
                 .await
                 .expect("admitted");
         }
@@ -333,7 +479,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn one_throttle_in_a_quiet_process_blocks_every_call_for_upstreams_delay() {
-        let throttle = Throttle::new(RateLimit::default()).unwrap();
+        let throttle = Throttle::new(RateLimits::default()).unwrap();
         assert_eq!(throttle.admit(), Ok(()));
         // 1 throttled of 5 counted calls (4 of bias): 20% of 60 s.
         let delay = throttle.throttled();
@@ -347,7 +493,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn backoff_grows_with_the_recent_throttle_rate_and_is_capped_at_a_minute() {
-        let throttle = Throttle::new(RateLimit::default()).unwrap();
+        let throttle = Throttle::new(RateLimits::default()).unwrap();
         let mut last = Duration::ZERO;
         for _ in 0..20 {
             last = throttle.throttled();
@@ -357,10 +503,10 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_rare_throttle_among_many_calls_still_waits_a_second() {
-        let throttle = Throttle::new(RateLimit {
+        let throttle = Throttle::new(RateLimits::uniform(RateLimit {
             qps: 1000.0,
             burst: 1000,
-        })
+        }))
         .unwrap();
         for _ in 0..100 {
             throttle.admit().expect("within the limit");
@@ -370,7 +516,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn throttle_counts_decay_so_old_throttles_stop_mattering() {
-        let throttle = Throttle::new(RateLimit::default()).unwrap();
+        let throttle = Throttle::new(RateLimits::default()).unwrap();
         for _ in 0..5 {
             throttle.throttled();
         }
