@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 use crate::clients::FenceRefusal;
 use crate::metrics::ApiMetrics;
-use crate::throttle::{Kind, MAX_PACING_WAIT, Throttle};
+use crate::throttle::{MAX_PACING_WAIT, Throttle};
 
 /// Attempts per call when AWS answers with a transient error.
 const ATTEMPTS: u32 = 3;
@@ -214,10 +214,7 @@ impl Api {
             // be sent; the clients' interceptor asks again just before
             // transmitting, describing the request, and only it can tell a
             // dry run's reads, which pass, from its mutations.
-            let admitted = self
-                .throttle
-                .admit_within(Kind::of(operation), MAX_PACING_WAIT)
-                .await;
+            let admitted = self.throttle.admit_within(operation, MAX_PACING_WAIT).await;
             cloud_provider::fence::check()
                 .map_err(|source| ApiError::Fenced { operation, source })?;
             if let Err(retry_after) = admitted {

@@ -18,9 +18,9 @@
 //! metadata.
 //!
 //! # Calls to AWS
-//! Every call passes a client-side rate limit ([`RateLimits`]: AWS's own
-//! buckets, one for reads and one for mutations), waiting up to two seconds
-//! for its token, and a process-wide backoff after AWS throttles
+//! Every call passes a client-side rate limit ([`RateLimits`]: a bucket per
+//! action, as AWS keeps them, sized as AWS's for reads and for mutations),
+//! waiting up to two seconds for its token, and a process-wide backoff after AWS throttles
 //! (upstream's, up to 60 s), which is never waited out: a call held back
 //! longer fails with `CloudError::Throttled`. Metrics keep
 //! upstream's names (`cloudprovider_aws_api_request_duration_seconds`,

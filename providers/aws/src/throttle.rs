@@ -2,11 +2,13 @@
 //! limit per kind of call (the workspace's [`RateLimiter`]), and upstream's
 //! process-wide backoff after `RequestLimitExceeded`.
 //!
-//! Reads and mutations have separate buckets, as AWS keeps them
-//! ([`RateLimits::default`]): a hundred route creates no longer wait for
-//! the tokens describe calls left, and describes never wait behind
-//! creates. (One bucket for both paced 200 route mutations at 20 per
-//! second: 5.7 s for 100 routes, against upstream's 2.4 s.)
+//! Each action has a bucket of its own, as AWS keeps them ("each API is
+//! evaluated individually"), sized by its kind ([`RateLimits::default`]:
+//! AWS's documented EC2 buckets for non-mutating and mutating actions). A
+//! hundred route creates then no longer wait for the tokens describe calls
+//! left, nor the instances' `ModifyInstanceAttribute` for the creates'.
+//! (One bucket for every call paced 200 route mutations at 20 per second:
+//! 5.7 s for 100 routes, against upstream's 2.4 s.)
 //!
 //! A call the rate limit holds back for a moment waits for its token, up
 //! to [`MAX_PACING_WAIT`], as client-go's and the AWS SDK's limiters do:
@@ -24,7 +26,9 @@
 //! load balancer queued behind it (8.5 s to its first ingress at 100
 //! nodes, against upstream's 0.64 s).
 
+use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -54,8 +58,9 @@ impl Default for RateLimit {
     }
 }
 
-/// The client-side limits: one for reads (`Describe*`, `Get*`, `List*`),
-/// one for every other call.
+/// The client-side limit of each action: reads (`Describe*`, `Get*`,
+/// `List*`) and mutations (every other action), each action in a bucket of
+/// its own.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateLimits {
     /// Calls that only read.
@@ -79,7 +84,7 @@ impl Default for RateLimits {
 }
 
 impl RateLimits {
-    /// The same limit for reads and mutations, each in its own bucket.
+    /// The same limit for every action, each in its own bucket.
     pub fn uniform(limit: RateLimit) -> Self {
         Self {
             reads: limit,
@@ -88,12 +93,12 @@ impl RateLimits {
     }
 }
 
-/// Which bucket a call takes its token from.
+/// Which limit an action's bucket has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
-    /// A call that only reads.
+    /// An action that only reads.
     Read,
-    /// A call that creates, changes or deletes.
+    /// An action that creates, changes or deletes.
     Mutation,
 }
 
@@ -153,8 +158,9 @@ fn in_bulk_lane() -> bool {
 /// The shared admission state of every call the provider makes.
 #[derive(Debug)]
 pub(crate) struct Throttle {
-    reads: Bucket,
-    mutations: Bucket,
+    limits: RateLimits,
+    /// Each action's bucket, made at its first call.
+    buckets: Mutex<BTreeMap<&'static str, Arc<Bucket>>>,
     state: Mutex<State>,
 }
 
@@ -206,9 +212,12 @@ impl Throttle {
     /// # Errors
     /// [`InvalidRateLimit`] when a limit is not a rate a limiter can keep.
     pub(crate) fn new(limits: RateLimits) -> Result<Self, InvalidRateLimit> {
+        // Refused here rather than at an action's first call.
+        Bucket::new(limits.reads)?;
+        Bucket::new(limits.mutations)?;
         Ok(Self {
-            reads: Bucket::new(limits.reads)?,
-            mutations: Bucket::new(limits.mutations)?,
+            limits,
+            buckets: Mutex::default(),
             state: Mutex::new(State {
                 requests: INITIAL_REQUESTS,
                 throttled: 0.0,
@@ -218,21 +227,27 @@ impl Throttle {
         })
     }
 
-    fn bucket(&self, kind: Kind) -> &Bucket {
-        match kind {
-            Kind::Read => &self.reads,
-            Kind::Mutation => &self.mutations,
-        }
+    /// `operation`'s bucket.
+    fn bucket(&self, operation: &'static str) -> Arc<Bucket> {
+        let mut buckets = self.buckets.lock();
+        let bucket = buckets.entry(operation).or_insert_with(|| {
+            let limit = match Kind::of(operation) {
+                Kind::Read => self.limits.reads,
+                Kind::Mutation => self.limits.mutations,
+            };
+            Arc::new(Bucket::new(limit).expect("new() accepted both limits"))
+        });
+        Arc::clone(bucket)
     }
 
-    /// Lets one read go out now, or says how long to wait.
+    /// Lets one `DescribeInstances` go out now, or says how long to wait.
     #[cfg(test)]
     pub(crate) fn admit(&self) -> Result<(), Duration> {
-        self.try_admit(Kind::Read)
+        self.try_admit(&self.bucket("DescribeInstances"))
             .map_err(|(Hold::Pace(d) | Hold::Backoff(d))| d)
     }
 
-    fn try_admit(&self, kind: Kind) -> Result<(), Hold> {
+    fn try_admit(&self, bucket: &Bucket) -> Result<(), Hold> {
         let now = Instant::now();
         let mut s = self.lock();
         if let Some(until) = s.not_before {
@@ -241,27 +256,27 @@ impl Throttle {
             }
             s.not_before = None;
         }
-        self.bucket(kind).limit.try_acquire().map_err(Hold::Pace)?;
+        bucket.limit.try_acquire().map_err(Hold::Pace)?;
         s.decay(now);
         s.requests += 1.0;
         Ok(())
     }
 
-    /// Lets one call of `kind` go out, waiting up to `max_wait` for its
-    /// bucket's next token; or says how long to wait when the wait would be
-    /// longer or upstream's backoff is in force.
+    /// Lets one call of action `operation` go out, waiting up to `max_wait`
+    /// for its bucket's next token; or says how long to wait when the wait
+    /// would be longer or upstream's backoff is in force.
     ///
     /// In the bulk lane ([`bulk`]) a call also waits while any other call
     /// waits for a token of the same bucket, so that other work never
     /// queues behind it.
     pub(crate) async fn admit_within(
         &self,
-        kind: Kind,
+        operation: &'static str,
         max_wait: Duration,
     ) -> Result<(), Duration> {
         let deadline = Instant::now() + max_wait;
         let bulk = in_bulk_lane();
-        let bucket = self.bucket(kind);
+        let bucket = self.bucket(operation);
         let mut waiting = None;
         loop {
             let hold = if bulk && bucket.first_waiting.load(Ordering::SeqCst) > 0 {
@@ -270,7 +285,7 @@ impl Throttle {
                     1.0 / bucket.limit.qps(),
                 )))
             } else {
-                self.try_admit(kind)
+                self.try_admit(&bucket)
             };
             match hold {
                 Ok(()) => return Ok(()),
@@ -368,27 +383,33 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_hundred_routes_and_their_instances_go_out_at_once_and_leave_the_reads_alone() {
+    async fn each_action_has_a_bucket_of_its_own_sized_by_its_kind() {
         let throttle = Throttle::new(RateLimits::default()).unwrap();
         let start = Instant::now();
-        // 100 ModifyInstanceAttribute and 100 CreateRoute: AWS's mutating
-        // bucket holds 200.
-        for _ in 0..200 {
-            throttle
-                .admit_within(Kind::Mutation, MAX_PACING_WAIT)
-                .await
-                .expect("within the mutating burst");
+        // 200 routes: AWS's bucket for a mutating action holds 200, and the
+        // instances' ModifyInstanceAttribute calls have their own.
+        for action in ["CreateRoute", "ModifyInstanceAttribute"] {
+            for _ in 0..200 {
+                throttle
+                    .admit_within(action, MAX_PACING_WAIT)
+                    .await
+                    .expect("within the action's burst");
+            }
         }
         assert_eq!(start.elapsed(), Duration::ZERO);
-        // The describe bucket is untouched: its whole burst is there.
+        // The describe buckets are untouched: a whole burst each.
         for _ in 0..100 {
             assert_eq!(throttle.admit(), Ok(()));
+            throttle
+                .admit_within("DescribeRouteTables", Duration::ZERO)
+                .await
+                .expect("its own bucket");
         }
         assert_eq!(throttle.admit(), Err(Duration::from_millis(50)));
-        // The next mutation waits for the mutating refill, 5 per second.
+        // The next create waits for its refill, 5 per second.
         assert_eq!(
             throttle
-                .admit_within(Kind::Mutation, Duration::from_millis(100))
+                .admit_within("CreateRoute", Duration::from_millis(100))
                 .await,
             Err(Duration::from_millis(200))
         );
@@ -404,7 +425,7 @@ mod tests {
         let start = Instant::now();
         for _ in 0..5 {
             throttle
-                .admit_within(Kind::Read, MAX_PACING_WAIT)
+                .admit_within("DescribeInstances", MAX_PACING_WAIT)
                 .await
                 .expect("a token within the bound");
         }
@@ -413,7 +434,7 @@ mod tests {
         // A wait longer than the bound is not waited for.
         assert_eq!(
             throttle
-                .admit_within(Kind::Read, Duration::from_millis(50))
+                .admit_within("DescribeInstances", Duration::from_millis(50))
                 .await,
             Err(Duration::from_millis(100))
         );
@@ -421,7 +442,9 @@ mod tests {
         // Nor is upstream's backoff.
         let delay = throttle.throttled();
         assert_eq!(
-            throttle.admit_within(Kind::Read, MAX_PACING_WAIT).await,
+            throttle
+                .admit_within("DescribeInstances", MAX_PACING_WAIT)
+                .await,
             Err(delay)
         );
         assert_eq!(start.elapsed(), Duration::from_millis(300));
@@ -429,7 +452,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_call_outside_the_bulk_lane_never_queues_behind_route_work() {
-        let throttle = std::sync::Arc::new(
+        let throttle = Arc::new(
             Throttle::new(RateLimits::uniform(RateLimit {
                 qps: 20.0,
                 burst: 1,
@@ -445,7 +468,9 @@ mod tests {
                 for _ in 0..1_000 {
                     let throttle = throttle.clone();
                     calls.push(tokio::spawn(bulk(async move {
-                        throttle.admit_within(Kind::Read, MAX_PACING_WAIT).await
+                        throttle
+                            .admit_within("DescribeInstances", MAX_PACING_WAIT)
+                            .await
                     })));
                     tokio::time::sleep(Duration::from_millis(2)).await;
                 }
@@ -458,7 +483,7 @@ mod tests {
         let start = Instant::now();
         for _ in 0..10 {
             throttle
-                .admit_within(Kind::Read, MAX_PACING_WAIT)
+                .admit_within("DescribeInstances", MAX_PACING_WAIT)
                 .await
                 .expect("admitted");
         }
