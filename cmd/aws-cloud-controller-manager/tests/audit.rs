@@ -58,7 +58,8 @@ async fn load_balancer_names(moto: &provider_aws::test_util::Moto) -> BTreeSet<S
 async fn audit_lists_and_deletes_exactly_the_leaked_load_balancer() {
     let moto = moto().await;
     let estate = seed::estate(&ec2(&moto), 1).await.expect("seeded");
-    let vpc = format!("VPC = {}", estate.vpc);
+    // Managed: each load balancer has a security group to leak too.
+    let vpc = format!("VPC = {}\nNLBSecurityGroupMode = Managed", estate.vpc);
     let provider = provider_at(&moto.endpoint, CLUSTER, &vpc).await;
     let lb = provider.load_balancer().expect("AWS has load balancers");
     let api = ApiServer::start().await.expect("an API server");

@@ -62,6 +62,11 @@ pub struct AwsConfig {
     pub disable_security_group_ingress: bool,
     /// `ElbSecurityGroup`: a security group attached to every load balancer.
     pub elb_security_group: Option<String>,
+    /// `NLBSecurityGroupMode = Managed`: a new Network Load Balancer gets a
+    /// security group of its own, made and kept by the provider. Unset (as
+    /// upstream's default) it gets none, and nodes' security groups let the
+    /// clients in.
+    pub nlb_security_group_managed: bool,
     /// `NodeIPFamilies`: which addresses nodes get, in order; IPv4 when unset.
     pub node_ip_families: Vec<IpFamily>,
     /// `[ServiceOverride "N"]` sections, in file order.
@@ -81,6 +86,7 @@ impl Default for AwsConfig {
             kubernetes_cluster_id: None,
             disable_security_group_ingress: false,
             elb_security_group: None,
+            nlb_security_group_managed: false,
             node_ip_families: vec![IpFamily::Ipv4],
             service_overrides: Vec::new(),
         }
@@ -95,7 +101,6 @@ const UPSTREAM_ONLY_KEYS: &[&str] = &[
     "ClusterServiceSharedLoadBalancerHealthProbePort",
     "ClusterServiceSharedLoadBalancerHealthProbePath",
     "SupportedTopologyInstanceTypePattern",
-    "NLBSecurityGroupMode",
 ];
 
 impl AwsConfig {
@@ -186,6 +191,17 @@ impl AwsConfig {
             self.route_table_id = id("RouteTableID", "rtb-")?;
         } else if key_is(key, "ElbSecurityGroup") {
             self.elb_security_group = id("ElbSecurityGroup", "sg-")?;
+        } else if key_is(key, "NLBSecurityGroupMode") {
+            // Upstream compares exactly: `managed` is refused there too.
+            self.nlb_security_group_managed = match value().as_str() {
+                "" => false,
+                "Managed" => true,
+                other => {
+                    return Err(format!(
+                        "`NLBSecurityGroupMode` must be Managed or empty, not `{other}`"
+                    ));
+                }
+            };
         } else if key_is(key, "RoleARN") {
             let v = value();
             if !v.is_empty() && !v.starts_with("arn:") {

@@ -1,9 +1,10 @@
 //! Services of type `LoadBalancer` as Network Load Balancers.
 //!
-//! Per Service: the load balancer (named as upstream names it), its security
-//! group, a target group per port with the nodes' instances as targets on
-//! the node port, a listener per port, and rules in the nodes' security
-//! groups, all tagged `kubernetes.io/cluster/<id>=owned` and
+//! Per Service: the load balancer (named as upstream names it), a target
+//! group per port with the nodes' instances as targets on the node port, a
+//! listener per port, rules in the nodes' security groups, and with
+//! `NLBSecurityGroupMode = Managed` (or `ElbSecurityGroup`) a security group
+//! of the load balancer's own; all tagged `kubernetes.io/cluster/<id>=owned` and
 //! `kubernetes.io/service-name=<namespace>/<name>`.
 //!
 //! # Guarantees
@@ -14,7 +15,8 @@
 //!   Service's tags before it is created; a resource with the name but not
 //!   the tags is never adopted, changed or deleted.
 //! - Deletion removes the load balancer, its target groups (also those a
-//!   crash left unattached), its node rules and its security group.
+//!   crash left unattached), its node rules and any security group made
+//!   for it.
 
 pub mod annotations;
 mod listeners;
@@ -105,11 +107,15 @@ impl Cloud {
         let security_groups = match (&self.config.elb_security_group, &existing) {
             (Some(configured), _) => vec![configured.clone()],
             (None, Some((lb, _))) if lb.security_groups().is_empty() => Vec::new(),
+            // Upstream's default: a new NLB without a security group. One
+            // made before (managed) keeps its group, still kept in step.
+            (None, None) if !self.config.nlb_security_group_managed => Vec::new(),
             (None, _) => vec![
                 self.ensure_frontend_security_group(cluster_name, spec, &vpc_id, &clients, &tags)
                     .await?,
             ],
         };
+        let created = existing.is_none();
         let lb = match existing {
             Some((lb, current)) => {
                 self.update_load_balancer_settings(spec, &lb, &current, &tags, &security_groups)
@@ -127,7 +133,7 @@ impl Cloud {
         };
         let arn = lb.load_balancer_arn().unwrap_or_default();
         self.ensure_load_balancer_attributes(spec, arn).await?;
-        self.ensure_listeners(spec, &lb, &instance_ids(&instances), &tags)
+        self.ensure_listeners(spec, &lb, created, &instance_ids(&instances), &tags)
             .await?;
         self.ensure_node_rules(spec, &vpc_id, &vpc_cidrs, &instances)
             .await?;
@@ -157,7 +163,7 @@ impl Cloud {
                 .and_then(forward_target);
             // A port without a listener yet is the next ensure's to create.
             if let Some(tg) = target_group {
-                self.ensure_targets(tg, &ids, port.node_port).await?;
+                self.ensure_targets(tg, &ids, port.node_port, false).await?;
             }
         }
         let vpc_id = lb.vpc_id().unwrap_or_default();

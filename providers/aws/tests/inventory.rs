@@ -95,7 +95,8 @@ async fn made_by_hand(moto: &Moto, estate: &Estate, name: &str, tags: &[(&str, &
 async fn the_inventory_lists_and_deletes_exactly_what_the_cluster_made() {
     let moto = moto().await;
     let estate = seed::estate(&ec2(&moto), 1).await.expect("seeded");
-    let vpc = format!("VPC = {}", estate.vpc);
+    // Managed: the load balancers have security groups to list too.
+    let vpc = format!("VPC = {}\nNLBSecurityGroupMode = Managed", estate.vpc);
     let a = provider_at(&moto.endpoint, CLUSTER, &vpc).await;
     let b = provider_at(&moto.endpoint, OTHER_CLUSTER, &vpc).await;
     let node = &estate.instances[0];

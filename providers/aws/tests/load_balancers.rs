@@ -19,7 +19,7 @@ use fixture::*;
 
 #[tokio::test]
 async fn a_service_gets_a_tagged_nlb_with_listeners_target_groups_targets_and_node_rules() {
-    let f = Fixture::new(3).await;
+    let f = Fixture::with_global(3, "NLBSecurityGroupMode = Managed").await;
     let svc = service(
         &[
             (key::ADDITIONAL_RESOURCE_TAGS, "team=shop"),
@@ -151,7 +151,18 @@ async fn a_service_gets_a_tagged_nlb_with_listeners_target_groups_targets_and_no
 
     // Idempotent: the same call again changes nothing and answers the same.
     let groups_before = f.security_group_ids().await;
-    let first: u64 = calls(&*f.provider).values().sum();
+    let first_calls = calls(&*f.provider);
+    // What the ensure has just created is not read back: a new load
+    // balancer has no listeners or target groups, a new target group no
+    // targets and AWS's default attributes.
+    for read in [
+        "describe_listeners",
+        "describe_target_health",
+        "describe_target_group_attributes",
+    ] {
+        assert!(!first_calls.contains_key(read), "{read}: {first_calls:?}");
+    }
+    let first: u64 = first_calls.values().sum();
     let changes_before = mutations(&*f.provider);
     assert!(
         changes_before.contains_key("create_load_balancer"),
@@ -163,6 +174,11 @@ async fn a_service_gets_a_tagged_nlb_with_listeners_target_groups_targets_and_no
         .await
         .expect("ensured again");
     let second = calls(&*f.provider).values().sum::<u64>() - first;
+    // An existing one is read: it may have drifted.
+    let again_calls = calls(&*f.provider);
+    for read in ["describe_listeners", "describe_target_health"] {
+        assert!(again_calls.contains_key(read), "{read}: {again_calls:?}");
+    }
     println!("AWS calls: {first} for the first ensure (3 nodes, 2 ports), {second} for a repeat");
     assert_eq!(again, ensured);
     assert_eq!(
@@ -179,6 +195,34 @@ async fn a_service_gets_a_tagged_nlb_with_listeners_target_groups_targets_and_no
         .await
         .expect("answered");
     assert_eq!(status, Some(ensured.status));
+}
+
+#[tokio::test]
+async fn by_default_an_nlb_gets_no_security_group_and_the_nodes_let_its_clients_in() {
+    let f = Fixture::new(2).await;
+    let groups_before = f.security_group_ids().await;
+    let svc = service(&[], &[(80, 30080)]);
+    f.lb()
+        .ensure_load_balancer(CLUSTER, &svc, &f.nodes(&[0, 1]))
+        .await
+        .expect("ensured");
+    let lbs = f.load_balancers().await;
+    assert_eq!(lbs.len(), 1);
+    assert!(lbs[0].security_groups().is_empty(), "{:?}", lbs[0]);
+    assert_eq!(f.security_group_ids().await, groups_before, "none made");
+    let client = format!("kubernetes.io/rule/nlb/client={LB_NAME}");
+    assert!(
+        f.ingress(&f.estate.node_security_group)
+            .await
+            .contains(&rule("tcp", 30080, "0.0.0.0/0", &client)),
+        "the clients reach the node port"
+    );
+    f.lb()
+        .ensure_load_balancer_deleted(CLUSTER, &svc)
+        .await
+        .expect("deleted");
+    assert!(f.load_balancers().await.is_empty());
+    assert_eq!(f.security_group_ids().await, groups_before);
 }
 
 #[tokio::test]

@@ -73,10 +73,30 @@ fn unknown_key_names_file_line_and_key() {
 
 #[test]
 fn upstream_keys_this_provider_lacks_are_named_as_unsupported() {
-    let err = parse("[Global]\nNLBSecurityGroupMode = Managed\n").unwrap_err();
+    let err = parse("[Global]\nSourceARN = arn:aws:iam::1:role/x\n").unwrap_err();
     assert_eq!(
         err.to_string(),
-        "/etc/aws.conf:2: `NLBSecurityGroupMode` in [Global] is not supported by this provider"
+        "/etc/aws.conf:2: `SourceARN` in [Global] is not supported by this provider"
+    );
+}
+
+#[test]
+fn nlb_security_groups_are_managed_only_when_asked_as_upstream() {
+    assert!(!parse("[Global]\n").unwrap().nlb_security_group_managed);
+    assert!(
+        !parse("[Global]\nNLBSecurityGroupMode =\n")
+            .unwrap()
+            .nlb_security_group_managed
+    );
+    assert!(
+        parse("[Global]\nNLBSecurityGroupMode = Managed\n")
+            .unwrap()
+            .nlb_security_group_managed
+    );
+    let err = parse("[Global]\nNLBSecurityGroupMode = managed\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "/etc/aws.conf:2: `NLBSecurityGroupMode` must be Managed or empty, not `managed`"
     );
 }
 

@@ -70,25 +70,34 @@ impl Cloud {
     }
 
     /// Listeners and target groups for every Service port, with `instances`
-    /// as targets; what the Service no longer asks for is removed.
+    /// as targets; what the Service no longer asks for is removed. A load
+    /// balancer `created` in this ensure has no listeners or target groups
+    /// to read.
     pub(crate) async fn ensure_listeners(
         &self,
         spec: &LoadBalancerSpec,
         lb: &LoadBalancer,
+        created: bool,
         instances: &[String],
         tags: &BTreeMap<String, String>,
     ) -> Result<(), CloudError> {
         let lb_arn = lb.load_balancer_arn().unwrap_or_default();
         let vpc_id = lb.vpc_id().unwrap_or_default();
-        let listeners = self.listeners(lb_arn).await?;
-        let attached = self.load_balancer_target_groups(lb_arn).await?;
+        let (listeners, attached) = if created {
+            (Vec::new(), Vec::new())
+        } else {
+            (
+                self.listeners(lb_arn).await?,
+                self.load_balancer_target_groups(lb_arn).await?,
+            )
+        };
         let mut wanted_groups = BTreeSet::new();
         for port in &spec.ports {
-            let tg = self
+            let (tg, tg_created) = self
                 .ensure_target_group(spec, port, vpc_id, &attached, tags)
                 .await?;
             let tg_arn = tg.target_group_arn().unwrap_or_default().to_owned();
-            self.ensure_targets(&tg_arn, instances, port.node_port)
+            self.ensure_targets(&tg_arn, instances, port.node_port, tg_created)
                 .await?;
             match listeners.iter().find(|l| l.port() == Some(port.port)) {
                 Some(l) if listener_matches(l, port, &tg_arn) => {}

@@ -85,7 +85,8 @@ impl Cloud {
     }
 
     /// The target group for `port`, found or created, with its health check
-    /// and attributes as the Service asks.
+    /// and attributes as the Service asks; and whether it was created now
+    /// (so it has AWS's defaults and no targets, and neither needs reading).
     pub(crate) async fn ensure_target_group(
         &self,
         spec: &LoadBalancerSpec,
@@ -93,7 +94,7 @@ impl Cloud {
         vpc_id: &str,
         attached: &[TargetGroup],
         tags: &BTreeMap<String, String>,
-    ) -> Result<TargetGroup, CloudError> {
+    ) -> Result<(TargetGroup, bool), CloudError> {
         let name = naming::target_group_name(self.tags.id(), spec, port, &spec.health_check);
         let found = match attached
             .iter()
@@ -102,18 +103,22 @@ impl Cloud {
             Some(tg) => Some(tg.clone()),
             None => self.find_owned_target_group(spec, &name).await?,
         };
-        let tg = match found {
+        match found {
             Some(tg) => {
                 self.ensure_health_check(spec, &tg).await?;
-                tg
+                self.ensure_target_group_attributes(spec, &tg, None).await?;
+                Ok((tg, false))
             }
             None => {
-                self.create_target_group(spec, port, &name, vpc_id, tags)
-                    .await?
+                let tg = self
+                    .create_target_group(spec, port, &name, vpc_id, tags)
+                    .await?;
+                // A new group has AWS's default attributes: PROXY protocol off.
+                self.ensure_target_group_attributes(spec, &tg, Some("false"))
+                    .await?;
+                Ok((tg, true))
             }
-        };
-        self.ensure_target_group_attributes(spec, &tg).await?;
-        Ok(tg)
+        }
     }
 
     async fn find_owned_target_group(
@@ -221,30 +226,37 @@ impl Cloud {
         Ok(())
     }
 
-    /// PROXY protocol v2 on or off; a target group that never had it on
-    /// needs no call.
+    /// PROXY protocol v2 on or off, read from AWS unless `known` gives the
+    /// group's current setting.
     async fn ensure_target_group_attributes(
         &self,
         spec: &LoadBalancerSpec,
         tg: &TargetGroup,
+        known: Option<&str>,
     ) -> Result<(), CloudError> {
         let arn = tg.target_group_arn().unwrap_or_default();
-        let current = self
-            .api
-            .call("DescribeTargetGroupAttributes", || {
-                self.api
-                    .elbv2
-                    .describe_target_group_attributes()
-                    .target_group_arn(arn)
-                    .send()
-            })
-            .await?;
-        let have = current
-            .attributes()
-            .iter()
-            .find(|a| a.key() == Some(PROXY_PROTOCOL_V2))
-            .and_then(|a| a.value())
-            .unwrap_or("false");
+        let have = match known {
+            Some(known) => known.to_owned(),
+            None => {
+                let current = self
+                    .api
+                    .call("DescribeTargetGroupAttributes", || {
+                        self.api
+                            .elbv2
+                            .describe_target_group_attributes()
+                            .target_group_arn(arn)
+                            .send()
+                    })
+                    .await?;
+                current
+                    .attributes()
+                    .iter()
+                    .find(|a| a.key() == Some(PROXY_PROTOCOL_V2))
+                    .and_then(|a| a.value())
+                    .unwrap_or("false")
+                    .to_owned()
+            }
+        };
         let want = spec.proxy_protocol.to_string();
         if have != want {
             self.api
@@ -268,35 +280,19 @@ impl Cloud {
 
     /// Registers exactly `instances` on `port`: deregisters the others first
     /// (so a full target group can swap instances), ignoring targets already
-    /// draining.
+    /// draining. A group `created` in this ensure has no targets to read.
     pub(crate) async fn ensure_targets(
         &self,
         tg_arn: &str,
         instances: &[String],
         port: i32,
+        created: bool,
     ) -> Result<(), CloudError> {
-        let health = self
-            .api
-            .call("DescribeTargetHealth", || {
-                self.api
-                    .elbv2
-                    .describe_target_health()
-                    .target_group_arn(tg_arn)
-                    .send()
-            })
-            .await?;
-        let actual: BTreeSet<(String, i32)> = health
-            .target_health_descriptions()
-            .iter()
-            .filter(|d| {
-                let h = d.target_health();
-                h.and_then(|h| h.state()) != Some(&TargetHealthStateEnum::Draining)
-                    && h.and_then(|h| h.reason())
-                        != Some(&TargetHealthReasonEnum::DeregistrationInProgress)
-            })
-            .filter_map(|d| d.target())
-            .filter_map(|t| Some((t.id()?.to_owned(), t.port().unwrap_or(port))))
-            .collect();
+        let actual = if created {
+            BTreeSet::new()
+        } else {
+            self.registered_targets(tg_arn, port).await?
+        };
         let desired: BTreeSet<(String, i32)> =
             instances.iter().map(|id| (id.clone(), port)).collect();
         let changes = target_changes(&desired, &actual);
@@ -327,6 +323,36 @@ impl Cloud {
                 .await?;
         }
         Ok(())
+    }
+
+    /// The (instance, port) pairs registered and not draining.
+    async fn registered_targets(
+        &self,
+        tg_arn: &str,
+        port: i32,
+    ) -> Result<BTreeSet<(String, i32)>, CloudError> {
+        let health = self
+            .api
+            .call("DescribeTargetHealth", || {
+                self.api
+                    .elbv2
+                    .describe_target_health()
+                    .target_group_arn(tg_arn)
+                    .send()
+            })
+            .await?;
+        Ok(health
+            .target_health_descriptions()
+            .iter()
+            .filter(|d| {
+                let h = d.target_health();
+                h.and_then(|h| h.state()) != Some(&TargetHealthStateEnum::Draining)
+                    && h.and_then(|h| h.reason())
+                        != Some(&TargetHealthReasonEnum::DeregistrationInProgress)
+            })
+            .filter_map(|d| d.target())
+            .filter_map(|t| Some((t.id()?.to_owned(), t.port().unwrap_or(port))))
+            .collect())
     }
 
     /// Deletes a target group; gone already is fine, still in use (AWS

@@ -23,7 +23,8 @@ fn names_port(detail: &str, port: i32) -> bool {
 
 #[tokio::test]
 async fn a_dry_run_ensure_sends_no_mutation_and_plans_a_port_change_without_making_it() {
-    let f = Fixture::new(2).await;
+    // Managed: the first change is then the load balancer's own rule.
+    let f = Fixture::with_global(2, "NLBSecurityGroupMode = Managed").await;
     let nodes = f.nodes(&[0, 1]);
     let svc = service(&[], &[(80, 30080)]);
     let ensured = f

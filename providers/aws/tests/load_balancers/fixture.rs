@@ -26,10 +26,16 @@ pub(crate) struct Fixture {
 }
 
 impl Fixture {
+    /// `instances` seeded, with upstream's default config.
     pub(crate) async fn new(instances: usize) -> Self {
+        Self::with_global(instances, "").await
+    }
+
+    /// `instances` seeded, with `global` added to `[Global]`.
+    pub(crate) async fn with_global(instances: usize, global: &str) -> Self {
         let moto = moto().await;
         let estate = seed::estate(&ec2(&moto), instances).await.expect("seeded");
-        let provider = provider(&moto, &format!("VPC = {}", estate.vpc)).await;
+        let provider = provider(&moto, &format!("VPC = {}\n{global}", estate.vpc)).await;
         Self {
             moto,
             estate,
