@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Node, NodeAddress, Taint};
 use kube::api::{Api, ListParams, Patch, PatchParams};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 /// Attempts at a conflicting node write before the reconcile fails (and is
 /// retried by the controller).
@@ -26,44 +26,78 @@ impl NodeChange {
         self.labels.is_empty() && self.provider_id.is_none() && self.taints.is_none()
     }
 
-    /// A JSON merge patch carrying `resource_version` as a precondition: the
-    /// API server refuses it with 409 Conflict if the node changed since, so
-    /// a taint another writer added or removed meanwhile is never undone.
-    fn to_patch(&self, resource_version: Option<&str>) -> Value {
-        let mut metadata = Map::new();
-        if let Some(rv) = resource_version {
-            metadata.insert("resourceVersion".into(), json!(rv));
-        }
+    /// A JSON patch (RFC 6902) making this change to `current`: each label
+    /// added or updated on its own, the provider ID and the taints written
+    /// only while they are still `current`'s (a `test` before each), so a
+    /// taint another writer added or removed meanwhile is never undone.
+    /// Nothing else is a precondition: writes to other fields meanwhile
+    /// (the status above all, which the route controller writes while
+    /// nodes are initialized) never make this one fail, as a
+    /// `resourceVersion` precondition did — for a hundred new nodes, a
+    /// hundred refused writes and re-reads.
+    fn to_patch(&self, current: &Node) -> Value {
+        let mut ops = Vec::new();
         if !self.labels.is_empty() {
-            metadata.insert("labels".into(), json!(self.labels));
+            if current.metadata.labels.is_some() {
+                for (key, value) in &self.labels {
+                    ops.push(op(
+                        "add",
+                        &format!("/metadata/labels/{}", escape(key)),
+                        json!(value),
+                    ));
+                }
+            } else {
+                ops.push(op("test", "/metadata/labels", Value::Null));
+                ops.push(op("add", "/metadata/labels", json!(self.labels)));
+            }
         }
-        let mut spec = Map::new();
+        let spec = current.spec.as_ref();
+        if spec.is_none() && (self.provider_id.is_some() || self.taints.is_some()) {
+            ops.push(op("test", "/spec", Value::Null));
+            ops.push(op("add", "/spec", json!({})));
+        }
         if let Some(id) = &self.provider_id {
-            spec.insert("providerID".into(), json!(id));
+            let have = spec.and_then(|s| s.provider_id.as_ref());
+            ops.push(op("test", "/spec/providerID", json!(have)));
+            ops.push(op("add", "/spec/providerID", json!(id)));
         }
         if let Some(taints) = &self.taints {
-            // null removes the field; an empty list would be stored as such.
-            spec.insert(
-                "taints".into(),
-                if taints.is_empty() {
-                    Value::Null
-                } else {
-                    json!(taints)
-                },
-            );
+            let have = spec.and_then(|s| s.taints.as_ref());
+            ops.push(op("test", "/spec/taints", json!(have)));
+            if !taints.is_empty() {
+                ops.push(op("add", "/spec/taints", json!(taints)));
+            } else if have.is_some() {
+                ops.push(op("remove", "/spec/taints", Value::Null));
+            }
         }
-        let mut patch = Map::new();
-        patch.insert("metadata".into(), Value::Object(metadata));
-        if !spec.is_empty() {
-            patch.insert("spec".into(), Value::Object(spec));
-        }
-        Value::Object(patch)
+        Value::Array(ops)
     }
 }
 
+/// One JSON patch operation (`value` left out of a `remove`).
+fn op(name: &str, path: &str, value: Value) -> Value {
+    let mut op = json!({ "op": name, "path": path });
+    if name != "remove" {
+        op["value"] = value;
+    }
+    op
+}
+
+/// A map key as one JSON pointer token (RFC 6901).
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// Whether the API server refused a write because the node changed
+/// meanwhile: a failed `test` (422) or, from an older writer, 409.
+fn changed_meanwhile(status: &kube::core::Status) -> bool {
+    status.code == 409 || (status.code == 422 && status.message.contains("testing value"))
+}
+
 /// Applies the change `decide` computes from the node, starting from `base`
-/// (usually the cached node). On a conflict the node is read again and
-/// `decide` recomputes the change from the fresh copy.
+/// (usually the cached node). When the fields it changes changed meanwhile
+/// the node is read again and `decide` recomputes the change from the
+/// fresh copy.
 ///
 /// Returns the updated node, or `None` when `decide` found nothing to change.
 ///
@@ -81,14 +115,15 @@ pub(crate) async fn patch_node(
         let Some(change) = decide(&current).filter(|c| !c.is_empty()) else {
             return Ok(None);
         };
-        let patch = change.to_patch(current.metadata.resource_version.as_deref());
+        let patch: json_patch::Patch =
+            serde_json::from_value(change.to_patch(&current)).map_err(kube::Error::SerdeError)?;
         match api
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .patch(&name, &PatchParams::default(), &Patch::Json::<()>(patch))
             .await
         {
             Ok(node) => return Ok(Some(node)),
             Err(kube::Error::Api(status))
-                if status.code == 409 && attempt + 1 < CONFLICT_ATTEMPTS =>
+                if changed_meanwhile(&status) && attempt + 1 < CONFLICT_ATTEMPTS =>
             {
                 attempt += 1;
                 tracing::debug!(node = %name, attempt, "node changed meanwhile; re-reading it");
@@ -137,23 +172,58 @@ mod tests {
     use super::*;
 
     #[test]
-    fn patch_carries_the_resource_version_and_only_what_changes() {
+    fn patch_tests_only_what_it_overwrites() {
+        let current: Node = serde_json::from_value(json!({
+            "metadata": { "name": "n1", "resourceVersion": "42", "labels": { "a/b": "0" } },
+            "spec": { "taints": [{ "key": "t", "effect": "NoSchedule" }] }
+        }))
+        .unwrap();
         let change = NodeChange {
-            labels: BTreeMap::from([("a".to_owned(), "1".to_owned())]),
-            provider_id: None,
+            labels: BTreeMap::from([("a/b".to_owned(), "1".to_owned())]),
+            provider_id: Some("fake://n1".to_owned()),
             taints: Some(Vec::new()),
         };
         assert_eq!(
-            change.to_patch(Some("42")),
-            json!({ "metadata": { "resourceVersion": "42", "labels": { "a": "1" } }, "spec": { "taints": null } })
+            change.to_patch(&current),
+            json!([
+                { "op": "add", "path": "/metadata/labels/a~1b", "value": "1" },
+                { "op": "test", "path": "/spec/providerID", "value": null },
+                { "op": "add", "path": "/spec/providerID", "value": "fake://n1" },
+                { "op": "test", "path": "/spec/taints", "value": [{ "key": "t", "effect": "NoSchedule" }] },
+                { "op": "remove", "path": "/spec/taints" }
+            ])
         );
-        let labels_only = NodeChange {
-            labels: change.labels,
-            ..NodeChange::default()
+        // No resourceVersion: a status write meanwhile is no conflict.
+        assert!(
+            !change
+                .to_patch(&current)
+                .to_string()
+                .contains("resourceVersion")
+        );
+    }
+
+    #[test]
+    fn a_node_without_labels_or_spec_gets_them_whole_while_still_without() {
+        let bare: Node = serde_json::from_value(json!({ "metadata": { "name": "n1" } })).unwrap();
+        let change = NodeChange {
+            labels: BTreeMap::from([("a".to_owned(), "1".to_owned())]),
+            provider_id: None,
+            taints: Some(vec![Taint {
+                key: "t".into(),
+                effect: "NoSchedule".into(),
+                ..Taint::default()
+            }]),
         };
         assert_eq!(
-            labels_only.to_patch(Some("42")),
-            json!({ "metadata": { "resourceVersion": "42", "labels": { "a": "1" } } })
+            change.to_patch(&bare),
+            json!([
+                { "op": "test", "path": "/metadata/labels", "value": null },
+                { "op": "add", "path": "/metadata/labels", "value": { "a": "1" } },
+                { "op": "test", "path": "/spec", "value": null },
+                { "op": "add", "path": "/spec", "value": {} },
+                { "op": "test", "path": "/spec/taints", "value": null },
+                { "op": "add", "path": "/spec/taints", "value": [{ "key": "t", "effect": "NoSchedule" }] }
+            ])
         );
     }
 }

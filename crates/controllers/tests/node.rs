@@ -193,16 +193,59 @@ async fn a_taint_another_writer_adds_meanwhile_is_kept() {
         ["example.com/maintenance"],
         "the other writer's taint survives"
     );
-    let conflicts = h
+    let refused = h
         .server
         .requests()
         .iter()
-        .filter(|r| r.resource == "nodes" && r.verb == "patch" && r.status == 409)
+        .filter(|r| r.resource == "nodes" && r.verb == "patch" && r.status == 422)
         .count();
     assert_eq!(
-        conflicts, 1,
+        refused, 1,
         "the stale write was refused once, then redone on a fresh read"
     );
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn a_status_write_meanwhile_does_not_refuse_the_nodes_initialization() {
+    let cloud = FakeCloud::default();
+    cloud.add_instance(seeded("n1", &[(NodeAddressType::Hostname, "n1")]));
+    cloud.set_latency(Duration::from_millis(1500));
+    let mut h = Harness::with_cloud(cloud).await;
+    h.create_node(&uninitialized_node("n1")).await;
+    h.start(&[ControllerId::CloudNode], &fast_settings()).await;
+
+    // While the controller waits on the cloud, the route controller (say)
+    // writes the node's status: the cached copy's resourceVersion is stale,
+    // but nothing the initialization overwrites changed.
+    eventually("the controller's lookup in flight", WAIT, || async {
+        (h.cloud.count(Operation::InstancesMetadata) == 1).then_some(())
+    })
+    .await
+    .expect("a bounded wait");
+    let condition = serde_json::json!({ "status": { "conditions": [{
+        "type": "NetworkUnavailable", "status": "False", "reason": "RouteCreated"
+    }] } });
+    h.nodes()
+        .patch_status("n1", &PatchParams::default(), &Patch::Strategic(&condition))
+        .await
+        .unwrap();
+
+    let node = wait_initialized(&h, "n1").await;
+    assert!(taint_keys(&node).is_empty());
+    let refused = h
+        .server
+        .requests()
+        .iter()
+        .filter(|r| r.resource == "nodes" && r.verb == "patch" && r.status >= 400)
+        .count();
+    let rereads = h
+        .server
+        .requests()
+        .iter()
+        .filter(|r| r.resource == "nodes" && r.verb == "list" && r.query.contains("fieldSelector"))
+        .count();
+    assert_eq!((refused, rereads), (0, 0), "one write, accepted as sent");
     h.stop().await;
 }
 
