@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use ccm_test_support::{Ccm, Launch, eventually, unique};
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::Api;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams};
 use test_apiserver::{Failure, RequestMatch, TestApiServer, Verb};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_fake-cloud-controller-manager");
@@ -155,6 +156,28 @@ async fn lease_holder(server: &TestApiServer) -> Option<String> {
         .filter(|h| !h.is_empty())
 }
 
+/// Waits for the `LeaderElection` Event `<holder> <what>` on the Lease, as
+/// client-go's leader election records it; returns the uid it refers to.
+async fn leader_election_event(server: &TestApiServer, holder: &str, what: &str) -> Option<String> {
+    let events: Api<Event> = Api::namespaced(server.client(), "kube-system");
+    let note = format!("{holder} {what}");
+    eventually(&format!("the Event `{note}`"), WAIT, || async {
+        let listed = events.list(&ListParams::default()).await.ok()?;
+        listed
+            .items
+            .into_iter()
+            .find(|e| {
+                e.reason.as_deref() == Some("LeaderElection")
+                    && e.type_.as_deref() == Some("Normal")
+                    && e.note.as_deref() == Some(note.as_str())
+                    && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some("Lease")
+            })
+            .map(|e| e.regarding.and_then(|r| r.uid))
+    })
+    .await
+    .unwrap()
+}
+
 #[tokio::test]
 async fn serves_health_readiness_and_metrics_and_releases_the_lease_on_sigterm() {
     let server = TestApiServer::start().await.unwrap();
@@ -241,12 +264,29 @@ async fn serves_health_readiness_and_metrics_and_releases_the_lease_on_sigterm()
             .all(|a| a.contains("fake-cloud-controller-manager/0.1.0")),
         "{agents:?}"
     );
-    assert!(lease_holder(&server).await.is_some(), "it leads");
+    let holder = lease_holder(&server).await.expect("it leads");
+    // As upstream's: the handover is recorded on the Lease.
+    let lease: Api<Lease> = Api::namespaced(server.client(), "kube-system");
+    let lease_uid = lease
+        .get("cloud-controller-manager")
+        .await
+        .unwrap()
+        .metadata
+        .uid;
+    assert!(lease_uid.is_some());
+    assert_eq!(
+        leader_election_event(&server, &holder, "became leader").await,
+        lease_uid
+    );
 
     ccm.terminate().await.unwrap();
     let status = ccm.wait(WAIT).await.unwrap();
     assert_eq!(status.code(), Some(0), "SIGTERM is a clean stop");
     assert_eq!(lease_holder(&server).await, None, "the lease was released");
+    assert_eq!(
+        leader_election_event(&server, &holder, "stopped leading").await,
+        lease_uid
+    );
 }
 
 #[tokio::test]

@@ -13,9 +13,11 @@ use leader_election::{LeaderElectionConfig, LeaderElector, LeaderHandle};
 use tokio_util::sync::CancellationToken;
 
 mod build;
+mod lease_events;
 
 pub(crate) use build::build_provider;
 use build::{controller_budgets, controller_clients, controller_settings, review_clients};
+use lease_events::LeaseEvents;
 
 use crate::client;
 use crate::flags::Settings;
@@ -251,6 +253,18 @@ pub(crate) async fn run<F: ProviderFactory>(
         }
     }
     tracing::info!(%identity, "leading: starting controllers");
+    let lease_events = election.as_ref().map(|config| {
+        LeaseEvents::new(
+            client.clone(),
+            &config.lease_namespace,
+            &config.lease_name,
+            &leader,
+            &identity,
+        )
+    });
+    if let Some(events) = lease_events.clone() {
+        tokio::spawn(async move { events.became_leader().await });
+    }
 
     let ctx = Context {
         client: client.clone(),
@@ -342,12 +356,14 @@ pub(crate) async fn run<F: ProviderFactory>(
         lost = migration.lost() => {
             shutdown.cancel();
             release.cancel();
+            stopped_leading(lease_events.as_ref()).await;
             return Err(Failure::Runtime(lost));
         }
         joined = elector_ended(&mut elector_task) => {
             // The elector only stops on its own when leadership is lost.
             shutdown.cancel();
             release.cancel();
+            stopped_leading(lease_events.as_ref()).await;
             return Err(Failure::Runtime(joined));
         }
         why = supervisor.first_failure(&shutdown) => {
@@ -360,6 +376,7 @@ pub(crate) async fn run<F: ProviderFactory>(
     stop_tasks(supervisor).await;
     // The migration Lease goes first: the main one guards the whole process.
     let migrated = migration.stop().await.map_err(Failure::Runtime);
+    stopped_leading(lease_events.as_ref()).await;
     let finished = finish(elector_task, &release).await;
     match failed {
         Some(why) => Err(Failure::Runtime(why)),
@@ -367,8 +384,13 @@ pub(crate) async fn run<F: ProviderFactory>(
     }
 }
 
-/// Waits up to [`SHUTDOWN_GRACE`] for every task to stop (shutdown was
-/// asked for).
+/// Records that this process stopped leading, when it elected to lead.
+async fn stopped_leading(events: Option<&LeaseEvents>) {
+    if let Some(events) = events {
+        events.stopped_leading().await;
+    }
+}
+
 /// Bad input (exit 64) when `usage`, else a runtime failure.
 fn failure(usage: bool, error: impl std::fmt::Display) -> Failure {
     if usage {
@@ -378,6 +400,8 @@ fn failure(usage: bool, error: impl std::fmt::Display) -> Failure {
     }
 }
 
+/// Waits up to [`SHUTDOWN_GRACE`] for every task to stop (shutdown was
+/// asked for).
 async fn stop_tasks(supervisor: Supervisor) {
     if tokio::time::timeout(SHUTDOWN_GRACE, supervisor.join_all())
         .await

@@ -33,6 +33,8 @@ struct Shared {
     term: Mutex<Term>,
     leading: watch::Sender<bool>,
     renew_failures: AtomicU64,
+    /// The `metadata.uid` of the Lease this process acquired last.
+    lease_uid: Mutex<Option<String>>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -77,8 +79,19 @@ impl LeaderHandle {
                 term: Mutex::new(term),
                 leading,
                 renew_failures: AtomicU64::new(0),
+                lease_uid: Mutex::new(None),
             }),
         }
+    }
+
+    /// The `metadata.uid` of the Lease this process acquired, once it has:
+    /// what an Event about the Lease refers to.
+    pub fn lease_uid(&self) -> Option<String> {
+        self.shared.lease_uid.lock().clone()
+    }
+
+    pub(crate) fn set_lease_uid(&self, uid: Option<String>) {
+        *self.shared.lease_uid.lock() = uid;
     }
 
     /// The fencing check, to call before every cloud mutation: `Ok` when this

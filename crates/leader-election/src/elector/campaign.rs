@@ -173,6 +173,8 @@ impl<S: LeaseStore> Campaign<S> {
     async fn lead(&mut self, sent_at: Instant, shutdown: &CancellationToken) -> Result<(), Error> {
         let renew_deadline = self.config.renew_deadline;
         let mut valid_until = sent_at + renew_deadline;
+        self.handle
+            .set_lease_uid(self.lease.as_ref().and_then(|l| l.metadata.uid.clone()));
         self.handle.lead_until(valid_until);
         info!("acquired leader lease");
         let mut last_error = None;

@@ -154,6 +154,7 @@ impl LeaseStore for FakeLeaseStore {
             metadata: ObjectMeta {
                 name: Some("ccm".into()),
                 namespace: Some("kube-system".into()),
+                uid: Some("lease-uid-1".into()),
                 ..ObjectMeta::default()
             },
             spec: Some(spec),

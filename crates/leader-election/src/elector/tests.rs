@@ -72,9 +72,12 @@ async fn first_led(
 async fn lone_candidate_creates_the_lease_and_leads() {
     let leases = FakeLeases::new();
     let a = spawn(&leases, "a", Duration::ZERO);
+    assert_eq!(a.handle.lease_uid(), None);
     sleep(TICK).await;
 
     assert_eq!(a.handle.fence(), Ok(()));
+    // What the "became leader" Event refers to.
+    assert_eq!(a.handle.lease_uid().as_deref(), Some("lease-uid-1"));
     assert!(*a.handle.watch().borrow());
     let record = leases.record().unwrap();
     assert_eq!(record.holder(), Some("a"));
