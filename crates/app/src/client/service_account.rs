@@ -296,6 +296,12 @@ impl ControllerClients {
         self.by_account.contains_key(account)
     }
 
+    /// Controller `id`'s own client, if it has one.
+    #[cfg(test)]
+    pub(crate) fn client_for(&self, id: ccm_controllers::ControllerId) -> Option<kube::Client> {
+        self.by_account.get(id.service_account()).cloned()
+    }
+
     pub(crate) fn accounts(&self) -> Vec<&'static str> {
         self.by_account.keys().copied().collect()
     }

@@ -188,3 +188,85 @@ pub(super) fn controller_settings(settings: &Settings) -> ControllerSettings {
         ..ControllerSettings::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use ccm_controllers::ControllerId;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+    use crate::flags::{Command, parse};
+
+    /// A loopback server that answers every request at once with `{}`.
+    async fn answering_server() -> std::net::SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            // Bounded: the test makes three requests.
+            for _ in 0..16 {
+                let Ok((mut stream, _)) = listener.accept().await else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let mut buf = vec![0; 4096];
+                    // Each read is taken for one whole request (they are
+                    // small), answered in turn until the client closes.
+                    while let Ok(n) = stream.read(&mut buf).await {
+                        if n == 0 {
+                            return;
+                        }
+                        let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+                        if stream.write_all(answer.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    async fn get(client: &kube::Client) {
+        let request = http::Request::get("/version").body(Vec::new()).unwrap();
+        client.request_text(request).await.expect("answered");
+    }
+
+    #[tokio::test]
+    async fn a_controller_never_waits_for_another_controllers_tokens() {
+        let argv = [
+            "fake-cloud-controller-manager",
+            "--kube-api-qps=1",
+            "--kube-api-burst=1",
+        ]
+        .map(str::to_owned);
+        let Command::Run(mut settings) = parse("fake", argv).expect("parses") else {
+            panic!("a run");
+        };
+        settings.controllers = [ControllerId::Route, ControllerId::Service].into();
+        let addr = answering_server().await;
+        let config = kube::Config::new(format!("http://{addr}").parse().unwrap());
+        let clients = controller_budgets(&settings, &config, "test", None).expect("built");
+        let own = |id| clients.client_for(id).expect("a client per controller");
+        let (route, service) = (own(ControllerId::Route), own(ControllerId::Service));
+
+        // The route controller spends its one token...
+        get(&route).await;
+        let start = Instant::now();
+        // ...and the service controller's request still goes at once.
+        get(&service).await;
+        assert!(
+            start.elapsed() < Duration::from_millis(500),
+            "the service controller waited {:?} for the route controller's bucket",
+            start.elapsed()
+        );
+        // The route controller's next request waits for its own refill.
+        get(&route).await;
+        assert!(
+            start.elapsed() >= Duration::from_millis(800),
+            "the route controller is still limited: {:?}",
+            start.elapsed()
+        );
+    }
+}
