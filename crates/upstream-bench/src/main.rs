@@ -8,7 +8,11 @@
 //! every node is initialized one NLB Service is created; when the Service
 //! has its load balancer and every pod CIDR its route, a quiet window
 //! follows. Cloud calls (by action), API requests (by verb, resource and
-//! subresource), Events, peak RSS and CPU seconds are counted per phase.
+//! subresource), Events, peak RSS and CPU seconds are counted per phase,
+//! and what the binary left behind (node labels and conditions, the
+//! Service's status, the cloud resources' settings and tags) is compared
+//! with the other's; a difference that is not known fails the run against
+//! a baseline.
 //!
 //! `cargo xtask bench --against-upstream` builds both binaries and runs
 //! this inside a network namespace with only loopback; run by hand, it
@@ -22,7 +26,9 @@
 )]
 
 mod cluster;
+mod differences;
 mod measure;
+mod outcome;
 mod report;
 mod run;
 

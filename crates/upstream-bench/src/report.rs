@@ -7,7 +7,9 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::{Value, json};
 
+use crate::differences;
 use crate::measure::Window;
+use crate::outcome::Outcome;
 
 /// When a run reached its milestones.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -35,6 +37,8 @@ pub(crate) struct Figures {
     pub(crate) cpu_seconds: f64,
     /// Actions the proxy answered itself, with how often.
     pub(crate) answered_here: Vec<String>,
+    /// What the binary left behind ([`crate::outcome`]).
+    pub(crate) outcome: Outcome,
 }
 
 fn seconds(d: Option<Duration>) -> Value {
@@ -74,6 +78,7 @@ impl Figures {
             "peak_rss_mib": self.peak_rss_mib,
             "cpu_seconds": self.cpu_seconds,
             "answered_here": self.answered_here,
+            "outcome": self.outcome,
         })
     }
 
@@ -112,6 +117,17 @@ impl Figures {
                         .collect()
                 })
                 .unwrap_or_default(),
+            outcome: v["outcome"]
+                .as_object()
+                .context("no outcome")?
+                .iter()
+                .map(|(k, v)| {
+                    Ok((
+                        k.clone(),
+                        v.as_str().context("a fact is not a string")?.to_owned(),
+                    ))
+                })
+                .collect::<anyhow::Result<_>>()?,
         })
     }
 
@@ -147,7 +163,7 @@ pub(crate) fn regressions(baseline: &Figures, run: &Figures) -> Vec<String> {
             baseline.nodes, baseline.quiet_seconds, run.nodes, run.quiet_seconds
         )];
     }
-    gated(baseline)
+    let mut lines: Vec<String> = gated(baseline)
         .into_iter()
         .zip(gated(run))
         .filter(|((_, base), (_, ours))| ours > base)
@@ -157,7 +173,18 @@ pub(crate) fn regressions(baseline: &Figures, run: &Figures) -> Vec<String> {
                 run.name, baseline.name
             )
         })
-        .collect()
+        .collect();
+    for difference in differences::unexplained(&baseline.outcome, &run.outcome) {
+        lines.push(format!(
+            "{}: {} left {}, {} {} (not a known difference: match it, or explain it in crates/upstream-bench/src/differences.rs)",
+            difference.fact,
+            run.name,
+            difference.ours.as_deref().unwrap_or("nothing"),
+            baseline.name,
+            difference.upstream.as_deref().unwrap_or("nothing"),
+        ));
+    }
+    lines
 }
 
 fn secs(d: Option<Duration>) -> String {
@@ -320,6 +347,9 @@ pub(crate) fn table(all: &[Figures]) -> String {
             }
         ));
     }
+    if let [upstream, ours] = all {
+        text.push_str(&differences::section(&upstream.outcome, &ours.outcome));
+    }
     text
 }
 
@@ -349,6 +379,7 @@ mod tests {
             peak_rss_mib: 30.0,
             cpu_seconds: 1.5,
             answered_here: vec!["DescribeInstanceTopology (3)".to_owned()],
+            outcome: Outcome::from([("node taints".to_owned(), String::new())]),
         }
     }
 
@@ -368,6 +399,35 @@ mod tests {
         let mut other = figures("ours", 1);
         other.nodes = 100;
         assert_eq!(regressions(&base, &other).len(), 1);
+    }
+
+    #[test]
+    fn a_difference_in_what_was_left_behind_is_a_regression_unless_explained() {
+        let base = figures("upstream", 7);
+        let mut ours = figures("ours", 7);
+        ours.outcome.insert(
+            "node taints".to_owned(),
+            "node.kubernetes.io/unreachable".to_owned(),
+        );
+        let lines = regressions(&base, &ours);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0]
+                .starts_with("node taints: ours left node.kubernetes.io/unreachable, upstream "),
+            "{lines:?}"
+        );
+        // An explained difference (upstream's Event per node) is not one.
+        let mut ours = figures("ours", 7);
+        let mut base = figures("upstream", 7);
+        base.outcome
+            .insert("event Node Normal Synced".to_owned(), "recorded".to_owned());
+        assert!(regressions(&base, &ours).is_empty());
+        ours.outcome.clear();
+        assert_eq!(
+            regressions(&base, &ours).len(),
+            1,
+            "a fact gone is a difference"
+        );
     }
 
     #[test]

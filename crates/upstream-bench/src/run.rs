@@ -14,11 +14,14 @@ use k8s_openapi::api::core::v1::{Node, Service};
 use kube::Api;
 use provider_aws::test_util::proxy::{ANSWERED_HERE, Proxy};
 use provider_aws::test_util::seed::{self, Estate};
-use provider_aws::test_util::{ACCESS_KEY_ID, CLUSTER, REGION, SECRET_ACCESS_KEY, ec2, moto};
+use provider_aws::test_util::{
+    ACCESS_KEY_ID, CLUSTER, REGION, SECRET_ACCESS_KEY, ec2, elbv2, moto,
+};
 use tokio::process::Command;
 
 use crate::cluster::{self, CLUSTER_CIDR, POLL};
 use crate::measure::{self, Counted, Window};
+use crate::outcome;
 use crate::report::{Figures, Times};
 
 /// What every run shares.
@@ -55,7 +58,7 @@ pub(crate) async fn run(setup: &Setup, name: &str, binary: &Path) -> anyhow::Res
 
     let client = plane.client();
     let nodes: Api<Node> = Api::all(client.clone());
-    let services: Api<Service> = Api::namespaced(client, "default");
+    let services: Api<Service> = Api::namespaced(client.clone(), "default");
     register_all(&nodes, &estate).await?;
 
     let log = dir.join("ccm.log");
@@ -124,6 +127,14 @@ pub(crate) async fn run(setup: &Setup, name: &str, binary: &Path) -> anyhow::Res
     tokio::time::sleep(setup.quiet).await;
     let end = started.elapsed();
     let usage = measure::usage(pid)?;
+    let outcome = outcome::collect(&outcome::Sources {
+        client,
+        ec2: &ec2,
+        elbv2: &elbv2(&moto),
+        estate: &estate,
+    })
+    .await
+    .context("reading what the CCM left behind")?;
     child.start_kill()?;
     let _ = child.wait().await;
 
@@ -171,6 +182,7 @@ pub(crate) async fn run(setup: &Setup, name: &str, binary: &Path) -> anyhow::Res
         peak_rss_mib: usage.peak_rss_mib,
         cpu_seconds: usage.cpu_seconds,
         answered_here,
+        outcome,
     })
 }
 
