@@ -89,9 +89,16 @@ fn escape(key: &str) -> String {
 }
 
 /// Whether the API server refused a write because the node changed
-/// meanwhile: a failed `test` (422) or, from an older writer, 409.
+/// meanwhile: 409, or a JSON patch that no longer applies — 422 without
+/// field causes, all kube-apiserver says of a failed `test` (a field
+/// kube-apiserver found invalid comes with its cause, and is no conflict).
 fn changed_meanwhile(status: &kube::core::Status) -> bool {
-    status.code == 409 || (status.code == 422 && status.message.contains("testing value"))
+    status.code == 409
+        || (status.code == 422
+            && status
+                .details
+                .as_ref()
+                .is_none_or(|details| details.causes.is_empty()))
 }
 
 /// Applies the change `decide` computes from the node, starting from `base`
@@ -225,5 +232,22 @@ mod tests {
                 { "op": "add", "path": "/spec/taints", "value": [{ "key": "t", "effect": "NoSchedule" }] }
             ])
         );
+    }
+
+    #[test]
+    fn a_patch_that_no_longer_applies_is_a_conflict_and_an_invalid_field_is_not() {
+        let status =
+            |value: Value| -> kube::core::Status { serde_json::from_value(value).unwrap() };
+        let refused = "the server rejected our request due to an error in our request";
+        assert!(changed_meanwhile(&status(
+            json!({ "code": 409, "reason": "Conflict" })
+        )));
+        assert!(changed_meanwhile(&status(
+            json!({ "code": 422, "reason": "Invalid", "message": refused, "details": {} })
+        )));
+        assert!(!changed_meanwhile(&status(json!({
+            "code": 422, "reason": "Invalid", "message": "Node \"n1\" is invalid",
+            "details": { "causes": [{ "reason": "FieldValueInvalid", "field": "metadata.labels" }] }
+        }))));
     }
 }

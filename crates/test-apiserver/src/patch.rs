@@ -68,7 +68,12 @@ pub(crate) fn apply(
         PatchType::Json => {
             let patch: json_patch::Patch = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))?;
-            apply_json_patch(&mut doc, &patch.0).map_err(|e| ApiError::new(422, "Invalid", e))?;
+            // kube-apiserver says no more than this (`NewGenericServerResponse`
+            // with no server message): the failed operation is not named.
+            apply_json_patch(&mut doc, &patch.0).map_err(|_| {
+                ApiError::new(422, "Invalid", JSON_PATCH_REFUSED)
+                    .with_details(serde_json::json!({}))
+            })?;
         }
         PatchType::Merge => {
             let patch = parse_object(body)?;
@@ -93,6 +98,9 @@ fn parse_object(body: &[u8]) -> Result<Value, ApiError> {
     }
     Ok(patch)
 }
+
+/// kube-apiserver's whole message for a JSON patch that does not apply.
+const JSON_PATCH_REFUSED: &str = "the server rejected our request due to an error in our request";
 
 /// RFC 6902, with one rule of the Go implementation Kubernetes uses, which
 /// clients rely on: `test` of a missing member against `null` succeeds
@@ -173,6 +181,7 @@ mod tests {
         )
         .expect_err("test fails");
         assert_eq!(err.code, 422);
+        assert_eq!(err.message, JSON_PATCH_REFUSED, "kube-apiserver's words");
     }
 
     #[test]

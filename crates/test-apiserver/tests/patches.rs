@@ -112,7 +112,21 @@ contract_test!(
             .patch(&name, &PatchParams::default(), &Patch::Json::<()>(failing))
             .await
         {
-            Err(kube::Error::Api(status)) => assert_eq!(status.code, 422, "{}", status.message),
+            Err(kube::Error::Api(status)) => {
+                assert_eq!(status.code, 422, "{}", status.message);
+                // No more is said: clients cannot tell which operation failed.
+                assert_eq!(
+                    (status.reason.as_str(), status.message.as_str()),
+                    (
+                        "Invalid",
+                        "the server rejected our request due to an error in our request"
+                    )
+                );
+                assert!(
+                    status.details.is_none_or(|d| d.causes.is_empty()),
+                    "no causes"
+                );
+            }
             other => bail!("a failed test must be refused, got {other:?}"),
         }
         assert!(
