@@ -149,23 +149,29 @@ async fn taint_removed_only_after_addresses_set_in_two_writes() {
     h.stop().await;
 }
 
-#[tokio::test]
-async fn a_taint_another_writer_adds_meanwhile_is_kept() {
+/// The cloud-node controller running on node `n1`, its cloud lookup (1.5 s)
+/// in flight. The node already has the cloud's addresses, so the
+/// controller's only write will be the node patch, based on its (soon
+/// stale) cached copy.
+async fn initializing_with_a_slow_lookup() -> Harness {
     let cloud = FakeCloud::default();
-    // The node already has the cloud's addresses, so the controller's only
-    // write is the node patch, based on its (soon stale) cached copy.
     cloud.add_instance(seeded("n1", &[(NodeAddressType::Hostname, "n1")]));
     cloud.set_latency(Duration::from_millis(1500));
     let mut h = Harness::with_cloud(cloud).await;
     h.create_node(&uninitialized_node("n1")).await;
     h.start(&[ControllerId::CloudNode], &fast_settings()).await;
-
-    // While the controller waits on the cloud, another writer adds a taint.
     eventually("the controller's lookup in flight", WAIT, || async {
         (h.cloud.count(Operation::InstancesMetadata) == 1).then_some(())
     })
     .await
     .expect("a bounded wait");
+    h
+}
+
+#[tokio::test]
+async fn a_taint_another_writer_adds_meanwhile_is_kept() {
+    let mut h = initializing_with_a_slow_lookup().await;
+    // While the controller waits on the cloud, another writer adds a taint.
     let mut taints = h
         .nodes()
         .get("n1")
@@ -208,21 +214,10 @@ async fn a_taint_another_writer_adds_meanwhile_is_kept() {
 
 #[tokio::test]
 async fn a_status_write_meanwhile_does_not_refuse_the_nodes_initialization() {
-    let cloud = FakeCloud::default();
-    cloud.add_instance(seeded("n1", &[(NodeAddressType::Hostname, "n1")]));
-    cloud.set_latency(Duration::from_millis(1500));
-    let mut h = Harness::with_cloud(cloud).await;
-    h.create_node(&uninitialized_node("n1")).await;
-    h.start(&[ControllerId::CloudNode], &fast_settings()).await;
-
+    let mut h = initializing_with_a_slow_lookup().await;
     // While the controller waits on the cloud, the route controller (say)
     // writes the node's status: the cached copy's resourceVersion is stale,
     // but nothing the initialization overwrites changed.
-    eventually("the controller's lookup in flight", WAIT, || async {
-        (h.cloud.count(Operation::InstancesMetadata) == 1).then_some(())
-    })
-    .await
-    .expect("a bounded wait");
     let condition = serde_json::json!({ "status": { "conditions": [{
         "type": "NetworkUnavailable", "status": "False", "reason": "RouteCreated"
     }] } });
