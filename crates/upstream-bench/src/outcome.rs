@@ -75,7 +75,7 @@ pub(crate) async fn collect(from: &Sources<'_>) -> anyhow::Result<Outcome> {
     {
         places.names.insert(0, (name.to_owned(), "<lb-name>"));
     }
-    cloud_facts(from, &places, &mut out).await?;
+    cloud_facts(from, lbs.load_balancers(), &places, &mut out).await?;
     Ok(out)
 }
 
@@ -207,16 +207,13 @@ fn service_facts(service: &Value, places: &Placeholders, out: &mut Outcome) {
 
 async fn cloud_facts(
     from: &Sources<'_>,
+    lbs: &[aws_sdk_elasticloadbalancingv2::types::LoadBalancer],
     places: &Placeholders,
     out: &mut Outcome,
 ) -> anyhow::Result<()> {
     let elbv2 = from.elbv2;
-    let lbs = elbv2.describe_load_balancers().send().await?;
-    out.insert(
-        "load balancers".into(),
-        lbs.load_balancers().len().to_string(),
-    );
-    for lb in lbs.load_balancers() {
+    out.insert("load balancers".into(), lbs.len().to_string());
+    for lb in lbs {
         let arn = lb.load_balancer_arn().unwrap_or_default();
         out.insert("lb type".into(), format!("{:?}", lb.r#type()));
         out.insert("lb scheme".into(), format!("{:?}", lb.scheme()));
