@@ -8,6 +8,7 @@ use std::time::Duration;
 use ccm_test_support::eventually;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
+use provider_aws::test_util::imds::Imds;
 use support::E2e;
 use support::ccm::launch;
 
@@ -38,6 +39,39 @@ async fn an_unknown_cloud_config_key_exits_64_naming_file_line_and_key() -> anyh
             config.display()
         )],
         "one line naming the file, the line and the key"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_cluster_nothing_names_exits_64_saying_what_to_set() -> anyhow::Result<()> {
+    // Instance metadata (a loopback stand-in) knows no instance ID, so the
+    // cluster tag cannot be read, and `--cluster-name` must not stand in.
+    let imds = Imds::start(&[]).await?;
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("cloud.conf");
+    std::fs::write(
+        &config,
+        format!("[Global]\nRegion = us-east-1\n{}", imds.service_override(0)),
+    )?;
+    let args = vec![
+        format!("--cloud-config={}", config.display()),
+        "--cluster-name=kubernetes".to_owned(),
+        "--configure-cloud-routes=false".to_owned(),
+        "--master=http://127.0.0.1:9".to_owned(),
+        "--secure-port=0".to_owned(),
+    ];
+    let (status, output) = launch("no-cluster-id", &args).run_to_exit().await?;
+    assert_eq!(status.code(), Some(64), "{output}");
+    let lines: Vec<&str> = output.lines().filter(|l| !l.contains(" INFO ")).collect();
+    assert_eq!(lines.len(), 1, "one line: {output}");
+    assert!(
+        lines[0].starts_with(
+            "aws-cloud-controller-manager: the aws provider could not initialize: invalid \
+             KubernetesClusterID: not set in [Global] of the cloud config, and this instance's \
+             cluster tag cannot be read"
+        ) && lines[0].contains("set KubernetesClusterID"),
+        "{output}"
     );
     Ok(())
 }

@@ -25,7 +25,7 @@ use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, ListParams};
 
 use crate::client;
-use crate::start::{Failure, build_provider};
+use crate::start::{Failure, build_provider, initialize_failure};
 use options::Options;
 
 /// Runs the audit for provider `F`.
@@ -61,12 +61,7 @@ pub(crate) async fn run<F: ProviderFactory>(
     cloud
         .initialize(&InitContext::new(cluster.clone()))
         .await
-        .map_err(|e| {
-            Failure::Runtime(format!(
-                "the {} provider could not initialize: {e}",
-                F::NAME
-            ))
-        })?;
+        .map_err(|e| initialize_failure(F::NAME, &e))?;
     // The cloud first, then the cluster (see the module's docs).
     let owned = cloud.owned_resources(cluster).await.map_err(|e| {
         Failure::Runtime(format!("listing what the cloud holds for {cluster}: {e}"))

@@ -8,7 +8,7 @@ use std::time::Duration;
 use ccm_controllers::{SERVICE_OBSERVER, Started};
 use ccm_runtime::dry_run::Plan;
 use ccm_runtime::{Context, Fence, Fenced, Informers, MeteredCloud, Metrics};
-use cloud_provider::{CloudProvider, Environment, InitContext, ProviderFactory};
+use cloud_provider::{CloudError, CloudProvider, Environment, InitContext, ProviderFactory};
 use leader_election::{LeaderElectionConfig, LeaderElector, LeaderHandle};
 use tokio_util::sync::CancellationToken;
 
@@ -213,12 +213,7 @@ pub(crate) async fn run<F: ProviderFactory>(
             &InitContext::new(settings.cluster_name.clone()).with_identity(identity.clone()),
         )
         .await
-        .map_err(|e| {
-            Failure::Runtime(format!(
-                "the {} provider could not initialize: {e}",
-                F::NAME
-            ))
-        })?;
+        .map_err(|e| initialize_failure(F::NAME, &e))?;
     health.initialized.store(true, Ordering::SeqCst);
 
     // The lease is released only after the controllers stopped: cancelling
@@ -392,6 +387,17 @@ async fn stopped_leading(events: Option<&LeaseEvents>) {
 }
 
 /// Bad input (exit 64) when `usage`, else a runtime failure.
+/// A provider's `initialize` failure: exit 64 when the configuration is
+/// what is wrong ([`CloudError::InvalidInput`], for example a cluster
+/// nothing names), else exit 1.
+pub(crate) fn initialize_failure(provider: &str, error: &CloudError) -> Failure {
+    let usage = matches!(error, CloudError::InvalidInput { .. });
+    failure(
+        usage,
+        format!("the {provider} provider could not initialize: {error}"),
+    )
+}
+
 fn failure(usage: bool, error: impl std::fmt::Display) -> Failure {
     if usage {
         Failure::Usage(error.to_string())

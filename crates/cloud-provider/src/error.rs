@@ -69,6 +69,10 @@ pub enum CloudError {
     /// The controller emits a Warning event naming `field` and `message`,
     /// changes nothing in the cloud, and does not retry until the object
     /// changes. The provider must return it before mutating anything.
+    ///
+    /// From `CloudProvider::initialize` it means the configuration is
+    /// incomplete or invalid (`field` names the config key to set): the
+    /// process exits 64 with one line, as for a bad flag.
     #[error("invalid {field}: {message}")]
     InvalidInput {
         /// The annotation key or field path at fault.

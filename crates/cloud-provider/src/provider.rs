@@ -64,7 +64,8 @@ pub trait CloudProvider: Send + Sync + std::fmt::Debug + 'static {
 
     /// Called once before any controller starts. Set up clients and
     /// credentials here; return an error only when the provider cannot work
-    /// at all.
+    /// at all: [`CloudError::InvalidInput`] when the configuration is what
+    /// is wrong (the process exits 64), anything else otherwise (exit 1).
     async fn initialize(&self, ctx: &InitContext) -> Result<(), CloudError> {
         let _ = ctx;
         Ok(())

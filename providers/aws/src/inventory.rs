@@ -9,9 +9,10 @@
 //! | `route` | a pod-CIDR route in one of the cluster's route tables | `<route table ID>:<CIDR>` | [`Owner::Node`]: its instance's private DNS name |
 //!
 //! # Ownership
-//! The cluster is named by `KubernetesClusterID` (or `KubernetesClusterTag`)
-//! from the cloud config when set, else by the `cluster_name` asked about,
-//! as everywhere else in the provider. Load balancers, target groups and
+//! The cluster is the one the provider serves: `KubernetesClusterID` (or
+//! `KubernetesClusterTag`) from the cloud config, else the cluster tag of
+//! the instance it runs on, never the `cluster_name` asked about (see
+//! `cluster_id`). Load balancers, target groups and
 //! security groups are listed when they carry the cluster's owned tag
 //! (`kubernetes.io/cluster/<id>=owned`, or the legacy `KubernetesCluster`)
 //! *and* `kubernetes.io/service-name`, as everything the provider makes for
@@ -59,36 +60,25 @@ pub const SECURITY_GROUP: &str = "security-group";
 pub const ROUTE: &str = "route";
 
 impl Cloud {
-    /// The cluster an inventory of `cluster_name` is about.
-    fn inventory_tags(&self, cluster_name: &str) -> ClusterTags {
-        let id = self.config.cluster_id().unwrap_or(cluster_name);
-        ClusterTags::new(id, self.config.kubernetes_cluster_tag.is_some())
-    }
-
-    async fn owned_resources(&self, cluster_name: &str) -> Result<Vec<OwnedResource>, CloudError> {
-        let cluster = self.inventory_tags(cluster_name);
-        let mut out = self.load_balancer_resources(&cluster).await?;
-        out.extend(self.route_resources(&cluster).await?);
+    async fn owned_resources(&self) -> Result<Vec<OwnedResource>, CloudError> {
+        let cluster = &self.tags;
+        let mut out = self.load_balancer_resources(cluster).await?;
+        out.extend(self.route_resources(cluster).await?);
         Ok(out)
     }
 
-    async fn delete_owned(
-        &self,
-        cluster_name: &str,
-        resource: &OwnedResource,
-    ) -> Result<(), CloudError> {
-        let cluster = self.inventory_tags(cluster_name);
+    async fn delete_owned(&self, resource: &OwnedResource) -> Result<(), CloudError> {
+        let cluster = &self.tags;
         match resource.kind.as_str() {
             OwnedResource::LOAD_BALANCER => {
-                self.delete_owned_load_balancer(&cluster, &resource.id)
-                    .await
+                self.delete_owned_load_balancer(cluster, &resource.id).await
             }
-            TARGET_GROUP => self.delete_owned_target_group(&cluster, &resource.id).await,
+            TARGET_GROUP => self.delete_owned_target_group(cluster, &resource.id).await,
             SECURITY_GROUP => {
-                self.delete_owned_security_group(&cluster, &resource.id)
+                self.delete_owned_security_group(cluster, &resource.id)
                     .await
             }
-            ROUTE => self.delete_owned_route(&cluster, &resource.id).await,
+            ROUTE => self.delete_owned_route(cluster, &resource.id).await,
             other => Err(CloudError::msg(format!(
                 "the AWS provider makes no {other} resources; not deleting {}",
                 resource.id
@@ -126,16 +116,18 @@ fn not_the_clusters(kind: &str, id: &str, cluster: &ClusterTags) -> CloudError {
 
 #[async_trait]
 impl Inventory for AwsProvider {
-    async fn owned_resources(&self, cluster_name: &str) -> Result<Vec<OwnedResource>, CloudError> {
-        self.cloud()?.owned_resources(cluster_name).await
+    /// The cluster is the provider's own (see `cluster_id`), whatever
+    /// `_cluster_name` says.
+    async fn owned_resources(&self, _cluster_name: &str) -> Result<Vec<OwnedResource>, CloudError> {
+        self.cloud()?.owned_resources().await
     }
 
     async fn delete_owned(
         &self,
-        cluster_name: &str,
+        _cluster_name: &str,
         resource: &OwnedResource,
     ) -> Result<(), CloudError> {
-        self.cloud()?.delete_owned(cluster_name, resource).await
+        self.cloud()?.delete_owned(resource).await
     }
 }
 

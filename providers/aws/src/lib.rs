@@ -44,6 +44,7 @@
 mod addresses;
 mod api;
 mod clients;
+mod cluster_id;
 mod config;
 mod credentials;
 mod factory;
@@ -51,6 +52,7 @@ mod instance_tags;
 mod instances;
 pub mod inventory;
 mod load_balancer;
+mod metadata;
 mod metrics;
 mod pod_cidrs;
 mod provider;

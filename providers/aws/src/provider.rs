@@ -13,13 +13,14 @@ use cloud_provider::{
 use tokio::sync::OnceCell;
 
 use crate::api::Api;
-use crate::config::{AwsConfig, AwsService};
+use crate::config::AwsConfig;
 use crate::credentials::{self, CredentialSource};
+use crate::metadata::Metadata;
 use crate::metrics::ApiMetrics;
 use crate::tagging::ClusterTags;
 use crate::throttle::{RateLimit, RateLimits, Throttle};
 use crate::zones::ZoneCache;
-use crate::{PROVIDER_NAME, clients};
+use crate::{PROVIDER_NAME, clients, cluster_id};
 
 /// AWS: EC2 instances, pod-CIDR routes in VPC route tables, and Network Load
 /// Balancers for Services.
@@ -118,7 +119,7 @@ impl AwsProvider {
         let cloud = Cloud::new(
             api,
             Arc::clone(&provider.config),
-            "test-cluster",
+            ClusterTags::new("test-cluster", false),
             "us-east-1".into(),
         );
         provider.cloud.set(cloud).expect("fresh cell");
@@ -127,13 +128,11 @@ impl AwsProvider {
 }
 
 impl Cloud {
-    fn new(api: Api, config: Arc<AwsConfig>, cluster_name: &str, region: String) -> Self {
-        let legacy = config.kubernetes_cluster_tag.is_some();
-        let id = config.cluster_id().unwrap_or(cluster_name).to_owned();
+    fn new(api: Api, config: Arc<AwsConfig>, tags: ClusterTags, region: String) -> Self {
         let vpc = OnceCell::new_with(config.vpc.clone());
         Self {
             api,
-            tags: ClusterTags::new(id, legacy),
+            tags,
             region,
             zones: ZoneCache::default(),
             vpc,
@@ -151,29 +150,14 @@ impl Cloud {
     }
 
     async fn vpc_from_metadata(&self) -> Result<String, CloudError> {
-        let fail = |e: aws_config::imds::client::error::ImdsError| {
+        let metadata = Metadata::new(&self.config, &self.region)
+            .map_err(|e| CloudError::msg(e.to_string()))?;
+        metadata.vpc_id().await.map_err(|e| {
             CloudError::other(
                 "VPC is not set in [Global] of the cloud config and instance metadata cannot tell it",
                 e,
             )
-        };
-        let mut imds = aws_config::imds::Client::builder();
-        if let Some(o) = self.config.service_override(AwsService::Imds, &self.region) {
-            imds = imds.endpoint(&o.url).map_err(|e| {
-                CloudError::msg(format!(
-                    "invalid IMDS URL `{}` in [ServiceOverride]: {e}",
-                    o.url
-                ))
-            })?;
-        }
-        let imds = imds.build();
-        let mac = imds.get("/latest/meta-data/mac").await.map_err(fail)?;
-        let path = format!(
-            "/latest/meta-data/network/interfaces/macs/{}/vpc-id",
-            mac.as_ref().trim()
-        );
-        let vpc = imds.get(path).await.map_err(fail)?;
-        Ok(vpc.as_ref().trim().to_owned())
+        })
     }
 }
 
@@ -183,9 +167,15 @@ impl CloudProvider for AwsProvider {
         PROVIDER_NAME
     }
 
-    /// Resolves the region and credentials chain and builds the clients. No
-    /// AWS call is made here: a credentials problem shows on the first call.
-    async fn initialize(&self, ctx: &InitContext) -> Result<(), CloudError> {
+    /// Resolves the region and credentials chain, builds the clients and
+    /// settles the cluster's identity (`cluster_id`). No AWS call is made
+    /// when the config names the cluster: a credentials problem then shows
+    /// on the first call. Without one, instance metadata and one
+    /// `DescribeInstances` read this instance's cluster tag, and a cluster
+    /// nothing names is [`CloudError::InvalidInput`] for
+    /// `KubernetesClusterID` (the app exits 64). `--cluster-name` is not
+    /// used, as upstream.
+    async fn initialize(&self, _ctx: &InitContext) -> Result<(), CloudError> {
         self.cloud
             .get_or_try_init(|| async {
                 let throttle = Throttle::new(self.rate_limits)
@@ -199,7 +189,9 @@ impl CloudProvider for AwsProvider {
                     Arc::new(throttle),
                     Arc::clone(&self.metrics),
                 );
-                let cloud = Cloud::new(api, Arc::clone(&self.config), &ctx.cluster_name, region);
+                // Never `ctx.cluster_name`: see `cluster_id`.
+                let tags = cluster_id::resolve(&self.config, &region, &api).await?;
+                let cloud = Cloud::new(api, Arc::clone(&self.config), tags, region);
                 tracing::info!(
                     region = %cloud.region,
                     cluster_id = cloud.tags.id(),

@@ -17,6 +17,7 @@
 //! of `DescribeInstances` counting reservations rather than instances.
 
 pub mod dry_run;
+pub mod imds;
 pub mod proxy;
 pub mod seed;
 
@@ -328,8 +329,15 @@ pub fn cloud_config(moto: &Moto, global: &str) -> String {
 /// `endpoint` (moto, or a [`proxy::Proxy`] in front of it), with `global`
 /// lines added to `[Global]`.
 pub fn cloud_config_at(endpoint: &str, cluster: &str, global: &str) -> String {
-    let mut text =
-        format!("[Global]\nRegion = {REGION}\nKubernetesClusterID = {cluster}\n{global}\n");
+    format!(
+        "[Global]\nRegion = {REGION}\nKubernetesClusterID = {cluster}\n{global}\n{}",
+        service_overrides(endpoint)
+    )
+}
+
+/// `[ServiceOverride "0"]` to `"2"`: EC2, ELBv2 and STS at `endpoint`.
+pub fn service_overrides(endpoint: &str) -> String {
+    let mut text = String::new();
     for (n, service) in ["ec2", "elasticloadbalancing", "sts"].iter().enumerate() {
         text.push_str(&format!(
             "[ServiceOverride \"{n}\"]\nService = {service}\nRegion = {REGION}\nURL = {endpoint}\nSigningRegion = {REGION}\n"
@@ -353,19 +361,25 @@ pub async fn provider(moto: &Moto, global: &str) -> Arc<dyn CloudProvider> {
 /// # Panics
 /// When the config is refused or the provider cannot initialize.
 pub async fn provider_at(endpoint: &str, cluster: &str, global: &str) -> Arc<dyn CloudProvider> {
-    let config = CloudConfig::new(
-        "/test/cloud.conf",
-        cloud_config_at(endpoint, cluster, global),
-    );
-    let env = Environment::default()
-        .with("AWS_ACCESS_KEY_ID", ACCESS_KEY_ID)
-        .with("AWS_SECRET_ACCESS_KEY", SECRET_ACCESS_KEY);
-    let provider = AwsProviderFactory::build(Some(&config), &env).expect("valid cloud config");
+    let provider = built(&cloud_config_at(endpoint, cluster, global));
     provider
         .initialize(&InitContext::new(cluster))
         .await
         .expect("initialized");
     provider
+}
+
+/// The provider as the app builds it from the cloud config `text` and an
+/// environment snapshot holding moto's dummy keys, not yet initialized.
+///
+/// # Panics
+/// When the config is refused.
+pub fn built(text: &str) -> Arc<dyn CloudProvider> {
+    let config = CloudConfig::new("/test/cloud.conf", text);
+    let env = Environment::default()
+        .with("AWS_ACCESS_KEY_ID", ACCESS_KEY_ID)
+        .with("AWS_SECRET_ACCESS_KEY", SECRET_ACCESS_KEY);
+    AwsProviderFactory::build(Some(&config), &env).expect("valid cloud config")
 }
 
 /// A node named `name`, with `provider_id` if given: what the provider reads
