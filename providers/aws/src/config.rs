@@ -54,6 +54,17 @@ pub struct AwsConfig {
     pub route_table_id: Option<String>,
     /// `RoleARN`: an IAM role to assume for every call.
     pub role_arn: Option<String>,
+    /// `SourceARN`: sent as `x-amz-source-arn` when assuming `RoleARN`.
+    pub source_arn: Option<String>,
+    /// `ClusterServiceLoadBalancerHealthProbeMode = Shared`: load balancers
+    /// of Services with `externalTrafficPolicy: Cluster` check kube-proxy's
+    /// health endpoint on each node instead of the traffic port.
+    pub shared_health_probe: Option<SharedHealthProbe>,
+    /// `ClusterServiceSharedLoadBalancerHealthProbePort`, kept until the
+    /// file is read: it applies only in the shared mode.
+    pub(crate) shared_probe_port: Option<i32>,
+    /// `ClusterServiceSharedLoadBalancerHealthProbePath`, likewise.
+    pub(crate) shared_probe_path: Option<String>,
     /// `KubernetesClusterTag`: the legacy `KubernetesCluster` tag's value.
     pub kubernetes_cluster_tag: Option<String>,
     /// `KubernetesClusterID`: the `<id>` of the `kubernetes.io/cluster/<id>` tag.
@@ -82,6 +93,10 @@ impl Default for AwsConfig {
             subnet_id: None,
             route_table_id: None,
             role_arn: None,
+            source_arn: None,
+            shared_health_probe: None,
+            shared_probe_port: None,
+            shared_probe_path: None,
             kubernetes_cluster_tag: None,
             kubernetes_cluster_id: None,
             disable_security_group_ingress: false,
@@ -95,13 +110,24 @@ impl Default for AwsConfig {
 
 /// Upstream `[Global]` keys this provider does not implement: named as such
 /// rather than as typos.
-const UPSTREAM_ONLY_KEYS: &[&str] = &[
-    "SourceARN",
-    "ClusterServiceLoadBalancerHealthProbeMode",
-    "ClusterServiceSharedLoadBalancerHealthProbePort",
-    "ClusterServiceSharedLoadBalancerHealthProbePath",
-    "SupportedTopologyInstanceTypePattern",
-];
+const UPSTREAM_ONLY_KEYS: &[&str] = &["SupportedTopologyInstanceTypePattern"];
+
+/// kube-proxy's health endpoint (upstream's `defaultKubeProxyHealthCheckPort`
+/// and `...Path`).
+const KUBE_PROXY_HEALTH_PORT: i32 = 10256;
+const KUBE_PROXY_HEALTH_PATH: &str = "/healthz";
+
+/// Where load balancers of `externalTrafficPolicy: Cluster` Services send
+/// their health checks in the shared mode: HTTP to this port and path on
+/// each node (kube-proxy's, unless the config names another).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedHealthProbe {
+    /// `ClusterServiceSharedLoadBalancerHealthProbePort`, 10256 when unset.
+    pub port: i32,
+    /// `ClusterServiceSharedLoadBalancerHealthProbePath`, `/healthz` when
+    /// unset.
+    pub path: String,
+}
 
 impl AwsConfig {
     /// Parses and validates the `--cloud-config` file.
@@ -149,6 +175,14 @@ impl AwsConfig {
         }
         if !families.is_empty() {
             config.node_ip_families = families;
+        }
+        if let Some(probe) = &mut config.shared_health_probe {
+            if let Some(port) = config.shared_probe_port {
+                probe.port = port;
+            }
+            if let Some(path) = &config.shared_probe_path {
+                probe.path.clone_from(path);
+            }
         }
         config.check_cluster_ids().map_err(|m| file.error(m))?;
         Ok(config)
@@ -210,6 +244,48 @@ impl AwsConfig {
                 ));
             }
             self.role_arn = non_empty(v);
+        } else if key_is(key, "SourceARN") {
+            let v = value();
+            if !v.is_empty() && !v.starts_with("arn:") {
+                return Err(format!(
+                    "`SourceARN` must be an ARN such as arn:aws:eks:us-east-1:123456789012:cluster/prod, not `{v}`"
+                ));
+            }
+            self.source_arn = non_empty(v);
+        } else if key_is(key, "ClusterServiceLoadBalancerHealthProbeMode") {
+            // Upstream compares exactly, as for `NLBSecurityGroupMode`.
+            self.shared_health_probe = match value().as_str() {
+                "" | "ServiceNodePort" => None,
+                "Shared" => Some(SharedHealthProbe {
+                    port: KUBE_PROXY_HEALTH_PORT,
+                    path: KUBE_PROXY_HEALTH_PATH.to_owned(),
+                }),
+                other => {
+                    return Err(format!(
+                        "`ClusterServiceLoadBalancerHealthProbeMode` must be Shared, ServiceNodePort or empty, not `{other}`"
+                    ));
+                }
+            };
+        } else if key_is(key, "ClusterServiceSharedLoadBalancerHealthProbePort") {
+            let v = value();
+            // 0 is upstream's "unset".
+            self.shared_probe_port = match v.parse::<i32>() {
+                Ok(0) => None,
+                Ok(port @ 1..=65535) => Some(port),
+                _ => {
+                    return Err(format!(
+                        "`ClusterServiceSharedLoadBalancerHealthProbePort` must be a port from 1 to 65535, not `{v}`"
+                    ));
+                }
+            };
+        } else if key_is(key, "ClusterServiceSharedLoadBalancerHealthProbePath") {
+            let v = value();
+            if !v.is_empty() && !v.starts_with('/') {
+                return Err(format!(
+                    "`ClusterServiceSharedLoadBalancerHealthProbePath` must start with /, not `{v}`"
+                ));
+            }
+            self.shared_probe_path = non_empty(v);
         } else if key_is(key, "KubernetesClusterTag") {
             self.kubernetes_cluster_tag = non_empty(value());
         } else if key_is(key, "KubernetesClusterID") {

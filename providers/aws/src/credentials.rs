@@ -6,11 +6,13 @@
 //! provider at moto without touching the process environment. Otherwise the
 //! SDK's default chain runs: web identity (IRSA), profile files, container
 //! and instance-profile credentials. With `RoleARN` set, whichever of those
-//! answers is used to assume that role through STS.
+//! answers is used to assume that role through STS, with upstream's source
+//! headers ([`assume_role`], `SourceARN`).
+
+pub(crate) mod assume_role;
 
 use aws_config::BehaviorVersion;
 use aws_config::default_provider::credentials::DefaultCredentialsChain;
-use aws_config::sts::AssumeRoleProvider;
 use aws_sdk_ec2::config::{Credentials, Region, SharedCredentialsProvider};
 use cloud_provider::{ConfigError, Environment};
 
@@ -89,14 +91,12 @@ impl CredentialSource {
             sts = sts.endpoint_url(&endpoint.url);
         }
         let sts = sts.load().await;
-        SharedCredentialsProvider::new(
-            AssumeRoleProvider::builder(role_arn)
-                .session_name(SESSION_NAME)
-                .region(region.clone())
-                .configure(&sts)
-                .build()
-                .await,
-        )
+        SharedCredentialsProvider::new(assume_role::AssumeRole::new(
+            &sts,
+            role_arn,
+            config.source_arn.as_deref(),
+            SESSION_NAME,
+        ))
     }
 }
 

@@ -68,7 +68,7 @@ mod mock_tests;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
 
-pub use config::{AwsConfig, IpFamily, ServiceOverride};
+pub use config::{AwsConfig, IpFamily, ServiceOverride, SharedHealthProbe};
 pub use factory::AwsProviderFactory;
 pub use instance_tags::TAGGED_LABEL;
 pub use load_balancer::annotations;

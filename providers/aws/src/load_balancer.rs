@@ -272,8 +272,9 @@ impl LoadBalancer for AwsProvider {
         service: &Service,
         nodes: &[Arc<Node>],
     ) -> Result<EnsuredLoadBalancer, CloudError> {
-        let spec = LoadBalancerSpec::from_service(service)?;
-        self.cloud()?.ensure(cluster_name, &spec, nodes).await
+        let cloud = self.cloud()?;
+        let spec = LoadBalancerSpec::under(service, cloud.config.shared_health_probe.as_ref())?;
+        cloud.ensure(cluster_name, &spec, nodes).await
     }
 
     async fn update_load_balancer(
@@ -282,8 +283,9 @@ impl LoadBalancer for AwsProvider {
         service: &Service,
         nodes: &[Arc<Node>],
     ) -> Result<(), CloudError> {
-        let spec = LoadBalancerSpec::from_service(service)?;
-        self.cloud()?.update(&spec, nodes).await
+        let cloud = self.cloud()?;
+        let spec = LoadBalancerSpec::under(service, cloud.config.shared_health_probe.as_ref())?;
+        cloud.update(&spec, nodes).await
     }
 
     /// Needs only the Service's names: a Service whose annotations became

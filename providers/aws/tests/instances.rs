@@ -4,7 +4,10 @@
 
 use cloud_provider::{CloudError, NodeAddress, NodeAddressType};
 use provider_aws::ZONE_ID_LABEL;
-use provider_aws::test_util::{REGION, ec2, moto, node, provider, seed};
+use std::collections::BTreeMap;
+
+use provider_aws::test_util::proxy::Proxy;
+use provider_aws::test_util::{CLUSTER, REGION, ec2, moto, node, provider, provider_at, seed};
 
 #[tokio::test]
 async fn nodes_are_found_by_provider_id_or_private_dns_name_and_described() {
@@ -193,4 +196,41 @@ async fn a_configured_role_is_assumed_through_sts_for_every_call() {
             .any(|a| a["role_arn"] == role && a["session_name"] == "aws-cloud-controller-manager"),
         "{assumed:?}"
     );
+}
+
+#[tokio::test]
+async fn the_role_is_assumed_with_upstreams_source_headers() {
+    let moto = moto().await;
+    let estate = seed::estate(&ec2(&moto), 1).await.expect("seeded");
+    let proxy = Proxy::start(&moto.endpoint).await.expect("proxy started");
+    let role = "arn:aws:iam::123456789012:role/cloud-controller-manager";
+    let source = "arn:aws:eks:us-east-1:123456789012:cluster/prod";
+    let provider = provider_at(
+        &proxy.endpoint,
+        CLUSTER,
+        &format!("RoleARN = {role}\nSourceARN = {source}"),
+    )
+    .await;
+    let instances = provider.instances().expect("AWS has instances");
+    assert!(
+        instances
+            .instance_exists(&estate.instances[0].node())
+            .await
+            .expect("answered")
+    );
+    let calls = proxy.calls();
+    let assumed: Vec<_> = calls.iter().filter(|c| c.action == "AssumeRole").collect();
+    assert_eq!(assumed.len(), 1, "assumed once, then cached: {calls:?}");
+    assert_eq!(
+        assumed[0].source_headers,
+        BTreeMap::from([
+            ("x-amz-source-account".to_owned(), "123456789012".to_owned()),
+            ("x-amz-source-arn".to_owned(), source.to_owned()),
+        ])
+    );
+    let describe = calls
+        .iter()
+        .find(|c| c.action == "DescribeInstances")
+        .expect("described");
+    assert!(describe.source_headers.is_empty(), "only STS carries them");
 }

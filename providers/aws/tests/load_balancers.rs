@@ -515,3 +515,34 @@ async fn subnets_named_by_annotation_are_used_as_named() {
         .collect();
     assert_eq!(subnets, [f.estate.public_subnets[1].as_str()]);
 }
+
+#[tokio::test]
+async fn the_shared_health_probe_checks_kube_proxy_and_the_nodes_admit_it() {
+    let f = Fixture::with_global(1, "ClusterServiceLoadBalancerHealthProbeMode = Shared").await;
+    let svc = service(
+        &[
+            (key::HEALTHCHECK_PORT, "8080"),
+            (key::HEALTHCHECK_INTERVAL, "10"),
+        ],
+        &[(80, 30080)],
+    );
+    f.lb()
+        .ensure_load_balancer(CLUSTER, &svc, &f.nodes(&[0]))
+        .await
+        .expect("ensured");
+    let tg = &f.target_groups().await[0];
+    assert_eq!(tg.health_check_protocol().map(|p| p.as_str()), Some("HTTP"));
+    assert_eq!(tg.health_check_path(), Some("/healthz"));
+    assert_eq!(tg.health_check_port(), Some("10256"));
+    assert_eq!(tg.health_check_interval_seconds(), Some(10));
+    let ingress = f.ingress(&f.estate.node_security_group).await;
+    assert!(
+        ingress.contains(&rule(
+            "tcp",
+            10256,
+            VPC_CIDR,
+            &format!("kubernetes.io/rule/nlb/health={LB_NAME}")
+        )),
+        "{ingress:?}"
+    );
+}

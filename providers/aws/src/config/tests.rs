@@ -73,11 +73,96 @@ fn unknown_key_names_file_line_and_key() {
 
 #[test]
 fn upstream_keys_this_provider_lacks_are_named_as_unsupported() {
-    let err = parse("[Global]\nSourceARN = arn:aws:iam::1:role/x\n").unwrap_err();
+    let err = parse("[Global]\nSupportedTopologyInstanceTypePattern = ^p4d\n").unwrap_err();
     assert_eq!(
         err.to_string(),
-        "/etc/aws.conf:2: `SourceARN` in [Global] is not supported by this provider"
+        "/etc/aws.conf:2: `SupportedTopologyInstanceTypePattern` in [Global] is not supported by this provider"
     );
+}
+
+#[test]
+fn source_arn_goes_with_the_role() {
+    let config = parse(
+        "[Global]\nRoleARN = arn:aws:iam::123456789012:role/ccm\n\
+         SourceARN = arn:aws:eks:us-east-1:123456789012:cluster/prod\n",
+    )
+    .expect("valid");
+    assert_eq!(
+        config.source_arn.as_deref(),
+        Some("arn:aws:eks:us-east-1:123456789012:cluster/prod")
+    );
+    assert_eq!(parse("[Global]\nSourceARN =\n").unwrap().source_arn, None);
+    let err = parse("[Global]\nSourceARN = prod\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "/etc/aws.conf:2: `SourceARN` must be an ARN such as \
+         arn:aws:eks:us-east-1:123456789012:cluster/prod, not `prod`"
+    );
+}
+
+#[test]
+fn the_shared_health_probe_is_kube_proxys_unless_the_config_says_otherwise() {
+    let probe = |text: &str| {
+        parse(&format!("[Global]\n{text}"))
+            .unwrap()
+            .shared_health_probe
+    };
+    let kube_proxy = SharedHealthProbe {
+        port: 10256,
+        path: "/healthz".to_owned(),
+    };
+    let cases = [
+        ("", None),
+        ("ClusterServiceLoadBalancerHealthProbeMode =\n", None),
+        (
+            "ClusterServiceLoadBalancerHealthProbeMode = ServiceNodePort\n",
+            None,
+        ),
+        // Port and path matter only in the shared mode, as upstream.
+        (
+            "ClusterServiceSharedLoadBalancerHealthProbePort = 8080\n",
+            None,
+        ),
+        (
+            "ClusterServiceLoadBalancerHealthProbeMode = Shared\n",
+            Some(kube_proxy.clone()),
+        ),
+        (
+            "ClusterServiceSharedLoadBalancerHealthProbePort = 0\n\
+             ClusterServiceLoadBalancerHealthProbeMode = Shared\n",
+            Some(kube_proxy),
+        ),
+        (
+            "ClusterServiceSharedLoadBalancerHealthProbePath = /livez\n\
+             ClusterServiceSharedLoadBalancerHealthProbePort = 10257\n\
+             ClusterServiceLoadBalancerHealthProbeMode = Shared\n",
+            Some(SharedHealthProbe {
+                port: 10257,
+                path: "/livez".to_owned(),
+            }),
+        ),
+    ];
+    for (text, expected) in cases {
+        assert_eq!(probe(text), expected, "{text}");
+    }
+    let refused = [
+        (
+            "ClusterServiceLoadBalancerHealthProbeMode = shared",
+            "`ClusterServiceLoadBalancerHealthProbeMode` must be Shared, ServiceNodePort or empty, not `shared`",
+        ),
+        (
+            "ClusterServiceSharedLoadBalancerHealthProbePort = 70000",
+            "`ClusterServiceSharedLoadBalancerHealthProbePort` must be a port from 1 to 65535, not `70000`",
+        ),
+        (
+            "ClusterServiceSharedLoadBalancerHealthProbePath = healthz",
+            "`ClusterServiceSharedLoadBalancerHealthProbePath` must start with /, not `healthz`",
+        ),
+    ];
+    for (line, expected) in refused {
+        let err = parse(&format!("[Global]\n{line}\n")).unwrap_err();
+        assert_eq!(err.to_string(), format!("/etc/aws.conf:2: {expected}"));
+    }
 }
 
 #[test]

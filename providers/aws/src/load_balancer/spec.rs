@@ -10,6 +10,7 @@ use cloud_provider::k8s_openapi::api::core::v1::{Service, ServiceSpec};
 use cloud_provider::{CloudError, default_load_balancer_name};
 
 use super::annotations::{self as key, Annotations, check_tags, invalid};
+use crate::config::SharedHealthProbe;
 use crate::tagging::{CLUSTER_TAG_PREFIX, LEGACY_CLUSTER_TAG, SERVICE_NAME_TAG};
 
 /// Where health checks go.
@@ -130,6 +131,38 @@ impl LoadBalancerSpec {
     /// owns; [`CloudError::InvalidInput`] naming the annotation or field at
     /// fault, and its expected form.
     pub(crate) fn from_service(service: &Service) -> Result<Self, CloudError> {
+        Self::read(service)
+    }
+
+    /// [`LoadBalancerSpec::from_service`] under the cloud config's
+    /// `ClusterServiceLoadBalancerHealthProbeMode`: in the shared mode
+    /// (`probe`), a Service whose traffic policy is not `Local` is checked
+    /// by HTTP at the probe's port and path on each node, whatever its
+    /// health-check annotations say of protocol, port and path, as upstream
+    /// (`buildNLBHealthCheckConfiguration`); its interval, timeout and
+    /// thresholds stay as asked.
+    ///
+    /// # Errors
+    /// As [`LoadBalancerSpec::from_service`].
+    pub(crate) fn under(
+        service: &Service,
+        probe: Option<&SharedHealthProbe>,
+    ) -> Result<Self, CloudError> {
+        let mut spec = Self::read(service)?;
+        let local = service
+            .spec
+            .as_ref()
+            .and_then(|s| s.external_traffic_policy.as_deref())
+            == Some("Local");
+        if let Some(probe) = probe.filter(|_| !local) {
+            spec.health_check.protocol = ProtocolEnum::Http;
+            spec.health_check.port = HealthCheckPort::Port(probe.port);
+            spec.health_check.path = Some(probe.path.clone());
+        }
+        Ok(spec)
+    }
+
+    fn read(service: &Service) -> Result<Self, CloudError> {
         let empty = BTreeMap::new();
         let a = Annotations(service.metadata.annotations.as_ref().unwrap_or(&empty));
         match a.get(key::TYPE) {

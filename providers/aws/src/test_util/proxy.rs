@@ -78,6 +78,8 @@ pub struct Call {
     pub at: Instant,
     /// Whether the proxy answered it itself ([`ANSWERED_HERE`]).
     pub answered_here: bool,
+    /// Its `x-amz-source-*` headers (sent when assuming a role), by name.
+    pub source_headers: BTreeMap<String, String>,
 }
 
 /// What every connection's handler shares.
@@ -205,10 +207,20 @@ async fn handle(
     let n = shared.requests.fetch_add(1, Ordering::SeqCst) + 1;
     let action = action(&body);
     let answered_here = ANSWERED_HERE.contains(&action.as_str());
+    let source_headers = parts
+        .headers
+        .iter()
+        .filter(|(name, _)| name.as_str().starts_with("x-amz-source-"))
+        .map(|(name, value)| {
+            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            (name.as_str().to_owned(), value)
+        })
+        .collect();
     shared.calls.lock().push(Call {
         action: action.clone(),
         at: Instant::now(),
         answered_here,
+        source_headers,
     });
     if shared.throttled.load(Ordering::SeqCst) {
         return Ok(throttled(service(&parts.headers, &body), n));

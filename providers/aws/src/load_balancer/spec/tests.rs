@@ -457,3 +457,36 @@ fn a_service_ref_reads_only_names() {
     assert_eq!(r.key, "default/web");
     assert_eq!(r.uid, UID);
 }
+
+#[test]
+fn the_shared_probe_replaces_where_cluster_services_are_checked_but_not_how_often() {
+    let probe = SharedHealthProbe {
+        port: 10256,
+        path: "/healthz".to_owned(),
+    };
+    let asked = service(&[
+        (key::HEALTHCHECK_PROTOCOL, "TCP"),
+        (key::HEALTHCHECK_PORT, "8080"),
+        (key::HEALTHCHECK_INTERVAL, "10"),
+        (key::HEALTHCHECK_HEALTHY_THRESHOLD, "5"),
+    ]);
+    let shared = LoadBalancerSpec::under(&asked, Some(&probe)).expect("valid");
+    let hc = &shared.health_check;
+    assert_eq!(hc.protocol, ProtocolEnum::Http);
+    assert_eq!(hc.port, HealthCheckPort::Port(10256));
+    assert_eq!(hc.path.as_deref(), Some("/healthz"));
+    assert_eq!((hc.interval, hc.healthy_threshold), (10, 5));
+
+    // Without the shared mode, the annotations stand.
+    let own = LoadBalancerSpec::under(&asked, None).expect("valid");
+    assert_eq!(own, spec_of(&asked));
+    assert_eq!(own.health_check.port, HealthCheckPort::Port(8080));
+
+    // A Local Service keeps its own health check node port.
+    let mut local = service(&[]);
+    let spec = local.spec.as_mut().expect("spec");
+    spec.external_traffic_policy = Some("Local".into());
+    spec.health_check_node_port = Some(31999);
+    let kept = LoadBalancerSpec::under(&local, Some(&probe)).expect("valid");
+    assert_eq!(kept.health_check.port, HealthCheckPort::Port(31999));
+}
