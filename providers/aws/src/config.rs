@@ -25,6 +25,8 @@ mod overrides;
 use cloud_provider::gcfg;
 use cloud_provider::{CloudConfig, ConfigError};
 
+use crate::topology::TypePattern;
+
 pub(crate) use overrides::AwsService;
 pub use overrides::ServiceOverride;
 
@@ -65,6 +67,9 @@ pub struct AwsConfig {
     pub(crate) shared_probe_port: Option<i32>,
     /// `ClusterServiceSharedLoadBalancerHealthProbePath`, likewise.
     pub(crate) shared_probe_path: Option<String>,
+    /// `SupportedTopologyInstanceTypePattern`: instance types expected to
+    /// have a network topology; upstream's default when unset.
+    pub topology_instance_types: Option<TypePattern>,
     /// `KubernetesClusterTag`: the legacy `KubernetesCluster` tag's value.
     pub kubernetes_cluster_tag: Option<String>,
     /// `KubernetesClusterID`: the `<id>` of the `kubernetes.io/cluster/<id>` tag.
@@ -97,6 +102,7 @@ impl Default for AwsConfig {
             shared_health_probe: None,
             shared_probe_port: None,
             shared_probe_path: None,
+            topology_instance_types: None,
             kubernetes_cluster_tag: None,
             kubernetes_cluster_id: None,
             disable_security_group_ingress: false,
@@ -107,10 +113,6 @@ impl Default for AwsConfig {
         }
     }
 }
-
-/// Upstream `[Global]` keys this provider does not implement: named as such
-/// rather than as typos.
-const UPSTREAM_ONLY_KEYS: &[&str] = &["SupportedTopologyInstanceTypePattern"];
 
 /// kube-proxy's health endpoint (upstream's `defaultKubeProxyHealthCheckPort`
 /// and `...Path`).
@@ -312,10 +314,17 @@ impl AwsConfig {
             if !families.contains(&family) {
                 families.push(family);
             }
-        } else if let Some(upstream) = UPSTREAM_ONLY_KEYS.iter().find(|k| key_is(key, k)) {
-            return Err(format!(
-                "`{upstream}` in [Global] is not supported by this provider"
-            ));
+        } else if key_is(key, "SupportedTopologyInstanceTypePattern") {
+            let v = value();
+            self.topology_instance_types = if v.is_empty() {
+                None
+            } else {
+                Some(TypePattern::new(&v).map_err(|e| {
+                    format!(
+                        "`SupportedTopologyInstanceTypePattern` is not a regular expression: {e}"
+                    )
+                })?)
+            };
         } else {
             return Err(format!("unknown key `{key}` in [Global]"));
         }

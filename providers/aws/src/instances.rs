@@ -3,7 +3,9 @@
 //! A node is found by the instance ID in `spec.providerID` or, when that is
 //! empty, by private DNS name = node name (or by instance ID when the node
 //! is named after its instance). A terminated instance does not exist; a
-//! stopped or stopping one is shut down.
+//! stopped one is shut down, and a stopping one not yet, as upstream
+//! (`InstanceShutdownByProviderID`). Metadata carries the zone ID label and
+//! the network topology labels (`topology`).
 
 pub(crate) mod lookup;
 
@@ -19,6 +21,7 @@ use cloud_provider::{BatchResult, CloudError, InstanceMetadata, Instances};
 use crate::addresses::node_addresses;
 use crate::provider::{AwsProvider, Cloud};
 use crate::provider_id;
+use crate::topology::{NETWORK_NODE_LABEL, Wanted};
 use crate::zones::ZONE_ID_LABEL;
 use lookup::{FILTER_VALUES, state};
 
@@ -40,6 +43,19 @@ impl Cloud {
             .filter_map(zone)
             .collect();
         let zones = self.zones.lookup(&self.api, &zone_names).await?;
+        let wanted: Vec<Wanted<'_>> = nodes
+            .iter()
+            .zip(&instances)
+            .filter(|(node, _)| !has_topology(node))
+            .filter_map(|(_, instance)| {
+                let instance = instance.as_ref().ok()?.as_ref()?;
+                Some(Wanted {
+                    id: instance.instance_id()?,
+                    instance_type: instance.instance_type().map_or("", |t| t.as_str()),
+                })
+            })
+            .collect();
+        let topology = self.topology.labels(&self.api, &self.region, &wanted).await;
         Ok(nodes
             .iter()
             .zip(instances)
@@ -51,6 +67,9 @@ impl Cloud {
                 let mut additional_labels = BTreeMap::new();
                 if let Some(z) = zones.get(zone_name) {
                     additional_labels.insert(ZONE_ID_LABEL.to_owned(), z.id.clone());
+                }
+                if let Some(labels) = instance.instance_id().and_then(|id| topology.get(id)) {
+                    additional_labels.extend(labels.clone()?);
                 }
                 Ok(InstanceMetadata {
                     provider_id: provider_id_of(node, &instance),
@@ -66,6 +85,16 @@ impl Cloud {
             })
             .collect())
     }
+}
+
+/// Whether the node already has its network topology labels (upstream
+/// then does not ask again).
+fn has_topology(node: &Node) -> bool {
+    let first = format!("{NETWORK_NODE_LABEL}1");
+    node.metadata
+        .labels
+        .as_ref()
+        .is_some_and(|labels| labels.contains_key(&first))
 }
 
 fn zone(instance: &Instance) -> Option<&str> {
@@ -86,10 +115,7 @@ fn provider_id_of(node: &Node, instance: &Instance) -> String {
 
 fn shut_down(instance: Option<&Instance>) -> Result<bool, CloudError> {
     let instance = instance.ok_or(CloudError::InstanceNotFound)?;
-    Ok(matches!(
-        state(instance),
-        InstanceStateName::Stopped | InstanceStateName::Stopping
-    ))
+    Ok(state(instance) == InstanceStateName::Stopped)
 }
 
 fn single<T>(batch: BatchResult<T>) -> Result<T, CloudError> {
@@ -138,5 +164,32 @@ impl Instances for AwsProvider {
 
     async fn instances_metadata(&self, nodes: &[Arc<Node>]) -> BatchResult<InstanceMetadata> {
         self.cloud()?.metadata(&refs(nodes)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use aws_sdk_ec2::types::InstanceState;
+
+    use super::*;
+
+    #[test]
+    fn only_a_stopped_instance_is_shut_down() {
+        let in_state = |name: InstanceStateName| {
+            Instance::builder()
+                .state(InstanceState::builder().name(name).build())
+                .build()
+        };
+        for (name, down) in [
+            (InstanceStateName::Stopped, true),
+            (InstanceStateName::Stopping, false),
+            (InstanceStateName::Running, false),
+            (InstanceStateName::Pending, false),
+            (InstanceStateName::ShuttingDown, false),
+        ] {
+            let answer = shut_down(Some(&in_state(name.clone())));
+            assert!(matches!(answer, Ok(d) if d == down), "{name:?}: {answer:?}");
+        }
+        assert!(matches!(shut_down(None), Err(CloudError::InstanceNotFound)));
     }
 }

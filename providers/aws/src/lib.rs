@@ -60,6 +60,7 @@ mod provider_id;
 mod routes;
 mod tagging;
 mod throttle;
+mod topology;
 mod volumes;
 mod zones;
 
@@ -78,6 +79,7 @@ pub use tagging::{
     SERVICE_NAME_TAG,
 };
 pub use throttle::{RateLimit, RateLimits};
+pub use topology::{NETWORK_NODE_LABEL, TypePattern};
 pub use volumes::EBS_CSI_DRIVER;
 pub use zones::ZONE_ID_LABEL;
 

@@ -9,6 +9,7 @@ mod load_balancers;
 mod provider_controllers;
 mod routes;
 mod throttling;
+mod topology;
 
 use std::sync::Arc;
 

@@ -19,6 +19,7 @@ use crate::metadata::Metadata;
 use crate::metrics::ApiMetrics;
 use crate::tagging::ClusterTags;
 use crate::throttle::{RateLimit, RateLimits, Throttle};
+use crate::topology::Topology;
 use crate::zones::ZoneCache;
 use crate::{PROVIDER_NAME, clients, cluster_id};
 
@@ -45,6 +46,7 @@ pub(crate) struct Cloud {
     pub(crate) tags: ClusterTags,
     pub(crate) region: String,
     pub(crate) zones: ZoneCache,
+    pub(crate) topology: Topology,
     vpc: OnceCell<String>,
 }
 
@@ -131,6 +133,7 @@ impl Cloud {
     fn new(api: Api, config: Arc<AwsConfig>, tags: ClusterTags, region: String) -> Self {
         let vpc = OnceCell::new_with(config.vpc.clone());
         Self {
+            topology: Topology::new(config.topology_instance_types.as_ref()),
             api,
             tags,
             region,

@@ -13,7 +13,8 @@
 //!
 //! moto is PyPI `moto[server]` in a virtualenv under `target/tools/moto`,
 //! installed by `cargo xtask ci`. Its known gaps, which tests must not depend
-//! on: no `DescribeInstanceTopology`, no blackhole routes, and `MaxResults`
+//! on: no `DescribeInstanceTopology` (answered empty by the launcher), no
+//! blackhole routes, and `MaxResults`
 //! of `DescribeInstances` counting reservations rather than instances.
 
 pub mod dry_run;
@@ -54,8 +55,26 @@ const VERSION: &str = "5.2.5";
 
 /// Runs moto's server like `moto_server`, but exits when its standard input
 /// closes, which happens when the test process ends however it ends.
+///
+/// Two changes make moto answer as AWS does:
+/// - Requests are answered one at a time. moto's models are not thread-safe:
+///   concurrent `CreateRoute`s into one table once failed one of them with a
+///   500 (`dictionary changed size during iteration`), which the provider
+///   retried, and a test counting calls failed. AWS serializes such writes.
+/// - moto lacks `DescribeInstanceTopology` (a 500); it is answered as AWS
+///   answers an account whose instances have no topology, an empty list, so
+///   that node initialization in every test does not fail and retry it.
+///   Topologies themselves are tested against aws-smithy-mocks.
 const LAUNCHER: &str = "import os, sys, threading\n\
 from moto.server import main\n\
+from moto.core.responses import ActionResult\n\
+from moto.ec2.responses import EC2Response\n\
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication\n\
+EC2Response.describe_instance_topology = lambda self: ActionResult({'Instances': []})\n\
+one_at_a_time = threading.Lock()\n\
+answer = DomainDispatcherApplication.__call__\n\
+def serialized(self, environ, start_response):\n    with one_at_a_time:\n        return list(answer(self, environ, start_response))\n\
+DomainDispatcherApplication.__call__ = serialized\n\
 def watch():\n    sys.stdin.read()\n    os._exit(0)\n\
 threading.Thread(target=watch, daemon=True).start()\n\
 main(sys.argv[1:])\n";

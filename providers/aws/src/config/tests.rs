@@ -72,11 +72,22 @@ fn unknown_key_names_file_line_and_key() {
 }
 
 #[test]
-fn upstream_keys_this_provider_lacks_are_named_as_unsupported() {
-    let err = parse("[Global]\nSupportedTopologyInstanceTypePattern = ^p4d\n").unwrap_err();
+fn the_topology_pattern_is_a_regular_expression() {
+    let config =
+        parse("[Global]\nSupportedTopologyInstanceTypePattern = ^(p|trn)[0-9]\n").expect("valid");
     assert_eq!(
-        err.to_string(),
-        "/etc/aws.conf:2: `SupportedTopologyInstanceTypePattern` in [Global] is not supported by this provider"
+        config
+            .topology_instance_types
+            .as_ref()
+            .map(TypePattern::as_str),
+        Some("^(p|trn)[0-9]")
+    );
+    let err = parse("[Global]\nSupportedTopologyInstanceTypePattern = ^(p\n").unwrap_err();
+    assert!(
+        err.to_string().starts_with(
+            "/etc/aws.conf:2: `SupportedTopologyInstanceTypePattern` is not a regular expression: "
+        ) && !err.to_string().contains('\n'),
+        "{err}"
     );
 }
 

@@ -3,6 +3,7 @@
 
 use aws_sdk_ec2::Client as Ec2;
 use aws_sdk_ec2::operation::describe_availability_zones::DescribeAvailabilityZonesOutput;
+use aws_sdk_ec2::operation::describe_instance_topology::DescribeInstanceTopologyOutput;
 use aws_sdk_ec2::operation::describe_instances::{
     DescribeInstancesError, DescribeInstancesInput, DescribeInstancesOutput,
 };
@@ -13,6 +14,7 @@ use aws_smithy_mocks::mock;
 use cloud_provider::{CloudError, Instances};
 
 use super::*;
+use crate::NETWORK_NODE_LABEL;
 
 fn instance(id: &str, state: InstanceStateName) -> Instance {
     Instance::builder()
@@ -165,8 +167,8 @@ async fn one_call_answers_for_ids_and_one_for_names_whatever_the_batch() {
     assert!(matches!(shutdown[1], Err(CloudError::InstanceNotFound)));
     assert!(matches!(shutdown[2], Err(CloudError::InstanceNotFound)));
     assert!(
-        matches!(shutdown[3], Ok(true)),
-        "stopping counts as shut down"
+        matches!(shutdown[3], Ok(false)),
+        "stopping is not yet shut down, as upstream"
     );
     assert_eq!((by_id.num_calls(), by_name.num_calls()), (2, 2));
     assert_eq!(provider.max_batch_size().get(), 200);
@@ -187,7 +189,9 @@ async fn metadata_carries_the_zone_id_label_and_a_built_provider_id() {
             )
             .build()
     });
-    let provider = provider(&[&describe, &zones], &[]);
+    let topology = mock!(Ec2::describe_instance_topology)
+        .then_output(|| DescribeInstanceTopologyOutput::builder().build());
+    let provider = provider(&[&describe, &zones, &topology], &[]);
     // Named after its instance and without a provider ID yet.
     let meta = provider
         .instance_metadata(&node("i-01.ec2.internal", None))
@@ -206,4 +210,12 @@ async fn metadata_carries_the_zone_id_label_and_a_built_provider_id() {
         .await
         .expect("found");
     assert_eq!(zones.num_calls(), 1);
+    // An m5.large has no topology, and its type is not asked about again.
+    assert_eq!(topology.num_calls(), 1);
+    assert!(
+        !meta
+            .additional_labels
+            .keys()
+            .any(|k| k.starts_with(NETWORK_NODE_LABEL))
+    );
 }
