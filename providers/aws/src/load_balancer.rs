@@ -19,6 +19,7 @@
 //!   for it.
 
 pub mod annotations;
+mod attributes;
 mod listeners;
 mod naming;
 mod nlb;

@@ -1,7 +1,10 @@
 //! Network Load Balancers against moto: what a Service gets, how targets
 //! follow nodes, what invalid input leaves alone, that deletion leaves
-//! nothing the cluster owned, and what a dry run sends ([`dry_run`]).
+//! nothing the cluster owned, what a dry run sends ([`dry_run`]), and target
+//! group attributes ([`attributes`]).
 
+#[path = "load_balancers/attributes.rs"]
+mod attributes;
 #[path = "load_balancers/dry_run.rs"]
 mod dry_run;
 #[path = "load_balancers/fixture.rs"]

@@ -47,6 +47,10 @@ pub const HEALTHCHECK_UNHEALTHY_THRESHOLD: &str =
     "service.beta.kubernetes.io/aws-load-balancer-healthcheck-unhealthy-threshold";
 /// `*`: PROXY protocol v2 towards every target.
 pub const PROXY_PROTOCOL: &str = "service.beta.kubernetes.io/aws-load-balancer-proxy-protocol";
+/// `key=value` target group attributes, such as
+/// `preserve_client_ip.enabled=false`.
+pub const TARGET_GROUP_ATTRIBUTES: &str =
+    "service.beta.kubernetes.io/aws-load-balancer-target-group-attributes";
 /// `key=value,key` labels a node needs to be a target.
 pub const TARGET_NODE_LABELS: &str =
     "service.beta.kubernetes.io/aws-load-balancer-target-node-labels";

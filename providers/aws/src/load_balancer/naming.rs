@@ -89,6 +89,7 @@ mod tests {
             ip_address_type: IpAddressType::Ipv4,
             cross_zone: false,
             proxy_protocol: false,
+            target_group_attributes: BTreeMap::new(),
             additional_tags: BTreeMap::new(),
             target_node_labels: BTreeMap::new(),
             source_ranges: Vec::new(),

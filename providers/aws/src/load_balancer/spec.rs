@@ -103,6 +103,8 @@ pub(crate) struct LoadBalancerSpec {
     pub(crate) ip_address_type: IpAddressType,
     pub(crate) cross_zone: bool,
     pub(crate) proxy_protocol: bool,
+    /// `aws-load-balancer-target-group-attributes`, checked.
+    pub(crate) target_group_attributes: BTreeMap<String, String>,
     pub(crate) additional_tags: BTreeMap<String, String>,
     pub(crate) target_node_labels: BTreeMap<String, String>,
     /// Client CIDRs; empty when the Service names none.
@@ -281,6 +283,7 @@ impl LoadBalancerSpec {
                 .bool(key::CROSS_ZONE_LOAD_BALANCING_ENABLED)?
                 .unwrap_or(false),
             proxy_protocol,
+            target_group_attributes: super::attributes::from_annotation(&a)?,
             additional_tags,
             target_node_labels: a.key_values(key::TARGET_NODE_LABELS)?,
             source_ranges: source_ranges(spec, &a)?,

@@ -13,6 +13,7 @@ use aws_sdk_elasticloadbalancingv2::types::{
 };
 use cloud_provider::CloudError;
 
+use super::attributes::{self, PROXY_PROTOCOL_V2};
 use super::naming;
 use super::nlb::elbv2_tag_list;
 use super::spec::{LoadBalancerSpec, PortMapping};
@@ -20,7 +21,6 @@ use crate::api::ApiError;
 use crate::provider::Cloud;
 use crate::tagging::elbv2_tags;
 
-const PROXY_PROTOCOL_V2: &str = "proxy_protocol_v2.enabled";
 /// Most targets one Register/DeregisterTargets call takes, as upstream.
 const TARGETS_PER_CALL: usize = 100;
 
@@ -106,16 +106,15 @@ impl Cloud {
         match found {
             Some(tg) => {
                 self.ensure_health_check(spec, &tg).await?;
-                self.ensure_target_group_attributes(spec, &tg, None).await?;
+                self.ensure_target_group_attributes(spec, &tg, false)
+                    .await?;
                 Ok((tg, false))
             }
             None => {
                 let tg = self
                     .create_target_group(spec, port, &name, vpc_id, tags)
                     .await?;
-                // A new group has AWS's default attributes: PROXY protocol off.
-                self.ensure_target_group_attributes(spec, &tg, Some("false"))
-                    .await?;
+                self.ensure_target_group_attributes(spec, &tg, true).await?;
                 Ok((tg, true))
             }
         }
@@ -226,51 +225,55 @@ impl Cloud {
         Ok(())
     }
 
-    /// PROXY protocol v2 on or off, read from AWS unless `known` gives the
-    /// group's current setting.
+    /// PROXY protocol v2 as the Service asks, and the attributes its
+    /// target-group-attributes annotation names, in one
+    /// `ModifyTargetGroupAttributes` of what differs. A group `created` now
+    /// is not read: it has AWS's defaults (PROXY protocol off), and the
+    /// annotation's attributes are all sent.
     async fn ensure_target_group_attributes(
         &self,
         spec: &LoadBalancerSpec,
         tg: &TargetGroup,
-        known: Option<&str>,
+        created: bool,
     ) -> Result<(), CloudError> {
         let arn = tg.target_group_arn().unwrap_or_default();
-        let have = match known {
-            Some(known) => known.to_owned(),
-            None => {
-                let current = self
-                    .api
-                    .call("DescribeTargetGroupAttributes", || {
-                        self.api
-                            .elbv2
-                            .describe_target_group_attributes()
-                            .target_group_arn(arn)
-                            .send()
-                    })
-                    .await?;
-                current
-                    .attributes()
-                    .iter()
-                    .find(|a| a.key() == Some(PROXY_PROTOCOL_V2))
-                    .and_then(|a| a.value())
-                    .unwrap_or("false")
-                    .to_owned()
-            }
+        let have: BTreeMap<String, String> = if created {
+            BTreeMap::from([(PROXY_PROTOCOL_V2.to_owned(), "false".to_owned())])
+        } else {
+            let current = self
+                .api
+                .call("DescribeTargetGroupAttributes", || {
+                    self.api
+                        .elbv2
+                        .describe_target_group_attributes()
+                        .target_group_arn(arn)
+                        .send()
+                })
+                .await?;
+            let mut have: BTreeMap<String, String> = current
+                .attributes()
+                .iter()
+                .filter_map(|a| Some((a.key()?.to_owned(), a.value()?.to_owned())))
+                .collect();
+            // An attribute AWS leaves unlisted has its default.
+            have.entry(PROXY_PROTOCOL_V2.to_owned())
+                .or_insert_with(|| "false".to_owned());
+            have
         };
-        let want = spec.proxy_protocol.to_string();
-        if have != want {
+        let want = attributes::desired(spec.proxy_protocol, &spec.target_group_attributes);
+        let changes: Vec<TargetGroupAttribute> = want
+            .iter()
+            .filter(|(k, v)| have.get(*k) != Some(*v))
+            .map(|(k, v)| TargetGroupAttribute::builder().key(k).value(v).build())
+            .collect();
+        if !changes.is_empty() {
             self.api
                 .call("ModifyTargetGroupAttributes", || {
                     self.api
                         .elbv2
                         .modify_target_group_attributes()
                         .target_group_arn(arn)
-                        .attributes(
-                            TargetGroupAttribute::builder()
-                                .key(PROXY_PROTOCOL_V2)
-                                .value(&want)
-                                .build(),
-                        )
+                        .set_attributes(Some(changes.clone()))
                         .send()
                 })
                 .await?;

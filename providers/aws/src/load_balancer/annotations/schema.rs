@@ -136,6 +136,14 @@ pub static SCHEMA: AnnotationSchema = AnnotationSchema {
                 check: is_key_values,
             },
         ),
+        Annotation::new(
+            TARGET_GROUP_ATTRIBUTES,
+            Value::Custom {
+                expected: "key=value target group attributes of a Network Load Balancer, such as \
+                    preserve_client_ip.enabled=false",
+                check: crate::load_balancer::attributes::is_valid_annotation,
+            },
+        ),
         Annotation::new(CROSS_ZONE_LOAD_BALANCING_ENABLED, Value::Bool),
         Annotation::new(
             SSL_CERT,

@@ -28,6 +28,7 @@ fn spec(internal: bool, sources: &[&str], health: HealthCheckPort) -> LoadBalanc
         ip_address_type: IpAddressType::Ipv4,
         cross_zone: false,
         proxy_protocol: false,
+        target_group_attributes: BTreeMap::new(),
         additional_tags: BTreeMap::new(),
         target_node_labels: BTreeMap::new(),
         source_ranges: sources.iter().map(|s| net(s)).collect(),
