@@ -269,6 +269,45 @@ impl Moto {
     }
 }
 
+impl Moto {
+    /// The ARN of a certificate moto's ACM issues for `domain`, for TLS
+    /// listeners (moto's ELBv2 checks that the certificate exists). No ACM
+    /// client is built for this: one JSON request, routed to ACM by its
+    /// credential scope.
+    ///
+    /// # Panics
+    /// When moto does not issue one.
+    pub async fn certificate(&self, domain: &str) -> String {
+        let answer: serde_json::Value = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(ADMIN_TIMEOUT)
+            .build()
+            .expect("an HTTP client")
+            .post(&self.endpoint)
+            .header("X-Amz-Target", "CertificateManager.RequestCertificate")
+            .header("Content-Type", "application/x-amz-json-1.1")
+            .header(
+                "Authorization",
+                format!(
+                    "AWS4-HMAC-SHA256 Credential={ACCESS_KEY_ID}/20260101/{REGION}/acm/aws4_request, \
+                     SignedHeaders=host, Signature=0"
+                ),
+            )
+            .body(serde_json::json!({ "DomainName": domain }).to_string())
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .unwrap_or_else(|e| panic!("moto's ACM: {e}"))
+            .json()
+            .await
+            .expect("moto's ACM answers JSON");
+        answer["CertificateArn"]
+            .as_str()
+            .unwrap_or_else(|| panic!("moto's ACM issued no certificate: {answer}"))
+            .to_owned()
+    }
+}
+
 /// One HTTP/1.1 request to moto's admin API; the body of a 200 answer.
 async fn admin(port: u16, method: &str, path: &str) -> Result<String, Error> {
     let request = format!("{method} {path}");

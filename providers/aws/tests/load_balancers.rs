@@ -1,7 +1,7 @@
 //! Network Load Balancers against moto: what a Service gets, how targets
 //! follow nodes, what invalid input leaves alone, that deletion leaves
-//! nothing the cluster owned, what a dry run sends ([`dry_run`]), and target
-//! group attributes ([`attributes`]).
+//! nothing the cluster owned, what a dry run sends ([`dry_run`]), target
+//! group attributes ([`attributes`]) and TLS ([`tls`]).
 
 #[path = "load_balancers/attributes.rs"]
 mod attributes;
@@ -9,6 +9,8 @@ mod attributes;
 mod dry_run;
 #[path = "load_balancers/fixture.rs"]
 mod fixture;
+#[path = "load_balancers/tls.rs"]
+mod tls;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -64,6 +64,10 @@ pub const CROSS_ZONE_LOAD_BALANCING_ENABLED: &str =
 pub const SSL_CERT: &str = "service.beta.kubernetes.io/aws-load-balancer-ssl-cert";
 /// `*` or comma-separated port numbers or names that terminate TLS.
 pub const SSL_PORTS: &str = "service.beta.kubernetes.io/aws-load-balancer-ssl-ports";
+/// `ssl`: the TLS listeners' target groups speak TLS to the targets; `tcp`
+/// (the default) plain TCP. Upstream's classic-ELB values (`http`, `https`)
+/// are refused on a Network Load Balancer.
+pub const BACKEND_PROTOCOL: &str = "service.beta.kubernetes.io/aws-load-balancer-backend-protocol";
 /// The TLS listeners' security policy name.
 pub const SSL_NEGOTIATION_POLICY: &str =
     "service.beta.kubernetes.io/aws-load-balancer-ssl-negotiation-policy";

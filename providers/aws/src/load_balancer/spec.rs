@@ -54,7 +54,8 @@ pub(crate) struct PortMapping {
     /// `TCP`, `UDP` or `TLS`.
     pub(crate) listener_protocol: ProtocolEnum,
     pub(crate) node_port: i32,
-    /// `TCP` or `UDP`.
+    /// `TCP` or `UDP`, or `TLS` for a TLS listener with `backend-protocol:
+    /// ssl`.
     pub(crate) target_protocol: ProtocolEnum,
     pub(crate) certificate_arn: Option<String>,
     pub(crate) ssl_policy: Option<String>,
@@ -458,6 +459,7 @@ fn port_mappings(spec: &ServiceSpec, a: &Annotations<'_>) -> Result<Vec<PortMapp
         Some(_) => a.list(key::SSL_PORTS)?,
     };
     let policy = a.get(key::SSL_NEGOTIATION_POLICY).filter(|p| !p.is_empty());
+    let tls_to_targets = tls_to_targets(a, certificate.is_some())?;
     let mut protocols = Vec::new();
     let mut out = Vec::with_capacity(ports.len());
     for port in ports {
@@ -495,7 +497,11 @@ fn port_mappings(spec: &ServiceSpec, a: &Annotations<'_>) -> Result<Vec<PortMapp
                 protocol.clone()
             },
             node_port,
-            target_protocol: protocol,
+            target_protocol: if tls && tls_to_targets {
+                ProtocolEnum::Tls
+            } else {
+                protocol
+            },
             certificate_arn: tls.then(|| certificate.unwrap_or_default().to_owned()),
             ssl_policy: if tls { policy.map(str::to_owned) } else { None },
         });
@@ -507,6 +513,32 @@ fn port_mappings(spec: &ServiceSpec, a: &Annotations<'_>) -> Result<Vec<PortMapp
         ));
     }
     Ok(out)
+}
+
+/// Whether the TLS listeners' targets get TLS (`backend-protocol: ssl`),
+/// as upstream; a value a Network Load Balancer cannot honour is refused.
+fn tls_to_targets(a: &Annotations<'_>, certificate: bool) -> Result<bool, CloudError> {
+    let Some(asked) = a.get(key::BACKEND_PROTOCOL) else {
+        return Ok(false);
+    };
+    match asked.trim().to_ascii_lowercase().as_str() {
+        "" | "tcp" => Ok(false),
+        "ssl" if certificate => Ok(true),
+        "ssl" => Err(invalid(
+            key::BACKEND_PROTOCOL,
+            format!(
+                "`ssl` means TLS to the targets of the TLS listeners, and there are none: set {} too",
+                key::SSL_CERT
+            ),
+        )),
+        _ => Err(invalid(
+            key::BACKEND_PROTOCOL,
+            format!(
+                "a Network Load Balancer sends its targets TCP (`tcp`) or TLS (`ssl`), not `{asked}`; \
+                 `http` and `https` are for classic ELBs"
+            ),
+        )),
+    }
 }
 
 #[cfg(test)]

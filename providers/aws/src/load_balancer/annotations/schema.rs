@@ -38,7 +38,6 @@ const CONNECTION_DRAINING_TIMEOUT: &str =
     "service.beta.kubernetes.io/aws-load-balancer-connection-draining-timeout";
 const CONNECTION_IDLE_TIMEOUT: &str =
     "service.beta.kubernetes.io/aws-load-balancer-connection-idle-timeout";
-const BACKEND_PROTOCOL: &str = "service.beta.kubernetes.io/aws-load-balancer-backend-protocol";
 const SECURITY_GROUPS: &str = "service.beta.kubernetes.io/aws-load-balancer-security-groups";
 const EXTRA_SECURITY_GROUPS: &str =
     "service.beta.kubernetes.io/aws-load-balancer-extra-security-groups";
@@ -189,12 +188,17 @@ pub static SCHEMA: AnnotationSchema = AnnotationSchema {
         Annotation::new(CONNECTION_DRAINING_ENABLED, Value::Text).ignored(CLASSIC_ONLY),
         Annotation::new(CONNECTION_DRAINING_TIMEOUT, Value::Text).ignored(CLASSIC_ONLY),
         Annotation::new(CONNECTION_IDLE_TIMEOUT, Value::Text).ignored(CLASSIC_ONLY),
-        // Upstream honours these on Network Load Balancers too (TLS to the
-        // targets; the load balancer's security groups): refused until
-        // this provider does, never a different load balancer.
-        Annotation::new(BACKEND_PROTOCOL, Value::Text).unsupported(
-            "upstream uses it to choose the targets' protocol (`ssl`: TLS to the targets)",
+        // `ssl` also needs a certificate, which `check_service` checks.
+        Annotation::new(
+            BACKEND_PROTOCOL,
+            Value::Custom {
+                expected: "`tcp`, or `ssl` for TLS to the targets of the TLS listeners",
+                check: is_backend_protocol,
+            },
         ),
+        // Upstream honours these on Network Load Balancers too (the load
+        // balancer's security groups): refused until this provider does,
+        // never a different load balancer.
         Annotation::new(SECURITY_GROUPS, Value::Text).unsupported(
             "upstream gives the load balancer these security groups instead of its own",
         ),
@@ -240,6 +244,10 @@ fn is_certificate_arn(v: &str) -> bool {
 /// Blank and `*` are every port; otherwise a list with at least one item.
 fn is_ssl_ports(v: &str) -> bool {
     v.is_empty() || v == "*" || v.split(',').any(|p| !p.trim().is_empty())
+}
+
+fn is_backend_protocol(v: &str) -> bool {
+    matches!(v.trim().to_ascii_lowercase().as_str(), "" | "tcp" | "ssl")
 }
 
 fn is_ip_address_type(v: &str) -> bool {

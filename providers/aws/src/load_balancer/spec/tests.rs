@@ -323,6 +323,45 @@ fn tls_listeners_follow_the_certificate_and_ssl_ports() {
 }
 
 #[test]
+fn backend_protocol_ssl_makes_the_tls_listeners_targets_tls_only() {
+    let cert = (
+        key::SSL_CERT,
+        "arn:aws:acm:us-east-1:123456789012:certificate/abc",
+    );
+    for (asked, tls_targets) in [("ssl", true), ("SSL", true), ("tcp", false), ("", false)] {
+        let mut svc = service(&[
+            cert,
+            (key::SSL_PORTS, "443"),
+            (key::BACKEND_PROTOCOL, asked),
+        ]);
+        svc.spec.as_mut().expect("spec").ports = Some(vec![
+            port("http", 80, 30080, "TCP"),
+            port("https", 443, 30443, "TCP"),
+        ]);
+        let ports = spec_of(&svc).ports;
+        let targets: Vec<&str> = ports.iter().map(|p| p.target_protocol.as_str()).collect();
+        let want = if tls_targets {
+            ["TCP", "TLS"]
+        } else {
+            ["TCP", "TCP"]
+        };
+        assert_eq!(targets, want, "backend-protocol `{asked}`");
+    }
+    assert_invalid(
+        &service(&[(key::BACKEND_PROTOCOL, "ssl")]),
+        key::BACKEND_PROTOCOL,
+        "there are none: set service.beta.kubernetes.io/aws-load-balancer-ssl-cert too",
+    );
+    for classic in ["http", "https", "udp"] {
+        assert_invalid(
+            &service(&[cert, (key::BACKEND_PROTOCOL, classic)]),
+            key::BACKEND_PROTOCOL,
+            "sends its targets TCP (`tcp`) or TLS (`ssl`)",
+        );
+    }
+}
+
+#[test]
 fn without_ssl_ports_every_tcp_port_terminates_tls() {
     let spec = spec_of(&service(&[
         (key::SSL_CERT, "arn:aws:acm:r:1:certificate/c"),

@@ -12,6 +12,7 @@ use crate::test_util::nlb_service;
 use cloud_provider::annotations::Agreement::{self, Accepted, Looser, Refused};
 
 const UID: &str = "3f2a9c1e-5b7d-4e8f-9a0b-1c2d3e4f5a6b";
+const CERT: &str = "arn:aws:acm:us-east-1:123456789012:certificate/0123abcd";
 
 /// Every `pub const` key of the annotations module.
 const KEYS: &[&str] = &[
@@ -30,6 +31,7 @@ const KEYS: &[&str] = &[
     PROXY_PROTOCOL,
     TARGET_NODE_LABELS,
     TARGET_GROUP_ATTRIBUTES,
+    BACKEND_PROTOCOL,
     ADDITIONAL_RESOURCE_TAGS,
     CROSS_ZONE_LOAD_BALANCING_ENABLED,
     SSL_CERT,
@@ -101,7 +103,6 @@ fn upstreams_classic_elb_keys_are_admitted_as_ignored() {
 #[test]
 fn upstreams_nlb_keys_this_provider_cannot_honour_are_refused() {
     for key in [
-        "service.beta.kubernetes.io/aws-load-balancer-backend-protocol",
         "service.beta.kubernetes.io/aws-load-balancer-security-groups",
         "service.beta.kubernetes.io/aws-load-balancer-extra-security-groups",
     ] {
@@ -355,6 +356,12 @@ const CASES: &[Case] = &[
         Refused,
     ),
     (&[], TARGET_GROUP_ATTRIBUTES, "=true", Refused),
+    (&[(SSL_CERT, CERT)], BACKEND_PROTOCOL, "ssl", Accepted),
+    (&[(SSL_CERT, CERT)], BACKEND_PROTOCOL, "tcp", Accepted),
+    (&[], BACKEND_PROTOCOL, "TCP", Accepted),
+    (&[], BACKEND_PROTOCOL, "ssl", Looser),
+    (&[(SSL_CERT, CERT)], BACKEND_PROTOCOL, "http", Refused),
+    (&[(SSL_CERT, CERT)], BACKEND_PROTOCOL, "https", Refused),
     (&[], TARGET_NODE_LABELS, "", Accepted),
     (&[], TARGET_NODE_LABELS, "a=b,,c=", Accepted),
     (&[], TARGET_NODE_LABELS, "a=b,=c", Refused),
