@@ -91,6 +91,14 @@ impl Cloud {
         if let Some((lb, tags)) = &existing {
             self.check_existing(spec, lb, tags)?;
         }
+        let may_have_groups = match &existing {
+            Some((lb, _)) => !lb.security_groups().is_empty(),
+            None => {
+                self.config.elb_security_group.is_some() || self.config.nlb_security_group_managed
+            }
+        };
+        spec.security_groups
+            .check(existing.is_some(), may_have_groups)?;
         let subnets = self.load_balancer_subnets(spec).await?;
         let vpc_id = existing
             .as_ref()
@@ -105,7 +113,9 @@ impl Cloud {
             .tags
             .owned_for_service(&spec.svc.key, &spec.additional_tags);
 
-        let security_groups = match (&self.config.elb_security_group, &existing) {
+        let chosen = match (&self.config.elb_security_group, &existing) {
+            // The Service names its own: the provider makes none.
+            _ if !spec.security_groups.instead.is_empty() => Vec::new(),
             (Some(configured), _) => vec![configured.clone()],
             (None, Some((lb, _))) if lb.security_groups().is_empty() => Vec::new(),
             // Upstream's default: a new NLB without a security group. One
@@ -116,6 +126,11 @@ impl Cloud {
                     .await?,
             ],
         };
+        let security_groups = spec.security_groups.apply(chosen);
+        let attached: Vec<String> = existing
+            .as_ref()
+            .map(|(lb, _)| lb.security_groups().to_vec())
+            .unwrap_or_default();
         let created = existing.is_none();
         let lb = match existing {
             Some((lb, current)) => {
@@ -132,6 +147,12 @@ impl Cloud {
                     .await?
             }
         };
+        let detached: Vec<&str> = attached
+            .iter()
+            .filter(|g| !security_groups.contains(g))
+            .map(String::as_str)
+            .collect();
+        self.delete_detached_groups(&spec.svc.key, &detached).await;
         let arn = lb.load_balancer_arn().unwrap_or_default();
         self.ensure_load_balancer_attributes(spec, arn).await?;
         self.ensure_listeners(spec, &lb, created, &instance_ids(&instances), &tags)

@@ -1,7 +1,8 @@
 //! Network Load Balancers against moto: what a Service gets, how targets
 //! follow nodes, what invalid input leaves alone, that deletion leaves
 //! nothing the cluster owned, what a dry run sends ([`dry_run`]), target
-//! group attributes ([`attributes`]) and TLS ([`tls`]).
+//! group attributes ([`attributes`]), named security groups
+//! ([`security_groups`]) and TLS ([`tls`]).
 
 #[path = "load_balancers/attributes.rs"]
 mod attributes;
@@ -9,6 +10,8 @@ mod attributes;
 mod dry_run;
 #[path = "load_balancers/fixture.rs"]
 mod fixture;
+#[path = "load_balancers/security_groups.rs"]
+mod security_groups;
 #[path = "load_balancers/tls.rs"]
 mod tls;
 

@@ -68,6 +68,12 @@ pub const SSL_PORTS: &str = "service.beta.kubernetes.io/aws-load-balancer-ssl-po
 /// (the default) plain TCP. Upstream's classic-ELB values (`http`, `https`)
 /// are refused on a Network Load Balancer.
 pub const BACKEND_PROTOCOL: &str = "service.beta.kubernetes.io/aws-load-balancer-backend-protocol";
+/// Comma-separated security group IDs the load balancer gets instead of
+/// the provider's choice.
+pub const SECURITY_GROUPS: &str = "service.beta.kubernetes.io/aws-load-balancer-security-groups";
+/// Comma-separated security group IDs added to the load balancer's.
+pub const EXTRA_SECURITY_GROUPS: &str =
+    "service.beta.kubernetes.io/aws-load-balancer-extra-security-groups";
 /// The TLS listeners' security policy name.
 pub const SSL_NEGOTIATION_POLICY: &str =
     "service.beta.kubernetes.io/aws-load-balancer-ssl-negotiation-policy";

@@ -90,6 +90,7 @@ mod tests {
             cross_zone: false,
             proxy_protocol: false,
             target_group_attributes: BTreeMap::new(),
+            security_groups: Default::default(),
             additional_tags: BTreeMap::new(),
             target_node_labels: BTreeMap::new(),
             source_ranges: Vec::new(),

@@ -1,7 +1,9 @@
 //! Security groups around a Network Load Balancer: the load balancer's own
-//! ([`frontend`]) and the rules that let it reach the nodes ([`node_rules`]).
+//! ([`frontend`]), the ones its Service names ([`asked`]), and the rules
+//! that let it reach the nodes ([`node_rules`]).
 //! Both work on [`Rule`]s: one protocol, port range, CIDR and description.
 
+pub(crate) mod asked;
 pub(crate) mod frontend;
 pub(crate) mod node_rules;
 

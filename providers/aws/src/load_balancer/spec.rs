@@ -10,6 +10,7 @@ use cloud_provider::k8s_openapi::api::core::v1::{Service, ServiceSpec};
 use cloud_provider::{CloudError, default_load_balancer_name};
 
 use super::annotations::{self as key, Annotations, check_tags, invalid};
+use super::security_groups::asked::AskedGroups;
 use crate::config::SharedHealthProbe;
 use crate::tagging::{CLUSTER_TAG_PREFIX, LEGACY_CLUSTER_TAG, SERVICE_NAME_TAG};
 
@@ -106,6 +107,8 @@ pub(crate) struct LoadBalancerSpec {
     pub(crate) proxy_protocol: bool,
     /// `aws-load-balancer-target-group-attributes`, checked.
     pub(crate) target_group_attributes: BTreeMap<String, String>,
+    /// `aws-load-balancer-security-groups` and `-extra-security-groups`.
+    pub(crate) security_groups: AskedGroups,
     pub(crate) additional_tags: BTreeMap<String, String>,
     pub(crate) target_node_labels: BTreeMap<String, String>,
     /// Client CIDRs; empty when the Service names none.
@@ -285,6 +288,7 @@ impl LoadBalancerSpec {
                 .unwrap_or(false),
             proxy_protocol,
             target_group_attributes: super::attributes::from_annotation(&a)?,
+            security_groups: AskedGroups::from_annotations(&a)?,
             additional_tags,
             target_node_labels: a.key_values(key::TARGET_NODE_LABELS)?,
             source_ranges: source_ranges(spec, &a)?,

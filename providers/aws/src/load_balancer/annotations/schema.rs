@@ -38,9 +38,6 @@ const CONNECTION_DRAINING_TIMEOUT: &str =
     "service.beta.kubernetes.io/aws-load-balancer-connection-draining-timeout";
 const CONNECTION_IDLE_TIMEOUT: &str =
     "service.beta.kubernetes.io/aws-load-balancer-connection-idle-timeout";
-const SECURITY_GROUPS: &str = "service.beta.kubernetes.io/aws-load-balancer-security-groups";
-const EXTRA_SECURITY_GROUPS: &str =
-    "service.beta.kubernetes.io/aws-load-balancer-extra-security-groups";
 
 /// Every annotation the AWS provider honours.
 pub static SCHEMA: AnnotationSchema = AnnotationSchema {
@@ -196,14 +193,23 @@ pub static SCHEMA: AnnotationSchema = AnnotationSchema {
                 check: is_backend_protocol,
             },
         ),
-        // Upstream honours these on Network Load Balancers too (the load
-        // balancer's security groups): refused until this provider does,
-        // never a different load balancer.
-        Annotation::new(SECURITY_GROUPS, Value::Text).unsupported(
-            "upstream gives the load balancer these security groups instead of its own",
+        // Whether the load balancer can have security groups at all (the
+        // config's mode; one made without cannot gain them) is
+        // `check_service`'s and the ensure's to say.
+        Annotation::new(
+            SECURITY_GROUPS,
+            Value::Custom {
+                expected: "comma-separated security group IDs such as sg-0123456789abcdef0",
+                check: is_security_group_list,
+            },
         ),
-        Annotation::new(EXTRA_SECURITY_GROUPS, Value::Text)
-            .unsupported("upstream adds these security groups to the load balancer"),
+        Annotation::new(
+            EXTRA_SECURITY_GROUPS,
+            Value::Custom {
+                expected: "comma-separated security group IDs such as sg-0123456789abcdef0",
+                check: is_security_group_list,
+            },
+        ),
     ],
 };
 
@@ -244,6 +250,13 @@ fn is_certificate_arn(v: &str) -> bool {
 /// Blank and `*` are every port; otherwise a list with at least one item.
 fn is_ssl_ports(v: &str) -> bool {
     v.is_empty() || v == "*" || v.split(',').any(|p| !p.trim().is_empty())
+}
+
+/// Blank items are dropped, as upstream's `getSGListFromAnnotation` does.
+fn is_security_group_list(v: &str) -> bool {
+    v.split(',')
+        .map(str::trim)
+        .all(|id| id.is_empty() || id.starts_with("sg-"))
 }
 
 fn is_backend_protocol(v: &str) -> bool {

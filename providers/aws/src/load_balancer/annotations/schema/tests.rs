@@ -32,6 +32,8 @@ const KEYS: &[&str] = &[
     TARGET_NODE_LABELS,
     TARGET_GROUP_ATTRIBUTES,
     BACKEND_PROTOCOL,
+    SECURITY_GROUPS,
+    EXTRA_SECURITY_GROUPS,
     ADDITIONAL_RESOURCE_TAGS,
     CROSS_ZONE_LOAD_BALANCING_ENABLED,
     SSL_CERT,
@@ -98,23 +100,6 @@ fn upstreams_classic_elb_keys_are_admitted_as_ignored() {
         "{}",
         findings[0].message
     );
-}
-
-#[test]
-fn upstreams_nlb_keys_this_provider_cannot_honour_are_refused() {
-    for key in [
-        "service.beta.kubernetes.io/aws-load-balancer-security-groups",
-        "service.beta.kubernetes.io/aws-load-balancer-extra-security-groups",
-    ] {
-        let findings = SCHEMA.review(None, &service(&[(TYPE, "nlb"), (key, "x")]));
-        assert_eq!(findings.len(), 1, "{key}: {findings:?}");
-        assert_eq!(findings[0].kind, FindingKind::Invalid, "{key}");
-        assert!(
-            findings[0].message.contains("not supported"),
-            "{}",
-            findings[0].message
-        );
-    }
 }
 
 #[test]
@@ -362,6 +347,11 @@ const CASES: &[Case] = &[
     (&[], BACKEND_PROTOCOL, "ssl", Looser),
     (&[(SSL_CERT, CERT)], BACKEND_PROTOCOL, "http", Refused),
     (&[(SSL_CERT, CERT)], BACKEND_PROTOCOL, "https", Refused),
+    (&[], SECURITY_GROUPS, "sg-0a, sg-0b", Accepted),
+    (&[], SECURITY_GROUPS, "default", Refused),
+    (&[], SECURITY_GROUPS, "", Accepted),
+    (&[], EXTRA_SECURITY_GROUPS, "sg-0c", Accepted),
+    (&[], EXTRA_SECURITY_GROUPS, "sg-0c,web", Refused),
     (&[], TARGET_NODE_LABELS, "", Accepted),
     (&[], TARGET_NODE_LABELS, "a=b,,c=", Accepted),
     (&[], TARGET_NODE_LABELS, "a=b,=c", Refused),

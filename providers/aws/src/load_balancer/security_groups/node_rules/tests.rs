@@ -29,6 +29,7 @@ fn spec(internal: bool, sources: &[&str], health: HealthCheckPort) -> LoadBalanc
         cross_zone: false,
         proxy_protocol: false,
         target_group_attributes: BTreeMap::new(),
+        security_groups: Default::default(),
         additional_tags: BTreeMap::new(),
         target_node_labels: BTreeMap::new(),
         source_ranges: sources.iter().map(|s| net(s)).collect(),

@@ -1,0 +1,230 @@
+//! The security groups a Service names for its Network Load Balancer:
+//! `aws-load-balancer-security-groups`, which replace the ones the provider
+//! would choose (its own managed group, or `ElbSecurityGroup`), and
+//! `aws-load-balancer-extra-security-groups`, added to them.
+//!
+//! Upstream honours the first on NLBs only with `NLBSecurityGroupMode =
+//! Managed` and ignores the second. Here both are honoured wherever AWS can
+//! give them, and refused where it cannot, before anything changes: an NLB
+//! gets security groups only when it is created with some, so a new one
+//! needs the managed mode (or `ElbSecurityGroup`) and one made without
+//! cannot gain them. The provider adds no rules to the groups it is given,
+//! and never deletes them; its own group, once replaced, is deleted.
+
+use std::collections::BTreeSet;
+
+use aws_sdk_ec2::types::SecurityGroup;
+use cloud_provider::CloudError;
+
+use super::super::annotations::{self as key, Annotations, invalid};
+use crate::instances::lookup::filter;
+use crate::provider::Cloud;
+use crate::tagging::ec2_tags;
+
+/// The groups named by the Service's annotations.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct AskedGroups {
+    /// `security-groups`: instead of the provider's choice.
+    pub(crate) instead: Vec<String>,
+    /// `extra-security-groups`: on top.
+    pub(crate) extra: Vec<String>,
+}
+
+impl AskedGroups {
+    /// Both annotations, each a comma-separated list of `sg-` IDs.
+    ///
+    /// # Errors
+    /// [`CloudError::InvalidInput`] naming the annotation and the item that
+    /// is not a security group ID.
+    pub(crate) fn from_annotations(a: &Annotations<'_>) -> Result<Self, CloudError> {
+        Ok(Self {
+            instead: ids(a, key::SECURITY_GROUPS)?,
+            extra: ids(a, key::EXTRA_SECURITY_GROUPS)?,
+        })
+    }
+
+    /// Refuses groups the load balancer cannot have: `existing` tells
+    /// whether it exists and `may_have_groups` whether it has (or, new, will
+    /// be created with) security groups.
+    ///
+    /// # Errors
+    /// [`CloudError::InvalidInput`] naming the annotation.
+    pub(crate) fn check(&self, existing: bool, may_have_groups: bool) -> Result<(), CloudError> {
+        if may_have_groups {
+            return Ok(());
+        }
+        let field = if self.instead.is_empty() {
+            if self.extra.is_empty() {
+                return Ok(());
+            }
+            key::EXTRA_SECURITY_GROUPS
+        } else {
+            key::SECURITY_GROUPS
+        };
+        Err(invalid(
+            field,
+            if existing {
+                "this Network Load Balancer was created without security groups, and AWS \
+                 cannot add any to it; delete and recreate the Service (or create a new one and \
+                 move traffic to it) to give it security groups"
+            } else {
+                "a new Network Load Balancer gets security groups only with \
+                 `NLBSecurityGroupMode = Managed` (or `ElbSecurityGroup`) in [Global] of the \
+                 cloud config, as upstream"
+            },
+        ))
+    }
+
+    /// The load balancer's groups: `chosen` (the provider's choice) or the
+    /// ones named instead, then the extra ones, each once.
+    pub(crate) fn apply(&self, chosen: Vec<String>) -> Vec<String> {
+        let base = if self.instead.is_empty() {
+            chosen
+        } else {
+            self.instead.clone()
+        };
+        let mut out: Vec<String> = Vec::new();
+        for id in base.into_iter().chain(self.extra.iter().cloned()) {
+            if !out.contains(&id) {
+                out.push(id);
+            }
+        }
+        out
+    }
+}
+
+/// Upstream's `getSGListFromAnnotation`: trimmed items, blanks dropped, so
+/// an empty value names none.
+fn ids(a: &Annotations<'_>, field: &str) -> Result<Vec<String>, CloudError> {
+    a.get(field)
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .map(|id| {
+            if id.starts_with("sg-") {
+                Ok(id.to_owned())
+            } else {
+                Err(invalid(
+                    field,
+                    format!("expected security group IDs such as sg-0123456789abcdef0, got `{id}`"),
+                ))
+            }
+        })
+        .collect()
+}
+
+impl Cloud {
+    /// Deletes the Service's own groups among `detached` (replaced by the
+    /// ones it names). AWS may hold a group a moment after letting go of
+    /// it: then it is left for the Service's deletion, which deletes its
+    /// group by name, with a warning.
+    pub(crate) async fn delete_detached_groups(&self, service: &str, detached: &[&str]) {
+        if detached.is_empty() {
+            return;
+        }
+        let groups: Vec<SecurityGroup> = match self
+            .security_groups(vec![filter("group-id", detached)])
+            .await
+        {
+            Ok(groups) => groups,
+            Err(e) => {
+                tracing::warn!(service, error = %e, "could not read the security groups the load balancer let go of");
+                return;
+            }
+        };
+        let owned: BTreeSet<&str> = groups
+            .iter()
+            .filter(|g| self.tags.is_owned_for_service(ec2_tags(g.tags()), service))
+            .filter_map(|g| g.group_id())
+            .filter(|id| self.config.elb_security_group.as_deref() != Some(*id))
+            .collect();
+        for id in owned {
+            match self.delete_security_group(id).await {
+                Ok(()) => {
+                    tracing::info!(
+                        group = id,
+                        service,
+                        "deleted the load balancer's own security group, replaced by the Service's"
+                    );
+                }
+                Err(e) => {
+                    tracing::warn!(group = id, service, error = %e, "the load balancer's own security group stays until the Service is deleted");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn asked(pairs: &[(&str, &str)]) -> Result<AskedGroups, CloudError> {
+        let raw: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        AskedGroups::from_annotations(&Annotations(&raw))
+    }
+
+    #[test]
+    fn named_groups_replace_the_choice_and_extra_ones_are_added_once() {
+        let both = asked(&[
+            (key::SECURITY_GROUPS, "sg-a, sg-b"),
+            (key::EXTRA_SECURITY_GROUPS, "sg-b,sg-c"),
+        ])
+        .expect("valid");
+        assert_eq!(both.apply(vec!["sg-own".into()]), ["sg-a", "sg-b", "sg-c"]);
+        let extra = asked(&[(key::EXTRA_SECURITY_GROUPS, "sg-c")]).expect("valid");
+        assert_eq!(extra.apply(vec!["sg-own".into()]), ["sg-own", "sg-c"]);
+        assert_eq!(
+            asked(&[]).expect("valid").apply(Vec::new()),
+            Vec::<String>::new()
+        );
+        let blank = asked(&[(key::SECURITY_GROUPS, " , ")]).expect("valid");
+        assert_eq!(
+            blank,
+            AskedGroups::default(),
+            "blank names none, as upstream"
+        );
+    }
+
+    #[test]
+    fn ids_that_are_not_security_groups_are_refused() {
+        let err = asked(&[(key::SECURITY_GROUPS, "sg-a,web")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "invalid {}: expected security group IDs such as sg-0123456789abcdef0, got `web`",
+                key::SECURITY_GROUPS
+            )
+        );
+    }
+
+    #[test]
+    fn groups_a_load_balancer_cannot_have_are_refused_naming_the_annotation() {
+        let extra = asked(&[(key::EXTRA_SECURITY_GROUPS, "sg-c")]).expect("valid");
+        assert!(extra.check(true, true).is_ok());
+        let new = extra.check(false, false).unwrap_err();
+        assert!(
+            matches!(&new, CloudError::InvalidInput { field, message }
+                if field == key::EXTRA_SECURITY_GROUPS && message.contains("NLBSecurityGroupMode = Managed")),
+            "{new:?}"
+        );
+        let instead = asked(&[
+            (key::SECURITY_GROUPS, "sg-a"),
+            (key::EXTRA_SECURITY_GROUPS, "sg-c"),
+        ])
+        .expect("valid");
+        let old = instead.check(true, false).unwrap_err();
+        assert!(
+            matches!(&old, CloudError::InvalidInput { field, message }
+                if field == key::SECURITY_GROUPS && message.contains("cannot add any")),
+            "{old:?}"
+        );
+        assert!(asked(&[]).expect("valid").check(false, false).is_ok());
+    }
+}
