@@ -53,10 +53,12 @@ struct NodeController {
     batcher: Batcher<InstanceMetadata>,
     events: Events,
     taint_removal_delay: Histogram,
-    /// Node UID → the resourceVersion of this controller's own status write
-    /// during initialization. The watch delivers that version (still
-    /// tainted) before the final one; reconciling it would look the node up
-    /// again and write with a stale version, so it is skipped.
+    /// Node UID → the resourceVersion of this controller's last write of
+    /// an initialization (the final patch, else the status write). The
+    /// watch and the queue can still hand over a copy from before it (still
+    /// tainted): reconciling that copy would look the node up again and
+    /// write with a stale version, only to be refused and re-read, so a
+    /// copy no newer than the write is skipped.
     superseded: Mutex<HashMap<String, String>>,
 }
 
@@ -131,7 +133,9 @@ impl NodeController {
             return Ok(Action::await_change());
         }
         let superseded = self.superseded.lock().get(&uid).cloned();
-        if superseded.is_some() && superseded == node.metadata.resource_version {
+        if superseded
+            .is_some_and(|written| not_newer(node.metadata.resource_version.as_deref(), &written))
+        {
             return Ok(Action::await_change());
         }
         let reference = node.object_ref(&());
@@ -211,8 +215,9 @@ impl NodeController {
             })
         })
         .await?;
-        if initialized.is_some() {
-            if let Some(version) = status_version {
+        if let Some(initialized) = &initialized {
+            let written = initialized.metadata.resource_version.clone();
+            if let Some(version) = written.or(status_version) {
                 self.superseded.lock().insert(uid, version);
             }
             if let Some(created) = &node.metadata.creation_timestamp {
@@ -225,5 +230,30 @@ impl NodeController {
             tracing::info!(node = %name, provider_id = %metadata.provider_id, "initialized");
         }
         Ok(Action::await_change())
+    }
+}
+
+/// Whether a copy at resourceVersion `seen` is no newer than `written`.
+/// The API server's versions are etcd revisions, which only grow; a version
+/// that is not a number is compared for equality alone.
+fn not_newer(seen: Option<&str>, written: &str) -> bool {
+    match (seen.map(str::parse::<u64>), written.parse::<u64>()) {
+        (Some(Ok(seen)), Ok(written)) => seen <= written,
+        _ => seen == Some(written),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::not_newer;
+
+    #[test]
+    fn a_copy_is_stale_when_its_version_is_not_past_the_write() {
+        assert!(not_newer(Some("41"), "42"));
+        assert!(not_newer(Some("42"), "42"));
+        assert!(!not_newer(Some("43"), "42"));
+        assert!(!not_newer(None, "42"));
+        assert!(not_newer(Some("opaque-7"), "opaque-7"));
+        assert!(!not_newer(Some("opaque-6"), "opaque-7"));
     }
 }

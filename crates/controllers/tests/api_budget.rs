@@ -104,14 +104,24 @@ async fn initializing_and_routing_nodes_stays_within_upstreams_api_budget() {
     let by_reason = events_by_reason(&h).await;
     let events_created = stats.count(Verb::Create, "events");
     let status_patches = stats.count_subresource(Verb::Patch, "nodes", "status");
+    let node_patches = stats.count(Verb::Patch, "nodes");
+    let node_lists = stats.count(Verb::List, "nodes");
     eprintln!(
         "events created {events_created} (by reason {by_reason:?}), \
-         nodes/status patches {status_patches}, all requests {}",
+         nodes/status patches {status_patches}, node patches {node_patches}, \
+         node lists {node_lists}, all requests {}",
         stats.total()
     );
     assert!(
         status_patches <= 2 * N as u64,
         "upstream writes nodes/status twice per node (addresses, NetworkUnavailable); we wrote {status_patches}"
+    );
+    // One write per node initializes it (provider ID, labels, the taint's
+    // removal); a copy from before that write, still tainted, must not be
+    // looked up and written again (it was, and refused, and re-listed).
+    assert!(
+        node_patches <= N as u64,
+        "one node patch per node initializes it; we sent {node_patches}"
     );
     // Upstream: a `Synced` per node (which we do not publish) and the
     // Service's `EnsuringLoadBalancer` and `EnsuredLoadBalancer`.
