@@ -43,7 +43,7 @@ use crate::tagging::elbv2_tags;
 use annotations::labels_match;
 use listeners::forward_target;
 use nlb::status;
-use security_groups::node_rules::client_cidrs;
+use security_groups::node_rules::{client_cidrs, needs_health_rule};
 use spec::{LoadBalancerSpec, ServiceRef, is_external};
 
 impl Cloud {
@@ -157,7 +157,12 @@ impl Cloud {
         self.ensure_load_balancer_attributes(spec, arn).await?;
         self.ensure_listeners(spec, &lb, created, &instance_ids(&instances), &tags)
             .await?;
-        self.ensure_node_rules(spec, &vpc_id, &vpc_cidrs, &instances)
+        let subnet_cidrs = if needs_health_rule(spec, &vpc_cidrs) {
+            self.load_balancer_subnet_cidrs(&lb, &subnets).await?
+        } else {
+            Vec::new()
+        };
+        self.ensure_node_rules(spec, &vpc_id, &vpc_cidrs, &subnet_cidrs, &instances)
             .await?;
         Ok(status(&lb).into())
     }
@@ -190,7 +195,12 @@ impl Cloud {
         }
         let vpc_id = lb.vpc_id().unwrap_or_default();
         let vpc_cidrs = self.vpc_cidrs(vpc_id).await?;
-        self.ensure_node_rules(spec, vpc_id, &vpc_cidrs, &instances)
+        let subnet_cidrs = if needs_health_rule(spec, &vpc_cidrs) {
+            self.load_balancer_subnet_cidrs(&lb, &[]).await?
+        } else {
+            Vec::new()
+        };
+        self.ensure_node_rules(spec, vpc_id, &vpc_cidrs, &subnet_cidrs, &instances)
             .await
     }
 

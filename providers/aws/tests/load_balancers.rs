@@ -308,10 +308,10 @@ async fn deleting_the_service_leaves_nothing_the_cluster_owned() {
         .await
         .expect("ensured");
     let health = format!("kubernetes.io/rule/nlb/health={LB_NAME}");
-    assert!(
-        f.ingress(&f.estate.node_security_group)
-            .await
-            .contains(&rule("tcp", 32000, VPC_CIDR, &health))
+    assert_eq!(
+        f.admitted(32000, &health).await,
+        f.load_balancer_subnet_cidrs().await,
+        "health checks come from the load balancer's subnets"
     );
     // A target group a crash left behind, unattached but the Service's.
     let orphan = elbv2(&f.moto)
@@ -458,7 +458,7 @@ async fn invalid_input_changes_nothing_in_the_cloud() {
 }
 
 #[tokio::test]
-async fn an_internal_local_service_checks_healthz_and_admits_only_the_vpc() {
+async fn an_internal_local_service_checks_healthz_from_its_subnets_and_admits_only_the_vpc() {
     let f = Fixture::new(2).await;
     let mut svc = service(&[(key::INTERNAL, "true")], &[(53, 30053)]);
     let spec = svc.spec.as_mut().expect("spec");
@@ -496,14 +496,11 @@ async fn an_internal_local_service_checks_healthz_and_admits_only_the_vpc() {
         )),
         "{ingress:?}"
     );
-    assert!(
-        ingress.contains(&rule(
-            "tcp",
-            31999,
-            VPC_CIDR,
-            &format!("kubernetes.io/rule/nlb/health={LB_NAME}")
-        )),
-        "{ingress:?}"
+    assert_eq!(
+        f.admitted(31999, &format!("kubernetes.io/rule/nlb/health={LB_NAME}"))
+            .await,
+        f.load_balancer_subnet_cidrs().await,
+        "health checks come from the load balancer's subnets: {ingress:?}"
     );
 }
 
@@ -543,14 +540,10 @@ async fn the_shared_health_probe_checks_kube_proxy_and_the_nodes_admit_it() {
     assert_eq!(tg.health_check_path(), Some("/healthz"));
     assert_eq!(tg.health_check_port(), Some("10256"));
     assert_eq!(tg.health_check_interval_seconds(), Some(10));
-    let ingress = f.ingress(&f.estate.node_security_group).await;
-    assert!(
-        ingress.contains(&rule(
-            "tcp",
-            10256,
-            VPC_CIDR,
-            &format!("kubernetes.io/rule/nlb/health={LB_NAME}")
-        )),
-        "{ingress:?}"
+    assert_eq!(
+        f.admitted(10256, &format!("kubernetes.io/rule/nlb/health={LB_NAME}"))
+            .await,
+        f.load_balancer_subnet_cidrs().await,
+        "kube-proxy's port is open to the load balancer's subnets"
     );
 }

@@ -11,7 +11,9 @@
 use std::collections::BTreeMap;
 
 use aws_sdk_ec2::types::{Filter, RouteTable, Subnet};
+use aws_sdk_elasticloadbalancingv2::types::LoadBalancer;
 use cloud_provider::CloudError;
+use cloud_provider::ipnet::IpNet;
 
 use super::annotations::{self as key, invalid};
 use super::spec::LoadBalancerSpec;
@@ -67,6 +69,42 @@ impl Cloud {
             }
         }
         Ok(subnets)
+    }
+
+    /// The CIDRs of `lb`'s subnets, where health checks come from
+    /// (upstream's `getSubnetCidrs` of the ensured subnets): read from
+    /// `known` subnets, and from AWS only for the others.
+    pub(crate) async fn load_balancer_subnet_cidrs(
+        &self,
+        lb: &LoadBalancer,
+        known: &[Subnet],
+    ) -> Result<Vec<IpNet>, CloudError> {
+        let ids: Vec<&str> = lb
+            .availability_zones()
+            .iter()
+            .filter_map(|z| z.subnet_id())
+            .collect();
+        let mut found: Vec<Subnet> = known
+            .iter()
+            .filter(|s| s.subnet_id().is_some_and(|id| ids.contains(&id)))
+            .cloned()
+            .collect();
+        let missing: Vec<&str> = ids
+            .iter()
+            .copied()
+            .filter(|id| !found.iter().any(|s| s.subnet_id() == Some(*id)))
+            .collect();
+        if !missing.is_empty() {
+            found.extend(
+                self.describe_subnets(vec![filter("subnet-id", &missing)])
+                    .await?,
+            );
+        }
+        Ok(found
+            .iter()
+            .filter_map(|s| s.cidr_block())
+            .filter_map(|cidr| cidr.parse().ok())
+            .collect())
     }
 
     async fn resolve_subnets(&self, named: &[String]) -> Result<Vec<Subnet>, CloudError> {

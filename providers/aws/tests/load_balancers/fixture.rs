@@ -119,6 +119,43 @@ impl Fixture {
             .expect("described")
     }
 
+    /// The CIDRs of the (one) load balancer's subnets, sorted: where its
+    /// health checks come from.
+    pub(crate) async fn load_balancer_subnet_cidrs(&self) -> Vec<String> {
+        let lbs = self.load_balancers().await;
+        let ids: Vec<String> = lbs[0]
+            .availability_zones()
+            .iter()
+            .filter_map(|z| z.subnet_id().map(str::to_owned))
+            .collect();
+        let out = ec2(&self.moto)
+            .describe_subnets()
+            .set_subnet_ids(Some(ids))
+            .send()
+            .await
+            .expect("described");
+        let mut cidrs: Vec<String> = out
+            .subnets()
+            .iter()
+            .filter_map(|s| s.cidr_block().map(str::to_owned))
+            .collect();
+        cidrs.sort();
+        cidrs
+    }
+
+    /// The CIDRs the node group admits `port` from under `description`.
+    pub(crate) async fn admitted(&self, port: i32, description: &str) -> Vec<String> {
+        let mut cidrs: Vec<String> = self
+            .ingress(&self.estate.node_security_group)
+            .await
+            .into_iter()
+            .filter(|(_, from, _, _, d)| *from == port && d == description)
+            .map(|(_, _, _, cidr, _)| cidr)
+            .collect();
+        cidrs.sort();
+        cidrs
+    }
+
     pub(crate) async fn security_group_ids(&self) -> BTreeSet<String> {
         let out = ec2(&self.moto)
             .describe_security_groups()

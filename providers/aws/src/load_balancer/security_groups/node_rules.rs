@@ -43,32 +43,54 @@ pub(crate) fn client_cidrs(spec: &LoadBalancerSpec, vpc_cidrs: &[IpNet]) -> Vec<
     anywhere
 }
 
-/// The rules the Service's load balancer needs in each node security group.
-pub(crate) fn desired_rules(spec: &LoadBalancerSpec, vpc_cidrs: &[IpNet]) -> BTreeSet<Rule> {
-    let lb = &spec.svc.load_balancer_name;
-    let protocol = match spec.ports.first().map(|p| &p.target_protocol) {
+fn protocol(spec: &LoadBalancerSpec) -> &'static str {
+    match spec.ports.first().map(|p| &p.target_protocol) {
         Some(ProtocolEnum::Udp) => "udp",
         _ => "tcp",
-    };
-    let node_ports: BTreeSet<i32> = spec.ports.iter().map(|p| p.node_port).collect();
-    let health_ports: BTreeSet<i32> = match spec.health_check.port {
-        HealthCheckPort::TrafficPort => node_ports.clone(),
+    }
+}
+
+fn node_ports(spec: &LoadBalancerSpec) -> BTreeSet<i32> {
+    spec.ports.iter().map(|p| p.node_port).collect()
+}
+
+fn health_ports(spec: &LoadBalancerSpec) -> BTreeSet<i32> {
+    match spec.health_check.port {
+        HealthCheckPort::TrafficPort => node_ports(spec),
         HealthCheckPort::Port(p) => BTreeSet::from([p]),
-    };
+    }
+}
+
+/// Whether health checks need a rule of their own: upstream's shortcut
+/// leaves it out when the client rule already lets them in (TCP from
+/// anywhere to the ports they check).
+pub(crate) fn needs_health_rule(spec: &LoadBalancerSpec, vpc_cidrs: &[IpNet]) -> bool {
+    !(client_cidrs(spec, vpc_cidrs) == [IpNet::V4(Default::default())]
+        && protocol(spec) == "tcp"
+        && health_ports(spec) == node_ports(spec))
+}
+
+/// The rules the Service's load balancer needs in each node security group:
+/// its clients to the node ports and, when [`needs_health_rule`], its
+/// health checks from `subnet_cidrs` (the load balancer's subnets, as
+/// upstream's `updateInstanceSecurityGroupsForNLB`) to the ports checked.
+pub(crate) fn desired_rules(
+    spec: &LoadBalancerSpec,
+    vpc_cidrs: &[IpNet],
+    subnet_cidrs: &[IpNet],
+) -> BTreeSet<Rule> {
+    let lb = &spec.svc.load_balancer_name;
+    let protocol = protocol(spec);
     let clients = client_cidrs(spec, vpc_cidrs);
     let mut rules = BTreeSet::new();
-    for port in &node_ports {
+    for port in &node_ports(spec) {
         for cidr in &clients {
             rules.insert(Rule::port(protocol, *port, *cidr, &client_rule(lb)));
         }
     }
-    // Upstream's shortcut: health checks already pass the client rule.
-    let covered = clients == [IpNet::V4(Default::default())]
-        && protocol == "tcp"
-        && health_ports == node_ports;
-    if !covered {
-        for port in &health_ports {
-            for cidr in vpc_cidrs {
+    if needs_health_rule(spec, vpc_cidrs) {
+        for port in &health_ports(spec) {
+            for cidr in subnet_cidrs {
                 rules.insert(Rule::port("tcp", *port, *cidr, &health_rule(lb)));
             }
         }
@@ -156,6 +178,7 @@ impl Cloud {
         spec: &LoadBalancerSpec,
         vpc_id: &str,
         vpc_cidrs: &[IpNet],
+        subnet_cidrs: &[IpNet],
         instances: &[Instance],
     ) -> Result<(), CloudError> {
         if self.config.disable_security_group_ingress {
@@ -169,7 +192,7 @@ impl Cloud {
             .filter(|g| self.tags.is_tagged(ec2_tags(g.tags())))
             .filter_map(|g| g.group_id())
             .collect();
-        let rules = desired_rules(spec, vpc_cidrs);
+        let rules = desired_rules(spec, vpc_cidrs, subnet_cidrs);
         let mut desired: BTreeMap<String, BTreeSet<Rule>> = BTreeMap::new();
         for instance in instances {
             match node_security_group(instance, &tagged)? {

@@ -55,6 +55,7 @@ fn spec(internal: bool, sources: &[&str], health: HealthCheckPort) -> LoadBalanc
 }
 
 const VPC: &str = "10.0.0.0/16";
+const SUBNET: &str = "10.0.1.0/24";
 
 #[test]
 fn clients_come_from_source_ranges_or_the_vpc_or_anywhere() {
@@ -81,7 +82,11 @@ fn clients_come_from_source_ranges_or_the_vpc_or_anywhere() {
 
 #[test]
 fn an_open_tcp_service_needs_no_separate_health_rule() {
-    let rules = desired_rules(&spec(false, &[], HealthCheckPort::TrafficPort), &[net(VPC)]);
+    let rules = desired_rules(
+        &spec(false, &[], HealthCheckPort::TrafficPort),
+        &[net(VPC)],
+        &[net(SUBNET)],
+    );
     assert_eq!(
         rules.into_iter().collect::<Vec<_>>(),
         [Rule::port(
@@ -94,10 +99,11 @@ fn an_open_tcp_service_needs_no_separate_health_rule() {
 }
 
 #[test]
-fn restricted_clients_get_a_health_rule_from_the_vpc_on_the_health_port() {
+fn restricted_clients_get_a_health_rule_from_the_subnets_on_the_health_port() {
     let rules = desired_rules(
         &spec(false, &["203.0.113.0/24"], HealthCheckPort::Port(32000)),
         &[net(VPC)],
+        &[net(SUBNET)],
     );
     let want = BTreeSet::from([
         Rule::port(
@@ -106,7 +112,12 @@ fn restricted_clients_get_a_health_rule_from_the_vpc_on_the_health_port() {
             net("203.0.113.0/24"),
             "kubernetes.io/rule/nlb/client=a1",
         ),
-        Rule::port("tcp", 32000, net(VPC), "kubernetes.io/rule/nlb/health=a1"),
+        Rule::port(
+            "tcp",
+            32000,
+            net(SUBNET),
+            "kubernetes.io/rule/nlb/health=a1",
+        ),
     ]);
     assert_eq!(rules, want);
 }
@@ -116,6 +127,7 @@ fn plan_adds_missing_rules_and_the_mtu_rule_for_each_client_range() {
     let desired = desired_rules(
         &spec(false, &["203.0.113.0/24"], HealthCheckPort::TrafficPort),
         &[net(VPC)],
+        &[net(SUBNET)],
     );
     let changes = plan(&[], &desired, "a1");
     assert!(changes.revoke.is_empty());
@@ -136,6 +148,7 @@ fn plan_is_empty_when_rules_are_in_place() {
     let desired = desired_rules(
         &spec(false, &["203.0.113.0/24"], HealthCheckPort::TrafficPort),
         &[net(VPC)],
+        &[net(SUBNET)],
     );
     let first = plan(&[], &desired, "a1");
     let existing: Vec<Rule> = first.grant.into_iter().collect();
