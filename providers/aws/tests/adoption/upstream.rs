@@ -1,0 +1,269 @@
+//! Resources made as cloud-provider-aws makes them, for the adoption
+//! tests: each function names the upstream code it follows.
+
+use aws_sdk_ec2::types::{AttributeBooleanValue, IpPermission, IpRange};
+use aws_sdk_elasticloadbalancingv2::types::{
+    Action, ActionTypeEnum, LoadBalancerSchemeEnum, LoadBalancerTypeEnum, ProtocolEnum,
+    SubnetMapping, Tag, TargetDescription, TargetTypeEnum,
+};
+use provider_aws::test_util::seed::Estate;
+use provider_aws::test_util::{CLUSTER, Moto, ec2, elbv2};
+use sha1::{Digest, Sha1};
+
+/// Upstream's `GetLoadBalancerName` of [`UID`]: `a` and the UID without
+/// dashes, 32 long.
+pub(crate) const LB_NAME: &str = "a6c1f0e2a1b2c4d3e8f4a5b6c7d8e9f0";
+pub(crate) const UID: &str = "6c1f0e2a-1b2c-4d3e-8f4a-5b6c7d8e9f00";
+pub(crate) const PORT: i32 = 80;
+pub(crate) const NODE_PORT: i32 = 30080;
+
+/// A target group's health check, as `buildNLBHealthCheckConfiguration`
+/// gives it.
+pub(crate) struct Health {
+    pub(crate) protocol: ProtocolEnum,
+    /// `traffic-port` or a number.
+    pub(crate) port: String,
+    pub(crate) path: Option<&'static str>,
+    pub(crate) interval: i32,
+    pub(crate) threshold: i32,
+}
+
+impl Health {
+    /// The default: TCP to the traffic port every 30 s, thresholds 3.
+    pub(crate) fn cluster() -> Self {
+        Self {
+            protocol: ProtocolEnum::Tcp,
+            port: "traffic-port".to_owned(),
+            path: None,
+            interval: 30,
+            threshold: 3,
+        }
+    }
+
+    /// `externalTrafficPolicy: Local`: HTTP `/healthz` on the health check
+    /// node port every 10 s, thresholds 2.
+    pub(crate) fn local(port: i32) -> Self {
+        Self {
+            protocol: ProtocolEnum::Http,
+            port: port.to_string(),
+            path: Some("/healthz"),
+            interval: 10,
+            threshold: 2,
+        }
+    }
+}
+
+/// What the NLB is made with.
+pub(crate) struct Nlb {
+    pub(crate) scheme: LoadBalancerSchemeEnum,
+    /// One per zone; with an Elastic IP or private address when given.
+    pub(crate) subnets: Vec<SubnetMapping>,
+    pub(crate) health: Health,
+    /// The node security group's rules for it.
+    pub(crate) rules: Vec<IpPermission>,
+}
+
+/// Upstream's `buildTargetGroupName`: `k8s-{namespace:8}-{name:8}-{sha1:10}`.
+fn target_group_name(health: &Health) -> String {
+    let mut hasher = Sha1::new();
+    for part in [
+        CLUSTER,
+        "shop",
+        "web",
+        &PORT.to_string(),
+        &NODE_PORT.to_string(),
+        "TCP",
+        "instance",
+        health.protocol.as_str(),
+        &health.interval.to_string(),
+    ] {
+        hasher.update(part.as_bytes());
+    }
+    let hash: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("k8s-shop-web-{}", &hash[..10])
+}
+
+/// The tags upstream gives a Service's load balancer, target groups and
+/// listeners (`ensureLoadBalancerv2`, `ensureTargetGroup`,
+/// `createListenerV2`).
+fn tags() -> Vec<Tag> {
+    [
+        (format!("kubernetes.io/cluster/{CLUSTER}"), "owned"),
+        ("kubernetes.io/service-name".to_owned(), "shop/web"),
+    ]
+    .into_iter()
+    .map(|(k, v)| Tag::builder().key(k).value(v).build())
+    .collect()
+}
+
+/// An ingress permission of one range.
+pub(crate) fn rule(
+    protocol: &str,
+    from: i32,
+    to: i32,
+    cidr: &str,
+    description: &str,
+) -> IpPermission {
+    IpPermission::builder()
+        .ip_protocol(protocol)
+        .from_port(from)
+        .to_port(to)
+        .ip_ranges(
+            IpRange::builder()
+                .cidr_ip(cidr)
+                .description(description)
+                .build(),
+        )
+        .build()
+}
+
+/// `kubernetes.io/rule/nlb/client=<name>` for the node port from `cidr`,
+/// and `updateInstanceSecurityGroupForNLBMTU`'s ICMP rule with it.
+pub(crate) fn client_rules(cidr: &str) -> Vec<IpPermission> {
+    vec![
+        rule(
+            "tcp",
+            NODE_PORT,
+            NODE_PORT,
+            cidr,
+            &format!("kubernetes.io/rule/nlb/client={LB_NAME}"),
+        ),
+        rule("icmp", 3, 4, cidr, "kubernetes.io/rule/nlb/mtu"),
+    ]
+}
+
+/// `kubernetes.io/rule/nlb/health=<name>` for `port` from each of `cidrs`
+/// (the load balancer's subnets).
+pub(crate) fn health_rules(port: i32, cidrs: &[String]) -> Vec<IpPermission> {
+    let description = format!("kubernetes.io/rule/nlb/health={LB_NAME}");
+    cidrs
+        .iter()
+        .map(|cidr| rule("tcp", port, port, cidr, &description))
+        .collect()
+}
+
+/// The CIDRs of `subnets`, sorted.
+pub(crate) async fn cidrs_of(moto: &Moto, subnets: &[String]) -> Vec<String> {
+    let out = ec2(moto)
+        .describe_subnets()
+        .set_subnet_ids(Some(subnets.to_vec()))
+        .send()
+        .await
+        .expect("described");
+    let mut cidrs: Vec<String> = out
+        .subnets()
+        .iter()
+        .filter_map(|s| s.cidr_block().map(str::to_owned))
+        .collect();
+    cidrs.sort();
+    cidrs
+}
+
+/// The NLB of Service `shop/web` (port 80 to node port 30080 on every
+/// seeded instance), as upstream's `EnsureLoadBalancer` makes it in its
+/// default mode (no security group): `ensureLoadBalancerv2`,
+/// `createListenerV2`, `ensureTargetGroup` and
+/// `updateInstanceSecurityGroupsForNLB`.
+pub(crate) async fn nlb(moto: &Moto, estate: &Estate, made: Nlb) {
+    let elbv2 = elbv2(moto);
+    let lb = elbv2
+        .create_load_balancer()
+        .name(LB_NAME)
+        .r#type(LoadBalancerTypeEnum::Network)
+        .scheme(made.scheme)
+        .set_subnet_mappings(Some(made.subnets))
+        .set_tags(Some(tags()))
+        .send()
+        .await
+        .expect("load balancer created");
+    let lb_arn = lb.load_balancers()[0]
+        .load_balancer_arn()
+        .expect("an ARN")
+        .to_owned();
+    let health = &made.health;
+    let tg = elbv2
+        .create_target_group()
+        .name(target_group_name(health))
+        .vpc_id(&estate.vpc)
+        .port(NODE_PORT)
+        .protocol(ProtocolEnum::Tcp)
+        .target_type(TargetTypeEnum::Instance)
+        .health_check_interval_seconds(health.interval)
+        .health_check_port(&health.port)
+        .health_check_protocol(health.protocol.clone())
+        .set_health_check_path(health.path.map(str::to_owned))
+        .healthy_threshold_count(health.threshold)
+        .unhealthy_threshold_count(health.threshold)
+        .set_tags(Some(tags()))
+        .send()
+        .await
+        .expect("target group created");
+    let tg_arn = tg.target_groups()[0]
+        .target_group_arn()
+        .expect("an ARN")
+        .to_owned();
+    let targets: Vec<TargetDescription> = estate
+        .instances
+        .iter()
+        .map(|i| {
+            TargetDescription::builder()
+                .id(&i.id)
+                .port(NODE_PORT)
+                .build()
+        })
+        .collect();
+    elbv2
+        .register_targets()
+        .target_group_arn(&tg_arn)
+        .set_targets(Some(targets))
+        .send()
+        .await
+        .expect("targets registered");
+    elbv2
+        .create_listener()
+        .load_balancer_arn(&lb_arn)
+        .port(PORT)
+        .protocol(ProtocolEnum::Tcp)
+        .default_actions(
+            Action::builder()
+                .r#type(ActionTypeEnum::Forward)
+                .target_group_arn(&tg_arn)
+                .build(),
+        )
+        .set_tags(Some(tags()))
+        .send()
+        .await
+        .expect("listener created");
+    ec2(moto)
+        .authorize_security_group_ingress()
+        .group_id(&estate.node_security_group)
+        .set_ip_permissions(Some(made.rules))
+        .send()
+        .await
+        .expect("node rules authorized");
+}
+
+/// A pod-CIDR route to the first instance, as upstream's `CreateRoute`
+/// makes it: the instance's source/destination check off, and the route in
+/// the cluster's table.
+pub(crate) async fn route(moto: &Moto, estate: &Estate, cidr: &str) {
+    let ec2 = ec2(moto);
+    let instance = &estate.instances[0];
+    ec2.modify_instance_attribute()
+        .instance_id(&instance.id)
+        .source_dest_check(AttributeBooleanValue::builder().value(false).build())
+        .send()
+        .await
+        .expect("check turned off");
+    ec2.create_route()
+        .route_table_id(&estate.route_table)
+        .destination_cidr_block(cidr)
+        .instance_id(&instance.id)
+        .send()
+        .await
+        .expect("route created");
+}
