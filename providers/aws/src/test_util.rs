@@ -494,6 +494,26 @@ pub fn nlb_service(uid: &str, annotations: &[(&str, &str)], ports: &[(i32, i32)]
     }
 }
 
+/// The CIDR blocks of `subnets`, sorted.
+///
+/// # Panics
+/// When moto cannot describe them.
+pub async fn subnet_cidrs(moto: &Moto, subnets: &[String]) -> Vec<String> {
+    let out = ec2(moto)
+        .describe_subnets()
+        .set_subnet_ids(Some(subnets.to_vec()))
+        .send()
+        .await
+        .expect("subnets described");
+    let mut cidrs: Vec<String> = out
+        .subnets()
+        .iter()
+        .filter_map(|s| s.cidr_block().map(str::to_owned))
+        .collect();
+    cidrs.sort();
+    cidrs
+}
+
 /// A security-group ingress rule as the tests compare them: protocol, from
 /// port, to port, CIDR and description.
 pub type IngressRule = (String, i32, i32, String, String);

@@ -19,6 +19,7 @@ use provider_aws::test_util::proxy::Proxy;
 use provider_aws::test_util::seed::{self, Estate, VPC_CIDR};
 use provider_aws::test_util::{
     CLUSTER, IngressRule, Moto, ec2, elbv2, ingress_rules, moto, nlb_service, provider_at,
+    subnet_cidrs,
 };
 use upstream::{Health, NODE_PORT, Nlb, PORT, UID};
 
@@ -177,7 +178,7 @@ async fn a_local_nlb_with_elastic_ips_upstream_made_is_adopted_without_a_change(
                 .build()
         })
         .collect();
-    let cidrs = upstream::cidrs_of(&moto, &estate.public_subnets).await;
+    let cidrs = subnet_cidrs(&moto, &estate.public_subnets).await;
     let mut rules = upstream::health_rules(HEALTH_PORT, &cidrs);
     rules.extend(upstream::client_rules("0.0.0.0/0"));
     let made = Nlb {
@@ -210,7 +211,7 @@ async fn an_internal_nlb_with_private_addresses_upstream_made_is_adopted_without
         estate.public_subnets[1].clone(),
     ];
     let addresses = ["10.0.3.10", "10.0.2.10"];
-    let cidrs = upstream::cidrs_of(&moto, &ids).await;
+    let cidrs = subnet_cidrs(&moto, &ids).await;
     let mappings = ids
         .iter()
         .zip(addresses)

@@ -97,6 +97,17 @@ fn spec(kind: ResourceType, tags: &[(&str, &str)]) -> TagSpecification {
         .build()
 }
 
+/// moto seeded with `nodes` instances, and the instance the CCM runs on,
+/// tagged `tags`, with an instance metadata stand-in for it.
+async fn this_instance(nodes: usize, tags: &[(&str, &str)]) -> (Moto, Estate, Seeded, Imds) {
+    let moto = moto().await;
+    let estate = seed::estate(&ec2(&moto), nodes).await.expect("seeded");
+    let subnet = estate.public_subnets[0].clone();
+    let this = instance(&moto, &estate, &subnet, "us-east-1a", CLUSTER, tags).await;
+    let imds = Imds::for_instance(&this.id).await.expect("IMDS stand-in");
+    (moto, estate, this, imds)
+}
+
 /// The subnets of the load balancer whose name starts with `prefix`.
 async fn subnets_of(moto: &Moto, prefix: &str) -> Vec<String> {
     let out = elbv2(moto)
@@ -261,18 +272,7 @@ async fn two_clusters_named_kubernetes_keep_to_what_their_instance_tags_say() {
 
 #[tokio::test]
 async fn the_legacy_tag_names_the_cluster_and_marks_what_it_creates() {
-    let moto = moto().await;
-    let estate = seed::estate(&ec2(&moto), 1).await.expect("seeded");
-    let legacy = instance(
-        &moto,
-        &estate,
-        &estate.public_subnets[0],
-        "us-east-1a",
-        CLUSTER,
-        &[("KubernetesCluster", CLUSTER)],
-    )
-    .await;
-    let imds = Imds::for_instance(&legacy.id).await.expect("IMDS stand-in");
+    let (moto, estate, _, imds) = this_instance(1, &[("KubernetesCluster", CLUSTER)]).await;
     let provider = initialized(&config_without_cluster_id(&moto, &estate, &imds))
         .await
         .expect("initialized from the legacy tag");
@@ -313,20 +313,7 @@ async fn the_legacy_tag_names_the_cluster_and_marks_what_it_creates() {
 
 #[tokio::test]
 async fn an_instance_without_a_cluster_tag_says_what_to_set() {
-    let moto = moto().await;
-    let estate = seed::estate(&ec2(&moto), 0).await.expect("seeded");
-    let untagged = instance(
-        &moto,
-        &estate,
-        &estate.public_subnets[0],
-        "us-east-1a",
-        CLUSTER,
-        &[("Name", "bastion")],
-    )
-    .await;
-    let imds = Imds::for_instance(&untagged.id)
-        .await
-        .expect("IMDS stand-in");
+    let (moto, estate, untagged, imds) = this_instance(0, &[("Name", "bastion")]).await;
     let err = initialized(&config_without_cluster_id(&moto, &estate, &imds))
         .await
         .map(|_| ())

@@ -146,23 +146,6 @@ pub(crate) fn health_rules(port: i32, cidrs: &[String]) -> Vec<IpPermission> {
         .collect()
 }
 
-/// The CIDRs of `subnets`, sorted.
-pub(crate) async fn cidrs_of(moto: &Moto, subnets: &[String]) -> Vec<String> {
-    let out = ec2(moto)
-        .describe_subnets()
-        .set_subnet_ids(Some(subnets.to_vec()))
-        .send()
-        .await
-        .expect("described");
-    let mut cidrs: Vec<String> = out
-        .subnets()
-        .iter()
-        .filter_map(|s| s.cidr_block().map(str::to_owned))
-        .collect();
-    cidrs.sort();
-    cidrs
-}
-
 /// The NLB of Service `shop/web` (port 80 to node port 30080 on every
 /// seeded instance), as upstream's `EnsureLoadBalancer` makes it in its
 /// default mode (no security group): `ensureLoadBalancerv2`,

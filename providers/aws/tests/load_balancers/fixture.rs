@@ -128,19 +128,7 @@ impl Fixture {
             .iter()
             .filter_map(|z| z.subnet_id().map(str::to_owned))
             .collect();
-        let out = ec2(&self.moto)
-            .describe_subnets()
-            .set_subnet_ids(Some(ids))
-            .send()
-            .await
-            .expect("described");
-        let mut cidrs: Vec<String> = out
-            .subnets()
-            .iter()
-            .filter_map(|s| s.cidr_block().map(str::to_owned))
-            .collect();
-        cidrs.sort();
-        cidrs
+        provider_aws::test_util::subnet_cidrs(&self.moto, &ids).await
     }
 
     /// The CIDRs the node group admits `port` from under `description`.
