@@ -88,15 +88,29 @@ async fn initialized_nodes_instances_are_tagged_and_a_deleted_nodes_untagged() -
     })
     .await
     .map_err(|e| anyhow::anyhow!("{e}\n{}", e2e.ccm.log_tail()))?;
-    let list = nodes(&e2e.client).list(&Default::default()).await?;
-    assert!(list.items.iter().all(is_initialized));
-    for node in &list.items {
-        let labels = node.metadata.labels.clone().unwrap_or_default();
-        assert!(
-            labels.contains_key(provider_aws::TAGGED_LABEL),
-            "{labels:?}"
-        );
-    }
+    // The label follows the tags in a write of its own: wait for it too
+    // (checked at once, it failed once on the real API server).
+    eventually(
+        "every node initialized and labelled as tagged",
+        ACT_WITHIN,
+        || async {
+            let list = nodes(&e2e.client).list(&Default::default()).await?;
+            Ok(list
+                .items
+                .iter()
+                .all(|node| {
+                    is_initialized(node)
+                        && node
+                            .metadata
+                            .labels
+                            .as_ref()
+                            .is_some_and(|l| l.contains_key(provider_aws::TAGGED_LABEL))
+                })
+                .then_some(()))
+        },
+    )
+    .await
+    .map_err(|e| anyhow::anyhow!("{e}\n{}", e2e.ccm.log_tail()))?;
 
     nodes(&e2e.client)
         .delete(&instances[0].private_dns_name, &DeleteParams::default())
