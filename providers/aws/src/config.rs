@@ -62,11 +62,6 @@ pub struct AwsConfig {
     /// of Services with `externalTrafficPolicy: Cluster` check kube-proxy's
     /// health endpoint on each node instead of the traffic port.
     pub shared_health_probe: Option<SharedHealthProbe>,
-    /// `ClusterServiceSharedLoadBalancerHealthProbePort`, kept until the
-    /// file is read: it applies only in the shared mode.
-    pub(crate) shared_probe_port: Option<i32>,
-    /// `ClusterServiceSharedLoadBalancerHealthProbePath`, likewise.
-    pub(crate) shared_probe_path: Option<String>,
     /// `SupportedTopologyInstanceTypePattern`: instance types expected to
     /// have a network topology; upstream's default when unset.
     pub topology_instance_types: Option<TypePattern>,
@@ -100,8 +95,6 @@ impl Default for AwsConfig {
             role_arn: None,
             source_arn: None,
             shared_health_probe: None,
-            shared_probe_port: None,
-            shared_probe_path: None,
             topology_instance_types: None,
             kubernetes_cluster_tag: None,
             kubernetes_cluster_id: None,
@@ -112,6 +105,18 @@ impl Default for AwsConfig {
             service_overrides: Vec::new(),
         }
     }
+}
+
+/// `[Global]` keys that take effect only once the whole file is read.
+#[derive(Debug, Default)]
+struct Pending {
+    /// `NodeIPFamilies`, in order, each once.
+    families: Vec<IpFamily>,
+    /// `ClusterServiceSharedLoadBalancerHealthProbePort`: only in the
+    /// shared mode, which a later line may set.
+    probe_port: Option<i32>,
+    /// `ClusterServiceSharedLoadBalancerHealthProbePath`, likewise.
+    probe_path: Option<String>,
 }
 
 /// kube-proxy's health endpoint (upstream's `defaultKubeProxyHealthCheckPort`
@@ -140,12 +145,12 @@ impl AwsConfig {
         let at = |line: usize, message: String| file.error(message).at_line(line);
         let sections = gcfg::parse(&file.contents).map_err(|e| at(e.line(), e.to_string()))?;
         let mut config = Self::default();
-        let mut families = Vec::new();
+        let mut pending = Pending::default();
         for section in sections {
             if key_is(&section.name, "Global") && section.subsection.is_none() {
                 for entry in &section.entries {
                     config
-                        .set_global(entry, &mut families)
+                        .set_global(entry, &mut pending)
                         .map_err(|m| at(entry.line, m))?;
                 }
             } else if key_is(&section.name, "ServiceOverride") {
@@ -175,26 +180,22 @@ impl AwsConfig {
                 ));
             }
         }
-        if !families.is_empty() {
-            config.node_ip_families = families;
+        if !pending.families.is_empty() {
+            config.node_ip_families = pending.families;
         }
         if let Some(probe) = &mut config.shared_health_probe {
-            if let Some(port) = config.shared_probe_port {
+            if let Some(port) = pending.probe_port {
                 probe.port = port;
             }
-            if let Some(path) = &config.shared_probe_path {
-                probe.path.clone_from(path);
+            if let Some(path) = pending.probe_path {
+                probe.path = path;
             }
         }
         config.check_cluster_ids().map_err(|m| file.error(m))?;
         Ok(config)
     }
 
-    fn set_global(
-        &mut self,
-        entry: &gcfg::Entry,
-        families: &mut Vec<IpFamily>,
-    ) -> Result<(), String> {
+    fn set_global(&mut self, entry: &gcfg::Entry, pending: &mut Pending) -> Result<(), String> {
         let key = entry.key.as_str();
         let value = || entry.value.clone().unwrap_or_default();
         let id = |name: &str, prefix: &str| -> Result<Option<String>, String> {
@@ -271,7 +272,7 @@ impl AwsConfig {
         } else if key_is(key, "ClusterServiceSharedLoadBalancerHealthProbePort") {
             let v = value();
             // 0 is upstream's "unset".
-            self.shared_probe_port = match v.parse::<i32>() {
+            pending.probe_port = match v.parse::<i32>() {
                 Ok(0) => None,
                 Ok(port @ 1..=65535) => Some(port),
                 _ => {
@@ -287,7 +288,7 @@ impl AwsConfig {
                     "`ClusterServiceSharedLoadBalancerHealthProbePath` must start with /, not `{v}`"
                 ));
             }
-            self.shared_probe_path = non_empty(v);
+            pending.probe_path = non_empty(v);
         } else if key_is(key, "KubernetesClusterTag") {
             self.kubernetes_cluster_tag = non_empty(value());
         } else if key_is(key, "KubernetesClusterID") {
@@ -311,8 +312,8 @@ impl AwsConfig {
                     ));
                 }
             };
-            if !families.contains(&family) {
-                families.push(family);
+            if !pending.families.contains(&family) {
+                pending.families.push(family);
             }
         } else if key_is(key, "SupportedTopologyInstanceTypePattern") {
             let v = value();

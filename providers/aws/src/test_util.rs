@@ -267,9 +267,7 @@ impl Moto {
             .unwrap_or_else(|e| panic!("moto state: {e}"));
         serde_json::from_str(&body).expect("moto state is JSON")
     }
-}
 
-impl Moto {
     /// The ARN of a certificate moto's ACM issues for `domain`, for TLS
     /// listeners (moto's ELBv2 checks that the certificate exists). No ACM
     /// client is built for this: one JSON request, routed to ACM by its

@@ -11,15 +11,12 @@
 //! cannot gain them. The provider adds no rules to the groups it is given,
 //! and never deletes them; its own group, once replaced, is deleted.
 
-use std::collections::BTreeSet;
-
 use aws_sdk_ec2::types::SecurityGroup;
 use cloud_provider::CloudError;
 
 use super::super::annotations::{self as key, Annotations, invalid};
 use crate::instances::lookup::filter;
 use crate::provider::Cloud;
-use crate::tagging::ec2_tags;
 
 /// The groups named by the Service's annotations.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -133,13 +130,7 @@ impl Cloud {
                 return;
             }
         };
-        let owned: BTreeSet<&str> = groups
-            .iter()
-            .filter(|g| self.tags.is_owned_for_service(ec2_tags(g.tags()), service))
-            .filter_map(|g| g.group_id())
-            .filter(|id| self.config.elb_security_group.as_deref() != Some(*id))
-            .collect();
-        for id in owned {
+        for id in self.owned_for_service(&groups, service) {
             match self.delete_security_group(id).await {
                 Ok(()) => {
                     tracing::info!(

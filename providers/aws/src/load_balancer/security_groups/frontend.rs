@@ -180,17 +180,26 @@ impl Cloud {
             let ids: Vec<&str> = candidates.iter().map(String::as_str).collect();
             groups.extend(self.security_groups(vec![filter("group-id", &ids)]).await?);
         }
-        let owned: BTreeSet<&str> = groups
-            .iter()
-            .filter(|g| self.tags.is_owned_for_service(ec2_tags(g.tags()), &svc.key))
-            .filter_map(|g| g.group_id())
-            .filter(|id| self.config.elb_security_group.as_deref() != Some(*id))
-            .collect();
-        for id in owned {
+        for id in self.owned_for_service(&groups, &svc.key) {
             self.delete_security_group(id).await?;
             tracing::info!(group = id, service = %svc.key, "deleted load balancer security group");
         }
         Ok(())
+    }
+
+    /// The IDs of `groups` this cluster made for `service`, never the
+    /// config's `ElbSecurityGroup`.
+    pub(crate) fn owned_for_service<'a>(
+        &self,
+        groups: &'a [SecurityGroup],
+        service: &str,
+    ) -> BTreeSet<&'a str> {
+        groups
+            .iter()
+            .filter(|g| self.tags.is_owned_for_service(ec2_tags(g.tags()), service))
+            .filter_map(|g| g.group_id())
+            .filter(|id| self.config.elb_security_group.as_deref() != Some(*id))
+            .collect()
     }
 
     /// Deletes a load balancer's security group; gone already is fine,
