@@ -234,8 +234,15 @@ async fn a_malformed_annotation_gets_a_warning_and_changes_nothing_in_aws() -> a
         &[(annotations::HEALTHCHECK_INTERVAL, "every ten seconds")],
     );
     create_service(&e2e.client, &bad).await?;
+    // No type: a classic ELB, whose own keys are checked as strictly.
     let mut classic = nlb_service("classic", &[]);
-    classic.metadata.annotations = None;
+    classic.metadata.annotations = Some(
+        [(
+            annotations::CONNECTION_IDLE_TIMEOUT.to_owned(),
+            "forever".to_owned(),
+        )]
+        .into(),
+    );
     create_service(&e2e.client, &classic).await?;
 
     let warning = eventually("a Warning event on the Service", ACT_WITHIN, || async {
@@ -259,7 +266,8 @@ async fn a_malformed_annotation_gets_a_warning_and_changes_nothing_in_aws() -> a
     .await?;
     let classic_note = classic_warning.note.unwrap_or_default();
     assert!(
-        classic_note.contains("classic Elastic Load Balancers are not supported"),
+        classic_note.contains(annotations::CONNECTION_IDLE_TIMEOUT)
+            && classic_note.contains("forever"),
         "{classic_note}"
     );
 

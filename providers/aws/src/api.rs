@@ -133,6 +133,8 @@ impl From<ApiError> for CloudError {
 #[derive(Debug, Clone)]
 pub(crate) struct Api {
     pub(crate) ec2: aws_sdk_ec2::Client,
+    /// Classic ELBs.
+    pub(crate) elb: aws_sdk_elasticloadbalancing::Client,
     pub(crate) elbv2: aws_sdk_elasticloadbalancingv2::Client,
     throttle: Arc<Throttle>,
     metrics: Arc<ApiMetrics>,
@@ -147,13 +149,17 @@ enum Failure {
 
 impl Api {
     pub(crate) fn new(
-        ec2: aws_sdk_ec2::Client,
-        elbv2: aws_sdk_elasticloadbalancingv2::Client,
+        (ec2, elb, elbv2): (
+            aws_sdk_ec2::Client,
+            aws_sdk_elasticloadbalancing::Client,
+            aws_sdk_elasticloadbalancingv2::Client,
+        ),
         throttle: Arc<Throttle>,
         metrics: Arc<ApiMetrics>,
     ) -> Self {
         Self {
             ec2,
+            elb,
             elbv2,
             throttle,
             metrics,

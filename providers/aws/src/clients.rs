@@ -1,4 +1,4 @@
-//! Building the EC2 and ELBv2 clients: region, credentials, the
+//! Building the EC2, ELB and ELBv2 clients: region, credentials, the
 //! `[ServiceOverride]` endpoints with their signing region and name,
 //! timeouts, and the request fence each request is described to
 //! ([`FenceEachRequest`], with [`query`]). Retries are left to
@@ -76,6 +76,26 @@ pub(crate) fn elbv2(
     aws_sdk_elasticloadbalancingv2::Client::from_conf(builder.build())
 }
 
+/// The classic ELB client for `region`; `[ServiceOverride]`s for
+/// `elasticloadbalancing` apply to it as to ELBv2 (one endpoint serves both).
+pub(crate) fn elb(
+    config: &AwsConfig,
+    region: &Region,
+    credentials: SharedCredentialsProvider,
+) -> aws_sdk_elasticloadbalancing::Client {
+    let mut builder = aws_sdk_elasticloadbalancing::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(region.clone())
+        .credentials_provider(credentials)
+        .retry_config(RetryConfig::disabled())
+        .timeout_config(timeouts())
+        .interceptor(FenceEachRequest);
+    if let Some(o) = config.service_override(AwsService::Elbv2, region.as_ref()) {
+        builder = builder.endpoint_resolver(FixedEndpoint(endpoint(o, "elasticloadbalancing")));
+    }
+    aws_sdk_elasticloadbalancing::Client::from_conf(builder.build())
+}
+
 /// Describes each request to the framework's request fence
 /// ([`fence::check_request`]) immediately before it is transmitted, after
 /// signing and any wait: a load-balancer operation of a dozen requests
@@ -89,7 +109,7 @@ pub(crate) fn elbv2(
 /// # Guarantees
 /// - The operation is the body's `Action`; `Describe*`, `Get*` and `List*`
 ///   are reads and everything else mutates. A request whose body names no
-///   action (none does, on EC2 and ELBv2) is described as a mutation, so a
+///   action (none does, on EC2, ELB and ELBv2) is described as a mutation, so a
 ///   dry run never sends it.
 /// - A refusal reaches the caller as a [`FenceRefusal`] in the SDK error's
 ///   causes, which [`crate::api::Api::call`] answers with, unretried.
@@ -178,6 +198,15 @@ impl aws_sdk_ec2::config::endpoint::ResolveEndpoint for FixedEndpoint {
     fn resolve_endpoint<'a>(
         &'a self,
         _params: &'a aws_sdk_ec2::config::endpoint::Params,
+    ) -> EndpointFuture<'a> {
+        EndpointFuture::ready(Ok(self.0.clone()))
+    }
+}
+
+impl aws_sdk_elasticloadbalancing::config::endpoint::ResolveEndpoint for FixedEndpoint {
+    fn resolve_endpoint<'a>(
+        &'a self,
+        _params: &'a aws_sdk_elasticloadbalancing::config::endpoint::Params,
     ) -> EndpointFuture<'a> {
         EndpointFuture::ready(Ok(self.0.clone()))
     }
@@ -319,9 +348,16 @@ mod tests {
                 .credentials_provider(Credentials::new("AKID", "SECRET", None, None, "test"))
                 .build(),
         );
+        let elb = aws_sdk_elasticloadbalancing::Client::from_conf(
+            aws_sdk_elasticloadbalancing::Config::builder()
+                .behavior_version(BehaviorVersion::latest())
+                .region(Region::new("us-east-1"))
+                .endpoint_url(url)
+                .credentials_provider(Credentials::new("AKID", "SECRET", None, None, "test"))
+                .build(),
+        );
         Api::new(
-            ec2.clone(),
-            elbv2,
+            (ec2.clone(), elb, elbv2),
             Arc::new(Throttle::new(RateLimits::default()).unwrap()),
             Arc::new(ApiMetrics::default()),
         )

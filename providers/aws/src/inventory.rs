@@ -3,7 +3,7 @@
 //!
 //! | kind | what | `id` | owner |
 //! |---|---|---|---|
-//! | `load-balancer` | a Network Load Balancer | its ARN | [`Owner::LoadBalancerName`]: its name |
+//! | `load-balancer` | a Network Load Balancer, or a classic ELB | its ARN, or a classic ELB's name | [`Owner::LoadBalancerName`]: its name |
 //! | `target-group` | a target group | its ARN | its load balancer's name, or the Service its tag names |
 //! | `security-group` | a load balancer's own security group | its ID | its load balancer's name, or the Service its tag names |
 //! | `route` | a pod-CIDR route in one of the cluster's route tables | `<route table ID>:<CIDR>` | [`Owner::Node`]: its instance's private DNS name |
@@ -18,8 +18,8 @@
 //! *and* `kubernetes.io/service-name`, as everything the provider makes for
 //! a Service does: node security groups, which deployment tools tag as the
 //! cluster's, are never listed, nor is `ElbSecurityGroup` from the config.
-//! Only Network Load Balancers are listed; the provider makes no classic
-//! ones. Routes are those the route controller sees: routes to instances or
+//! Classic ELBs upstream made carry both tags and are listed; their own
+//! groups, which upstream tags with the cluster alone, are not. Routes are those the route controller sees: routes to instances or
 //! network interfaces in `RouteTableID` or the tables tagged for the
 //! cluster. Another cluster's resources and untagged ones are never listed.
 //!

@@ -20,6 +20,7 @@
 
 pub mod annotations;
 mod attributes;
+mod classic;
 mod listeners;
 mod naming;
 mod nlb;
@@ -28,7 +29,7 @@ mod spec;
 mod subnets;
 mod target_groups;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -41,22 +42,24 @@ use crate::instances::lookup::state;
 use crate::provider::{AwsProvider, Cloud};
 use crate::tagging::elbv2_tags;
 use annotations::labels_match;
+use classic::ClassicSpec;
 use listeners::forward_target;
 use nlb::status;
+use security_groups::asked::AskedGroups;
 use security_groups::node_rules::{client_cidrs, needs_health_rule};
-use spec::{LoadBalancerSpec, ServiceRef, is_external};
+use spec::{Kind, LoadBalancerSpec, ServiceRef, is_external, kind};
 
 impl Cloud {
     /// The running instances of the nodes the Service targets.
     async fn target_instances(
         &self,
-        spec: &LoadBalancerSpec,
+        target_node_labels: &BTreeMap<String, String>,
         nodes: &[Arc<Node>],
     ) -> Result<Vec<Instance>, CloudError> {
         let targets: Vec<&Node> = nodes
             .iter()
             .map(AsRef::as_ref)
-            .filter(|n| labels_match(&spec.target_node_labels, n.metadata.labels.as_ref()))
+            .filter(|n| labels_match(target_node_labels, n.metadata.labels.as_ref()))
             .collect();
         let found = self.find_instances(&targets).await?;
         let mut seen = BTreeSet::new();
@@ -106,7 +109,9 @@ impl Cloud {
             .or_else(|| subnets.first().and_then(|s| s.vpc_id()))
             .ok_or_else(|| CloudError::msg("cannot tell the load balancer's VPC"))?
             .to_owned();
-        let instances = self.target_instances(spec, nodes).await?;
+        let instances = self
+            .target_instances(&spec.target_node_labels, nodes)
+            .await?;
         let vpc_cidrs = self.vpc_cidrs(&vpc_id).await?;
         let clients = client_cidrs(spec, &vpc_cidrs);
         let tags = self
@@ -168,7 +173,9 @@ impl Cloud {
     }
 
     async fn update(&self, spec: &LoadBalancerSpec, nodes: &[Arc<Node>]) -> Result<(), CloudError> {
-        let instances = self.target_instances(spec, nodes).await?;
+        let instances = self
+            .target_instances(&spec.target_node_labels, nodes)
+            .await?;
         let (lb, tags) = self
             .find_load_balancer(&spec.svc.load_balancer_name)
             .await?
@@ -285,13 +292,17 @@ impl LoadBalancer for AwsProvider {
         if is_external(service) {
             return Err(CloudError::ImplementedElsewhere);
         }
-        self.cloud()?.status(service).await
+        let cloud = self.cloud()?;
+        match kind(service)? {
+            Kind::Network => cloud.status(service).await,
+            Kind::Classic => cloud.classic_status(&ServiceRef::of(service)).await,
+        }
     }
 
     /// Ownership and every annotation are read from the Service alone, so
     /// a new Service costs no `DescribeLoadBalancers` before its ensure.
     fn check_service(&self, service: &Service) -> Option<Result<(), CloudError>> {
-        Some(LoadBalancerSpec::from_service(service).map(drop))
+        Some(annotations::check_service(service))
     }
 
     fn annotation_schema(&self) -> Option<&'static AnnotationSchema> {
@@ -305,8 +316,17 @@ impl LoadBalancer for AwsProvider {
         nodes: &[Arc<Node>],
     ) -> Result<EnsuredLoadBalancer, CloudError> {
         let cloud = self.cloud()?;
-        let spec = LoadBalancerSpec::under(service, cloud.config.shared_health_probe.as_ref())?;
-        cloud.ensure(cluster_name, &spec, nodes).await
+        let probe = cloud.config.shared_health_probe.as_ref();
+        match kind(service)? {
+            Kind::Network => {
+                let spec = LoadBalancerSpec::under(service, probe)?;
+                cloud.ensure(cluster_name, &spec, nodes).await
+            }
+            Kind::Classic => {
+                let spec = ClassicSpec::under(service, probe)?;
+                cloud.ensure_classic(&spec, nodes).await
+            }
+        }
     }
 
     async fn update_load_balancer(
@@ -316,12 +336,22 @@ impl LoadBalancer for AwsProvider {
         nodes: &[Arc<Node>],
     ) -> Result<(), CloudError> {
         let cloud = self.cloud()?;
-        let spec = LoadBalancerSpec::under(service, cloud.config.shared_health_probe.as_ref())?;
-        cloud.update(&spec, nodes).await
+        let probe = cloud.config.shared_health_probe.as_ref();
+        match kind(service)? {
+            Kind::Network => {
+                let spec = LoadBalancerSpec::under(service, probe)?;
+                cloud.update(&spec, nodes).await
+            }
+            Kind::Classic => {
+                let spec = ClassicSpec::under(service, probe)?;
+                cloud.update_classic(&spec, nodes).await
+            }
+        }
     }
 
-    /// Needs only the Service's names: a Service whose annotations became
-    /// malformed can still be deleted.
+    /// Needs only the Service's names and type: a Service whose
+    /// annotations became malformed can still be deleted (with a type
+    /// nobody knows, both kinds are looked for).
     async fn ensure_load_balancer_deleted(
         &self,
         cluster_name: &str,
@@ -330,8 +360,18 @@ impl LoadBalancer for AwsProvider {
         if is_external(service) {
             return Err(CloudError::ImplementedElsewhere);
         }
-        self.cloud()?
-            .delete(cluster_name, &ServiceRef::of(service))
-            .await
+        let cloud = self.cloud()?;
+        let svc = ServiceRef::of(service);
+        let empty = BTreeMap::new();
+        let a = annotations::Annotations(service.metadata.annotations.as_ref().unwrap_or(&empty));
+        let asked = AskedGroups::from_annotations(&a).unwrap_or_default();
+        match kind(service) {
+            Ok(Kind::Network) => cloud.delete(cluster_name, &svc).await,
+            Ok(Kind::Classic) => cloud.delete_classic(&svc, &asked).await,
+            Err(_) => {
+                cloud.delete_classic(&svc, &asked).await?;
+                cloud.delete(cluster_name, &svc).await
+            }
+        }
     }
 }

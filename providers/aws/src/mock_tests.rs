@@ -46,7 +46,10 @@ fn provider_with(
         elbv2,
         |b| b.retry_config(RetryConfig::disabled())
     );
-    AwsProvider::with_clients(config, ec2, elbv2, limit)
+    // No rules: a classic ELB call fails the test.
+    let elb = mock_client!(aws_sdk_elasticloadbalancing, RuleMode::MatchAny, &[], |b| b
+        .retry_config(RetryConfig::disabled()));
+    AwsProvider::with_clients(config, (ec2, elb, elbv2), limit)
 }
 
 /// An AWS error with `code`, as the SDK reports codes it has no type for.

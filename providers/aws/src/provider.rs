@@ -107,8 +107,11 @@ impl AwsProvider {
     #[cfg(test)]
     pub(crate) fn with_clients(
         config: AwsConfig,
-        ec2: aws_sdk_ec2::Client,
-        elbv2: aws_sdk_elasticloadbalancingv2::Client,
+        clients: (
+            aws_sdk_ec2::Client,
+            aws_sdk_elasticloadbalancing::Client,
+            aws_sdk_elasticloadbalancingv2::Client,
+        ),
         rate_limit: RateLimit,
     ) -> Self {
         let provider = Self::new(config, &Environment::default())
@@ -117,7 +120,7 @@ impl AwsProvider {
         let throttle = Arc::new(
             Throttle::new(RateLimits::uniform(rate_limit)).expect("tests use valid rate limits"),
         );
-        let api = Api::new(ec2, elbv2, throttle, Arc::clone(&provider.metrics));
+        let api = Api::new(clients, throttle, Arc::clone(&provider.metrics));
         let cloud = Cloud::new(
             api,
             Arc::clone(&provider.config),
@@ -187,8 +190,11 @@ impl CloudProvider for AwsProvider {
                 let sdk_region = Region::new(region.clone());
                 let credentials = self.credentials.provider(&sdk_region, &self.config).await;
                 let api = Api::new(
-                    clients::ec2(&self.config, &sdk_region, credentials.clone()),
-                    clients::elbv2(&self.config, &sdk_region, credentials),
+                    (
+                        clients::ec2(&self.config, &sdk_region, credentials.clone()),
+                        clients::elb(&self.config, &sdk_region, credentials.clone()),
+                        clients::elbv2(&self.config, &sdk_region, credentials),
+                    ),
                     Arc::new(throttle),
                     Arc::clone(&self.metrics),
                 );

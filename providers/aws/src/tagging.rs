@@ -113,6 +113,14 @@ pub(crate) fn elbv2_tags(
         .map(|t| (t.key().unwrap_or_default(), t.value().unwrap_or_default()))
 }
 
+/// Classic ELB tags as `(key, value)` pairs.
+pub(crate) fn elb_tags(
+    tags: &[aws_sdk_elasticloadbalancing::types::Tag],
+) -> impl Iterator<Item = (&str, &str)> + Clone {
+    tags.iter()
+        .map(|t| (t.key(), t.value().unwrap_or_default()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -362,6 +362,18 @@ pub fn ec2(moto: &Moto) -> aws_sdk_ec2::Client {
     )
 }
 
+/// A classic ELB client on moto, for checking and seeding.
+pub fn elb(moto: &Moto) -> aws_sdk_elasticloadbalancing::Client {
+    aws_sdk_elasticloadbalancing::Client::from_conf(
+        aws_sdk_elasticloadbalancing::Config::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new(REGION))
+            .endpoint_url(&moto.endpoint)
+            .credentials_provider(credentials())
+            .build(),
+    )
+}
+
 /// An ELBv2 client on moto, for checking.
 pub fn elbv2(moto: &Moto) -> aws_sdk_elasticloadbalancingv2::Client {
     aws_sdk_elasticloadbalancingv2::Client::from_conf(
@@ -452,6 +464,18 @@ pub fn node(name: &str, provider_id: Option<&str>) -> Arc<Node> {
         }),
         ..Node::default()
     })
+}
+
+/// A LoadBalancer Service `shop/web` without a type annotation (a classic
+/// ELB), with `annotations` and `(port, node port)` TCP ports.
+pub fn classic_service(uid: &str, annotations: &[(&str, &str)], ports: &[(i32, i32)]) -> Service {
+    let mut svc = nlb_service(uid, annotations, ports);
+    if let Some(a) = svc.metadata.annotations.as_mut()
+        && a.get(crate::annotations::TYPE).map(String::as_str) == Some("nlb")
+    {
+        a.remove(crate::annotations::TYPE);
+    }
+    svc
 }
 
 /// The Service `shop/web` with `uid`, of type LoadBalancer asking for a

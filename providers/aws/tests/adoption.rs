@@ -1,7 +1,8 @@
 //! Adopting what cloud-provider-aws built: moto seeded with resources made
 //! as upstream's code makes them ([`upstream`], each fixture naming the
 //! upstream functions it follows), then this provider asked for the same
-//! Service or routes through the counting proxy. It must find and keep
+//! Service or routes through the counting proxy (a classic ELB, NLBs, a
+//! route). It must find and keep
 //! them: no create, delete or other change when nothing differs; and a
 //! Service deleted afterwards removes them.
 
@@ -18,8 +19,8 @@ use provider_aws::annotations as key;
 use provider_aws::test_util::proxy::Proxy;
 use provider_aws::test_util::seed::{self, Estate, VPC_CIDR};
 use provider_aws::test_util::{
-    CLUSTER, IngressRule, Moto, ec2, elbv2, ingress_rules, moto, nlb_service, provider_at,
-    subnet_cidrs,
+    CLUSTER, IngressRule, Moto, classic_service, ec2, elb, elbv2, ingress_rules, moto, nlb_service,
+    provider_at, subnet_cidrs,
 };
 use upstream::{Health, NODE_PORT, Nlb, PORT, UID};
 
@@ -241,6 +242,49 @@ async fn an_internal_nlb_with_private_addresses_upstream_made_is_adopted_without
         &[(PORT, NODE_PORT)],
     );
     adopt(&moto, &estate, &svc).await;
+}
+
+#[tokio::test]
+async fn a_classic_elb_upstream_made_is_adopted_without_a_change_and_deleted_with_its_service() {
+    let moto = moto().await;
+    let estate = seed::estate(&ec2(&moto), 2).await.expect("seeded");
+    let group = upstream::classic(&moto, &estate).await;
+    let svc = classic_service(UID, &[], &[(PORT, NODE_PORT)]);
+    let provider = adopt(&moto, &estate, &svc).await;
+
+    provider
+        .load_balancer()
+        .expect("AWS has load balancers")
+        .ensure_load_balancer_deleted(CLUSTER, &svc)
+        .await
+        .expect("deleted");
+    let elbs = elb(&moto)
+        .describe_load_balancers()
+        .send()
+        .await
+        .expect("described");
+    assert!(elbs.load_balancer_descriptions().is_empty(), "{elbs:?}");
+    let groups = ec2(&moto)
+        .describe_security_groups()
+        .send()
+        .await
+        .expect("described");
+    assert!(
+        !groups
+            .security_groups()
+            .iter()
+            .any(|g| g.group_id() == Some(&group)),
+        "the ELB's group is deleted"
+    );
+    assert!(
+        !groups
+            .security_groups()
+            .iter()
+            .flat_map(|g| g.ip_permissions())
+            .flat_map(|p| p.user_id_group_pairs())
+            .any(|p| p.group_id() == Some(&group)),
+        "no rule refers to it"
+    );
 }
 
 #[tokio::test]

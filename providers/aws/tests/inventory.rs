@@ -269,3 +269,63 @@ async fn the_inventory_lists_and_deletes_exactly_what_the_cluster_made() {
         "the route went"
     );
 }
+
+#[tokio::test]
+async fn a_classic_elb_and_its_group_are_listed_by_name_and_deleted_in_order() {
+    let moto = moto().await;
+    let estate = seed::estate(&ec2(&moto), 1).await.expect("seeded");
+    let a = provider_at(&moto.endpoint, CLUSTER, &format!("VPC = {}", estate.vpc)).await;
+    let node = &estate.instances[0];
+    a.load_balancer()
+        .expect("AWS has load balancers")
+        .ensure_load_balancer(
+            CLUSTER,
+            &provider_aws::test_util::classic_service(UID_A, &[], &[(80, 30080)]),
+            &[node.node()],
+        )
+        .await
+        .expect("ensured");
+    let listed = inventory(&a)
+        .owned_resources(CLUSTER)
+        .await
+        .expect("listed");
+    let kinds: Vec<(&str, &str)> = listed
+        .iter()
+        .map(|r| (r.kind.as_str(), r.name.as_str()))
+        .collect();
+    let own_group = format!("k8s-elb-{LB_A}");
+    assert_eq!(
+        kinds,
+        [
+            (OwnedResource::LOAD_BALANCER, LB_A),
+            (SECURITY_GROUP, own_group.as_str())
+        ],
+        "{listed:?}"
+    );
+    assert_eq!(listed[0].id, LB_A, "a classic ELB's ID is its name");
+    assert!(
+        listed
+            .iter()
+            .all(|r| r.owner == Owner::LoadBalancerName(LB_A.to_owned())),
+        "{listed:?}"
+    );
+    for resource in &listed {
+        inventory(&a)
+            .delete_owned(CLUSTER, resource)
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", resource.id));
+    }
+    assert!(
+        inventory(&a)
+            .owned_resources(CLUSTER)
+            .await
+            .expect("listed")
+            .is_empty()
+    );
+    let elbs = provider_aws::test_util::elb(&moto)
+        .describe_load_balancers()
+        .send()
+        .await
+        .expect("described");
+    assert!(elbs.load_balancer_descriptions().is_empty());
+}

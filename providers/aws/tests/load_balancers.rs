@@ -1,4 +1,4 @@
-//! Network Load Balancers against moto: what a Service gets, how targets
+//! Network Load Balancers against moto (classic ELBs in [`classic`]): what a Service gets, how targets
 //! follow nodes, what invalid input leaves alone, that deletion leaves
 //! nothing the cluster owned, what a dry run sends ([`dry_run`]), target
 //! group attributes ([`attributes`]), named security groups
@@ -6,6 +6,8 @@
 
 #[path = "load_balancers/attributes.rs"]
 mod attributes;
+#[path = "load_balancers/classic.rs"]
+mod classic;
 #[path = "load_balancers/dry_run.rs"]
 mod dry_run;
 #[path = "load_balancers/fixture.rs"]
@@ -380,17 +382,18 @@ async fn invalid_input_changes_nothing_in_the_cloud() {
         "{err:?}"
     );
 
+    // A classic ELB's own keys are checked as strictly.
     let mut classic = service(&[], &[(80, 30080)]);
-    classic.metadata.annotations = None;
+    classic.metadata.annotations =
+        Some([(key::CONNECTION_IDLE_TIMEOUT.to_owned(), "0".to_owned())].into());
     let err = f
         .lb()
         .ensure_load_balancer(CLUSTER, &classic, &f.nodes(&[0]))
         .await
         .unwrap_err();
     assert!(
-        err.to_string()
-            .contains("classic Elastic Load Balancers are not supported"),
-        "{err}"
+        matches!(&err, CloudError::InvalidInput { field, .. } if field == key::CONNECTION_IDLE_TIMEOUT),
+        "{err:?}"
     );
 
     let too_few_eips = service(

@@ -1,15 +1,17 @@
-//! The cluster's load balancers, target groups and load-balancer security
-//! groups, as inventory: listed with their owners, and deleted one by one.
+//! The cluster's load balancers (NLBs and classic ELBs), target groups and
+//! load-balancer security groups, as inventory: listed with their owners,
+//! and deleted one by one.
 
 use std::collections::HashMap;
 
+use aws_sdk_elasticloadbalancing::types::LoadBalancerDescription;
 use aws_sdk_elasticloadbalancingv2::types::{LoadBalancer, LoadBalancerTypeEnum, Tag};
 use cloud_provider::{CloudError, OwnedResource, Owner};
 
 use super::{SECURITY_GROUP, TARGET_GROUP, made_for_a_service, not_the_clusters};
 use crate::instances::lookup::filter;
 use crate::provider::Cloud;
-use crate::tagging::{ClusterTags, SERVICE_NAME_TAG, ec2_tags, elbv2_tags};
+use crate::tagging::{ClusterTags, SERVICE_NAME_TAG, ec2_tags, elb_tags, elbv2_tags};
 
 impl Cloud {
     /// The cluster's load balancers, then their target groups, then their
@@ -19,6 +21,7 @@ impl Cloud {
         cluster: &ClusterTags,
     ) -> Result<Vec<OwnedResource>, CloudError> {
         let lbs = self.cluster_load_balancers(cluster).await?;
+        let classic = self.cluster_classic_elbs(cluster).await?;
         let by_arn: HashMap<&str, &str> = lbs
             .iter()
             .filter_map(|lb| Some((lb.load_balancer_arn()?, lb.load_balancer_name()?)))
@@ -26,6 +29,11 @@ impl Cloud {
         let by_group: HashMap<&str, &str> = lbs
             .iter()
             .filter_map(|lb| Some((lb.security_groups(), lb.load_balancer_name()?)))
+            .chain(
+                classic
+                    .iter()
+                    .filter_map(|lb| Some((lb.security_groups(), lb.load_balancer_name()?))),
+            )
             .flat_map(|(groups, name)| groups.iter().map(move |g| (g.as_str(), name)))
             .collect();
         let mut out: Vec<OwnedResource> = by_arn
@@ -37,6 +45,21 @@ impl Cloud {
                 owner: Owner::LoadBalancerName((*name).to_owned()),
                 cidr: None,
             })
+            .chain(
+                classic
+                    .iter()
+                    .filter_map(|lb| lb.load_balancer_name())
+                    .map(|name| {
+                        // A classic ELB has no ARN: its name is its ID.
+                        OwnedResource {
+                            kind: OwnedResource::LOAD_BALANCER.to_owned(),
+                            id: name.to_owned(),
+                            name: name.to_owned(),
+                            owner: Owner::LoadBalancerName(name.to_owned()),
+                            cidr: None,
+                        }
+                    }),
+            )
             .collect();
         out.sort();
         out.extend(self.cluster_target_groups(cluster, &by_arn).await?);
@@ -84,6 +107,65 @@ impl Cloud {
                     .is_some_and(|t| made_for_a_service(cluster, elbv2_tags(t)).is_some())
             })
             .cloned()
+            .collect())
+    }
+
+    /// Classic ELBs the cluster made for a Service.
+    async fn cluster_classic_elbs(
+        &self,
+        cluster: &ClusterTags,
+    ) -> Result<Vec<LoadBalancerDescription>, CloudError> {
+        let elbs: Vec<LoadBalancerDescription> = self
+            .api
+            .paged(
+                "DescribeLoadBalancers",
+                |marker| {
+                    self.api
+                        .elb
+                        .describe_load_balancers()
+                        .set_marker(marker)
+                        .send()
+                },
+                |page| {
+                    (
+                        page.load_balancer_descriptions().to_vec(),
+                        page.next_marker().map(str::to_owned),
+                    )
+                },
+            )
+            .await?;
+        let names: Vec<&str> = elbs
+            .iter()
+            .filter_map(LoadBalancerDescription::load_balancer_name)
+            .collect();
+        let mut tags: HashMap<String, Vec<aws_sdk_elasticloadbalancing::types::Tag>> =
+            HashMap::new();
+        for chunk in names.chunks(20) {
+            let described = self
+                .api
+                .call("DescribeTags", || {
+                    self.api
+                        .elb
+                        .describe_tags()
+                        .set_load_balancer_names(Some(
+                            chunk.iter().map(|n| (*n).to_owned()).collect(),
+                        ))
+                        .send()
+                })
+                .await?;
+            for d in described.tag_descriptions() {
+                if let Some(name) = d.load_balancer_name() {
+                    tags.insert(name.to_owned(), d.tags().to_vec());
+                }
+            }
+        }
+        Ok(elbs
+            .into_iter()
+            .filter(|lb| {
+                lb.load_balancer_name()
+                    .and_then(|n| tags.get(n))
+                    .is_some_and(|t| made_for_a_service(cluster, elb_tags(t)).is_some())
+            })
             .collect())
     }
 
@@ -174,6 +256,9 @@ impl Cloud {
         cluster: &ClusterTags,
         arn: &str,
     ) -> Result<(), CloudError> {
+        if !arn.starts_with("arn:") {
+            return self.delete_owned_classic(cluster, arn).await;
+        }
         let Some(tags) = self.elbv2_resource_tags(arn).await? else {
             return Ok(());
         };
@@ -188,6 +273,35 @@ impl Cloud {
                     .elbv2
                     .delete_load_balancer()
                     .load_balancer_arn(arn)
+                    .send()
+            })
+            .await;
+        match deleted {
+            Err(e) if e.is("LoadBalancerNotFound") => Ok(()),
+            other => Ok(other.map(drop)?),
+        }
+    }
+
+    /// A classic ELB, by name.
+    async fn delete_owned_classic(
+        &self,
+        cluster: &ClusterTags,
+        name: &str,
+    ) -> Result<(), CloudError> {
+        let Some((_, tags)) = self.find_classic(name).await? else {
+            return Ok(());
+        };
+        if made_for_a_service(cluster, elb_tags(&tags)).is_none() {
+            return Err(not_the_clusters("classic ELB", name, cluster));
+        }
+        tracing::info!(name, "deleting a classic ELB of the inventory");
+        let deleted = self
+            .api
+            .call("DeleteLoadBalancer", || {
+                self.api
+                    .elb
+                    .delete_load_balancer()
+                    .load_balancer_name(name)
                     .send()
             })
             .await;
@@ -235,6 +349,8 @@ impl Cloud {
             group = id,
             "deleting a load balancer security group of the inventory"
         );
+        // A classic ELB's group is referred to by node rules.
+        self.revoke_references(id, true).await?;
         self.delete_security_group(id).await
     }
 }

@@ -14,8 +14,8 @@ use cloud_provider::k8s_openapi::api::core::v1::Service;
 pub use schema::SCHEMA;
 
 /// `nlb` for a Network Load Balancer; `external` (or `nlb-ip`) leaves the
-/// Service to the AWS Load Balancer Controller. Without it upstream makes a
-/// classic ELB, which this provider does not.
+/// Service to the AWS Load Balancer Controller. Without it, a classic ELB,
+/// as upstream.
 pub const TYPE: &str = "service.beta.kubernetes.io/aws-load-balancer-type";
 /// `true` for an internal load balancer.
 pub const INTERNAL: &str = "service.beta.kubernetes.io/aws-load-balancer-internal";
@@ -64,9 +64,8 @@ pub const CROSS_ZONE_LOAD_BALANCING_ENABLED: &str =
 pub const SSL_CERT: &str = "service.beta.kubernetes.io/aws-load-balancer-ssl-cert";
 /// `*` or comma-separated port numbers or names that terminate TLS.
 pub const SSL_PORTS: &str = "service.beta.kubernetes.io/aws-load-balancer-ssl-ports";
-/// `ssl`: the TLS listeners' target groups speak TLS to the targets; `tcp`
-/// (the default) plain TCP. Upstream's classic-ELB values (`http`, `https`)
-/// are refused on a Network Load Balancer.
+/// What the targets speak: `tcp` (the default) or `ssl` behind TLS
+/// listeners; classic ELBs also take `http` and `https`.
 pub const BACKEND_PROTOCOL: &str = "service.beta.kubernetes.io/aws-load-balancer-backend-protocol";
 /// Comma-separated security group IDs the load balancer gets instead of
 /// the provider's choice.
@@ -79,6 +78,27 @@ pub const SSL_NEGOTIATION_POLICY: &str =
     "service.beta.kubernetes.io/aws-load-balancer-ssl-negotiation-policy";
 /// `ipv4` or `dualstack`.
 pub const IP_ADDRESS_TYPE: &str = "service.beta.kubernetes.io/aws-load-balancer-ip-address-type";
+/// Classic ELBs: `5` or `60` minutes between access log files.
+pub const ACCESS_LOG_EMIT_INTERVAL: &str =
+    "service.beta.kubernetes.io/aws-load-balancer-access-log-emit-interval";
+/// Classic ELBs: `true` to write access logs.
+pub const ACCESS_LOG_ENABLED: &str =
+    "service.beta.kubernetes.io/aws-load-balancer-access-log-enabled";
+/// Classic ELBs: the S3 bucket of the access logs.
+pub const ACCESS_LOG_S3_BUCKET_NAME: &str =
+    "service.beta.kubernetes.io/aws-load-balancer-access-log-s3-bucket-name";
+/// Classic ELBs: the access logs' key prefix in the bucket.
+pub const ACCESS_LOG_S3_BUCKET_PREFIX: &str =
+    "service.beta.kubernetes.io/aws-load-balancer-access-log-s3-bucket-prefix";
+/// Classic ELBs: `true` to let in-flight requests finish on deregistration.
+pub const CONNECTION_DRAINING_ENABLED: &str =
+    "service.beta.kubernetes.io/aws-load-balancer-connection-draining-enabled";
+/// Classic ELBs: seconds of connection draining.
+pub const CONNECTION_DRAINING_TIMEOUT: &str =
+    "service.beta.kubernetes.io/aws-load-balancer-connection-draining-timeout";
+/// Classic ELBs: seconds an idle connection stays open (60 by default).
+pub const CONNECTION_IDLE_TIMEOUT: &str =
+    "service.beta.kubernetes.io/aws-load-balancer-connection-idle-timeout";
 /// Comma-separated client CIDRs, when `spec.loadBalancerSourceRanges` is empty.
 pub const SOURCE_RANGES: &str = "service.beta.kubernetes.io/load-balancer-source-ranges";
 
@@ -91,7 +111,12 @@ pub const SOURCE_RANGES: &str = "service.beta.kubernetes.io/load-balancer-source
 /// owns; `CloudError::InvalidInput` naming the annotation or field at fault.
 #[doc(hidden)]
 pub fn check_service(service: &Service) -> Result<(), CloudError> {
-    super::spec::LoadBalancerSpec::from_service(service).map(drop)
+    match super::spec::kind(service)? {
+        super::spec::Kind::Network => {
+            super::spec::LoadBalancerSpec::from_service(service).map(drop)
+        }
+        super::spec::Kind::Classic => super::classic::ClassicSpec::under(service, None).map(drop),
+    }
 }
 
 /// The annotations of a Service, with typed accessors.

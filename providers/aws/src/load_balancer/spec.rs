@@ -9,10 +9,16 @@ use cloud_provider::ipnet::IpNet;
 use cloud_provider::k8s_openapi::api::core::v1::{Service, ServiceSpec};
 use cloud_provider::{CloudError, default_load_balancer_name};
 
-use super::annotations::{self as key, Annotations, check_tags, invalid};
+mod common;
+
+pub(crate) use common::{
+    CLASSIC_ONLY, Kind, additional_tags, checked_spec, internal, kind, kind_of, owned_list,
+    proxy_protocol, refuse_present,
+};
+
+use super::annotations::{self as key, Annotations, invalid};
 use super::security_groups::asked::AskedGroups;
 use crate::config::SharedHealthProbe;
-use crate::tagging::{CLUSTER_TAG_PREFIX, LEGACY_CLUSTER_TAG, SERVICE_NAME_TAG};
 
 /// Where health checks go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,11 +123,6 @@ pub(crate) struct LoadBalancerSpec {
     pub(crate) ports: Vec<PortMapping>,
 }
 
-const CLASSIC_UNSUPPORTED: &str = "classic Elastic Load Balancers are not supported: this \
-    cloud-controller-manager only makes Network Load Balancers (the classic ELB API is \
-    deprecated by AWS). Set this annotation to `nlb`, or to `external` to leave the \
-    Service to the AWS Load Balancer Controller";
-
 /// Whether another controller owns the Service (`external` or `nlb-ip`).
 pub(crate) fn is_external(service: &Service) -> bool {
     let empty = BTreeMap::new();
@@ -171,42 +172,19 @@ impl LoadBalancerSpec {
     fn read(service: &Service) -> Result<Self, CloudError> {
         let empty = BTreeMap::new();
         let a = Annotations(service.metadata.annotations.as_ref().unwrap_or(&empty));
-        match a.get(key::TYPE) {
-            Some("nlb") => {}
-            Some("external" | "nlb-ip") => return Err(CloudError::ImplementedElsewhere),
-            None | Some("" | "elb" | "clb" | "classic") => {
-                return Err(invalid(key::TYPE, CLASSIC_UNSUPPORTED));
-            }
-            Some(other) => {
-                return Err(invalid(
-                    key::TYPE,
-                    format!("expected `nlb` or `external`, got `{other}`"),
-                ));
-            }
-        }
-        let spec = service
-            .spec
-            .as_ref()
-            .ok_or_else(|| invalid("spec", "the Service has no spec"))?;
-        if service
-            .metadata
-            .uid
-            .as_deref()
-            .unwrap_or_default()
-            .is_empty()
-        {
+        if kind_of(&a)? == Kind::Classic {
             return Err(invalid(
-                "metadata.uid",
-                "the Service has no UID to name its load balancer after",
+                key::TYPE,
+                "the Service asks for a classic ELB, not a Network Load Balancer",
             ));
         }
-        check_spec(spec)?;
-        let internal = match a.get(key::INTERNAL) {
-            None | Some("") => false,
-            // The value upstream's documentation once gave for internal.
-            Some("0.0.0.0/0") => true,
-            Some(_) => a.bool(key::INTERNAL)?.unwrap_or(false),
-        };
+        refuse_present(
+            &a,
+            CLASSIC_ONLY,
+            "applies to classic ELBs only; this Service has a Network Load Balancer (aws-load-balancer-type: nlb)",
+        )?;
+        let spec = checked_spec(service)?;
+        let internal = internal(&a)?;
         let eip_allocations = owned_list(&a, key::EIP_ALLOCATIONS)?;
         if let Some(eips) = &eip_allocations {
             if internal {
@@ -256,26 +234,8 @@ impl LoadBalancerSpec {
                 ));
             }
         };
-        let proxy_protocol = match a.get(key::PROXY_PROTOCOL) {
-            None | Some("") => false,
-            Some("*") => true,
-            Some(other) => {
-                return Err(invalid(
-                    key::PROXY_PROTOCOL,
-                    format!("the only supported value is `*` (every target), got `{other}`"),
-                ));
-            }
-        };
-        let additional_tags = a.key_values(key::ADDITIONAL_RESOURCE_TAGS)?;
-        check_tags(key::ADDITIONAL_RESOURCE_TAGS, &additional_tags)?;
-        if let Some(reserved) = additional_tags.keys().find(|k| {
-            k.starts_with(CLUSTER_TAG_PREFIX) || *k == SERVICE_NAME_TAG || *k == LEGACY_CLUSTER_TAG
-        }) {
-            return Err(invalid(
-                key::ADDITIONAL_RESOURCE_TAGS,
-                format!("tag `{reserved}` is reserved for cluster ownership"),
-            ));
-        }
+        let proxy_protocol = proxy_protocol(&a)?;
+        let additional_tags = additional_tags(&a)?;
         Ok(Self {
             svc: ServiceRef::of(service),
             internal,
@@ -298,35 +258,10 @@ impl LoadBalancerSpec {
     }
 }
 
-fn owned_list(a: &Annotations<'_>, k: &str) -> Result<Option<Vec<String>>, CloudError> {
-    Ok(a.list(k)?
-        .map(|items| items.into_iter().map(str::to_owned).collect()))
-}
-
-fn check_spec(spec: &ServiceSpec) -> Result<(), CloudError> {
-    if spec.session_affinity.as_deref() == Some("ClientIP") {
-        return Err(invalid(
-            "spec.sessionAffinity",
-            "ClientIP affinity is not supported by this provider's Network Load Balancers; use None",
-        ));
-    }
-    if spec
-        .load_balancer_ip
-        .as_deref()
-        .is_some_and(|ip| !ip.is_empty())
-    {
-        return Err(invalid(
-            "spec.loadBalancerIP",
-            format!(
-                "cannot be chosen on AWS; use the {} annotation for fixed addresses",
-                key::EIP_ALLOCATIONS
-            ),
-        ));
-    }
-    Ok(())
-}
-
-fn source_ranges(spec: &ServiceSpec, a: &Annotations<'_>) -> Result<Vec<IpNet>, CloudError> {
+pub(super) fn source_ranges(
+    spec: &ServiceSpec,
+    a: &Annotations<'_>,
+) -> Result<Vec<IpNet>, CloudError> {
     let (field, raw): (&str, Vec<&str>) = match spec.load_balancer_source_ranges.as_deref() {
         Some(ranges) if !ranges.is_empty() => (
             "spec.loadBalancerSourceRanges",

@@ -32,22 +32,9 @@ impl Cloud {
         &self,
         spec: &LoadBalancerSpec,
     ) -> Result<Vec<Subnet>, CloudError> {
-        let subnets = match &spec.subnets {
-            Some(named) => self.resolve_subnets(named).await?,
-            None => self.discover_subnets(spec.internal).await?,
-        };
-        if subnets.is_empty() {
-            let (scheme, role) = if spec.internal {
-                ("an internal", ROLE_INTERNAL_ELB_TAG)
-            } else {
-                ("an internet-facing", ROLE_ELB_TAG)
-            };
-            return Err(CloudError::msg(format!(
-                "no subnet found for {scheme} load balancer: tag one subnet per zone with {} and {role}, or name them in the {} annotation",
-                self.tags.key(),
-                key::SUBNETS
-            )));
-        }
+        let subnets = self
+            .subnets_for(spec.internal, spec.subnets.as_deref())
+            .await?;
         for (annotation, count) in [
             (
                 key::EIP_ALLOCATIONS,
@@ -67,6 +54,35 @@ impl Cloud {
                     ),
                 ));
             }
+        }
+        Ok(subnets)
+    }
+
+    /// The subnets a load balancer goes in: those `named` (IDs or `Name`
+    /// tags), or one per zone found by tags (upstream's `findELBSubnets`).
+    ///
+    /// # Errors
+    /// None found: a message saying what to tag or name.
+    pub(crate) async fn subnets_for(
+        &self,
+        internal: bool,
+        named: Option<&[String]>,
+    ) -> Result<Vec<Subnet>, CloudError> {
+        let subnets = match named {
+            Some(named) => self.resolve_subnets(named).await?,
+            None => self.discover_subnets(internal).await?,
+        };
+        if subnets.is_empty() {
+            let (scheme, role) = if internal {
+                ("an internal", ROLE_INTERNAL_ELB_TAG)
+            } else {
+                ("an internet-facing", ROLE_ELB_TAG)
+            };
+            return Err(CloudError::msg(format!(
+                "no subnet found for {scheme} load balancer: tag one subnet per zone with {} and {role}, or name them in the {} annotation",
+                self.tags.key(),
+                key::SUBNETS
+            )));
         }
         Ok(subnets)
     }

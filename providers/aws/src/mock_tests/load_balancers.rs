@@ -360,12 +360,7 @@ async fn deleting_works_whatever_the_annotations_say() {
         &[&no_lb, &no_target_groups],
         GENEROUS,
     );
-    let mut svc = service(&[(key::HEALTHCHECK_PORT, "eighty")]);
-    svc.metadata
-        .annotations
-        .as_mut()
-        .expect("annotations")
-        .remove(key::TYPE);
+    let svc = service(&[(key::HEALTHCHECK_PORT, "eighty")]);
     provider
         .ensure_load_balancer_deleted("test-cluster", &svc)
         .await

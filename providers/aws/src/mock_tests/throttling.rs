@@ -88,6 +88,13 @@ async fn elbv2_throttling_is_recognised_as_well() {
             name: Some("web".into()),
             namespace: Some("default".into()),
             uid: Some("1234".into()),
+            annotations: Some(
+                [(
+                    crate::load_balancer::annotations::TYPE.to_owned(),
+                    "nlb".to_owned(),
+                )]
+                .into(),
+            ),
             ..ObjectMeta::default()
         },
         ..Service::default()

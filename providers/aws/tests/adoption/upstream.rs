@@ -250,3 +250,156 @@ pub(crate) async fn route(moto: &Moto, estate: &Estate, cidr: &str) {
         .await
         .expect("route created");
 }
+
+/// The classic ELB of Service `shop/web` (port 80 to node port 30080 on
+/// every seeded instance), as upstream's `EnsureLoadBalancer` makes it for
+/// a Service without a type: `buildELBSecurityGroupList` with
+/// `createSecurityGroup` (`k8s-elb-<name>`, tagged by `buildTags`),
+/// `createSecurityGroupRules` (the port and ICMP 3/4 from anywhere),
+/// `ensureLoadBalancer` (created with `buildListener`'s TCP listener,
+/// tagged, then its default attributes), `ensureLoadBalancerHealthCheck`
+/// (`TCP:30080`, 2/6/5/10), `updateInstanceSecurityGroupsForLoadBalancer`
+/// and `ensureLoadBalancerInstances`. Returns the ELB's group.
+pub(crate) async fn classic(moto: &Moto, estate: &Estate) -> String {
+    use aws_sdk_elasticloadbalancing::types as elb_types;
+
+    let ec2 = ec2(moto);
+    let group = ec2
+        .create_security_group()
+        .group_name(format!("k8s-elb-{LB_NAME}"))
+        .description(format!(
+            "Security group for Kubernetes ELB {LB_NAME} (shop/web)"
+        ))
+        .vpc_id(&estate.vpc)
+        .send()
+        .await
+        .expect("group created")
+        .group_id()
+        .expect("an ID")
+        .to_owned();
+    ec2.create_tags()
+        .resources(&group)
+        .tags(
+            aws_sdk_ec2::types::Tag::builder()
+                .key(format!("kubernetes.io/cluster/{CLUSTER}"))
+                .value("owned")
+                .build(),
+        )
+        .send()
+        .await
+        .expect("group tagged");
+    ec2.authorize_security_group_ingress()
+        .group_id(&group)
+        .ip_permissions(
+            IpPermission::builder()
+                .ip_protocol("tcp")
+                .from_port(PORT)
+                .to_port(PORT)
+                .ip_ranges(IpRange::builder().cidr_ip("0.0.0.0/0").build())
+                .build(),
+        )
+        .ip_permissions(
+            IpPermission::builder()
+                .ip_protocol("icmp")
+                .from_port(3)
+                .to_port(4)
+                .ip_ranges(IpRange::builder().cidr_ip("0.0.0.0/0").build())
+                .build(),
+        )
+        .send()
+        .await
+        .expect("group rules");
+
+    let elb = provider_aws::test_util::elb(moto);
+    let mut create = elb
+        .create_load_balancer()
+        .load_balancer_name(LB_NAME)
+        .listeners(
+            elb_types::Listener::builder()
+                .protocol("tcp")
+                .load_balancer_port(PORT)
+                .instance_protocol("tcp")
+                .instance_port(NODE_PORT)
+                .build()
+                .expect("a listener"),
+        )
+        .set_subnets(Some(estate.public_subnets.clone()))
+        .security_groups(&group);
+    for (k, v) in [
+        (format!("kubernetes.io/cluster/{CLUSTER}"), "owned"),
+        ("kubernetes.io/service-name".to_owned(), "shop/web"),
+    ] {
+        create = create.tags(
+            elb_types::Tag::builder()
+                .key(k)
+                .value(v)
+                .build()
+                .expect("a tag"),
+        );
+    }
+    create.send().await.expect("ELB created");
+    elb.modify_load_balancer_attributes()
+        .load_balancer_name(LB_NAME)
+        .load_balancer_attributes(
+            elb_types::LoadBalancerAttributes::builder()
+                .access_log(elb_types::AccessLog::builder().enabled(false).build())
+                .connection_draining(
+                    elb_types::ConnectionDraining::builder()
+                        .enabled(false)
+                        .build(),
+                )
+                .connection_settings(
+                    elb_types::ConnectionSettings::builder()
+                        .idle_timeout(60)
+                        .build()
+                        .expect("settings"),
+                )
+                .cross_zone_load_balancing(
+                    elb_types::CrossZoneLoadBalancing::builder()
+                        .enabled(false)
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .expect("attributes");
+    elb.configure_health_check()
+        .load_balancer_name(LB_NAME)
+        .health_check(
+            elb_types::HealthCheck::builder()
+                .target(format!("TCP:{NODE_PORT}"))
+                .healthy_threshold(2)
+                .unhealthy_threshold(6)
+                .timeout(5)
+                .interval(10)
+                .build()
+                .expect("a health check"),
+        )
+        .send()
+        .await
+        .expect("health check");
+    ec2.authorize_security_group_ingress()
+        .group_id(&estate.node_security_group)
+        .ip_permissions(
+            IpPermission::builder()
+                .ip_protocol("-1")
+                .user_id_group_pairs(
+                    aws_sdk_ec2::types::UserIdGroupPair::builder()
+                        .group_id(&group)
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .expect("node rule");
+    let mut register = elb
+        .register_instances_with_load_balancer()
+        .load_balancer_name(LB_NAME);
+    for i in &estate.instances {
+        register = register.instances(elb_types::Instance::builder().instance_id(&i.id).build());
+    }
+    register.send().await.expect("registered");
+    group
+}

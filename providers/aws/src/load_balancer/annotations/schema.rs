@@ -20,34 +20,22 @@ const PREFIXES: &[&str] = &["service.beta.kubernetes.io/aws-load-balancer-"];
 const RECREATE: &str = "the load balancer's subnets and addresses are chosen when it is created; \
     delete and recreate the Service (or create a new one and move traffic to it) to change them";
 
-/// Why upstream's classic-ELB keys change nothing here.
-const CLASSIC_ONLY: &str = "upstream applies it to classic ELBs, which this provider does not make; \
-    it has no effect on a Network Load Balancer";
-
-/// Upstream's keys for classic ELBs (`cloud-provider-aws`'s `aws.go`).
-const ACCESS_LOG_EMIT_INTERVAL: &str =
-    "service.beta.kubernetes.io/aws-load-balancer-access-log-emit-interval";
-const ACCESS_LOG_ENABLED: &str = "service.beta.kubernetes.io/aws-load-balancer-access-log-enabled";
-const ACCESS_LOG_S3_BUCKET_NAME: &str =
-    "service.beta.kubernetes.io/aws-load-balancer-access-log-s3-bucket-name";
-const ACCESS_LOG_S3_BUCKET_PREFIX: &str =
-    "service.beta.kubernetes.io/aws-load-balancer-access-log-s3-bucket-prefix";
-const CONNECTION_DRAINING_ENABLED: &str =
-    "service.beta.kubernetes.io/aws-load-balancer-connection-draining-enabled";
-const CONNECTION_DRAINING_TIMEOUT: &str =
-    "service.beta.kubernetes.io/aws-load-balancer-connection-draining-timeout";
-const CONNECTION_IDLE_TIMEOUT: &str =
-    "service.beta.kubernetes.io/aws-load-balancer-connection-idle-timeout";
-
 /// Every annotation the AWS provider honours.
 pub static SCHEMA: AnnotationSchema = AnnotationSchema {
     prefixes: PREFIXES,
     annotations: &[
-        // No value means a classic ELB, which `check_service` refuses.
-        Annotation::new(TYPE, Value::OneOf(&["nlb", "external", "nlb-ip"])).immutable(
-            "a Network Load Balancer cannot become another kind or be handed to another \
-             controller in place; delete and recreate the Service (or create a new one and \
-             move traffic to it) to get a load balancer of the other kind",
+        // No value (or a name for it) means a classic ELB, as upstream.
+        Annotation::new(
+            TYPE,
+            Value::Custom {
+                expected: "`nlb`, `external`, `nlb-ip`, or none for a classic ELB",
+                check: is_type,
+            },
+        )
+        .immutable(
+            "a load balancer cannot become another kind or be handed to another controller in \
+             place; delete and recreate the Service (or create a new one and move traffic to \
+             it) to get a load balancer of the other kind",
         ),
         Annotation::new(
             INTERNAL,
@@ -89,7 +77,8 @@ pub static SCHEMA: AnnotationSchema = AnnotationSchema {
         .immutable(RECREATE),
         Annotation::new(
             HEALTHCHECK_PROTOCOL,
-            Value::OneOfIgnoreCase(&["TCP", "HTTP", "HTTPS"]),
+            // SSL only for classic ELBs.
+            Value::OneOfIgnoreCase(&["TCP", "HTTP", "HTTPS", "SSL"]),
         ),
         Annotation::new(
             HEALTHCHECK_PORT,
@@ -175,21 +164,23 @@ pub static SCHEMA: AnnotationSchema = AnnotationSchema {
             },
         )
         .deprecated("set spec.loadBalancerSourceRanges instead"),
-        // Upstream's keys for classic ELBs only, which this provider does
-        // not make (upstream's NLBs ignore them too): accepted, so manifests
-        // written for upstream still apply, and reported as ignored.
-        Annotation::new(ACCESS_LOG_EMIT_INTERVAL, Value::Text).ignored(CLASSIC_ONLY),
-        Annotation::new(ACCESS_LOG_ENABLED, Value::Text).ignored(CLASSIC_ONLY),
-        Annotation::new(ACCESS_LOG_S3_BUCKET_NAME, Value::Text).ignored(CLASSIC_ONLY),
-        Annotation::new(ACCESS_LOG_S3_BUCKET_PREFIX, Value::Text).ignored(CLASSIC_ONLY),
-        Annotation::new(CONNECTION_DRAINING_ENABLED, Value::Text).ignored(CLASSIC_ONLY),
-        Annotation::new(CONNECTION_DRAINING_TIMEOUT, Value::Text).ignored(CLASSIC_ONLY),
-        Annotation::new(CONNECTION_IDLE_TIMEOUT, Value::Text).ignored(CLASSIC_ONLY),
+        // Classic ELBs only; a Network Load Balancer's `check_service`
+        // refuses them.
+        Annotation::new(ACCESS_LOG_EMIT_INTERVAL, Value::OneOf(&["5", "60"])),
+        Annotation::new(ACCESS_LOG_ENABLED, Value::Bool),
+        Annotation::new(ACCESS_LOG_S3_BUCKET_NAME, Value::Text),
+        Annotation::new(ACCESS_LOG_S3_BUCKET_PREFIX, Value::Text),
+        Annotation::new(CONNECTION_DRAINING_ENABLED, Value::Bool),
+        Annotation::new(
+            CONNECTION_DRAINING_TIMEOUT,
+            Value::Int { min: 1, max: 3600 },
+        ),
+        Annotation::new(CONNECTION_IDLE_TIMEOUT, Value::Int { min: 1, max: 4000 }),
         // `ssl` also needs a certificate, which `check_service` checks.
         Annotation::new(
             BACKEND_PROTOCOL,
             Value::Custom {
-                expected: "`tcp`, or `ssl` for TLS to the targets of the TLS listeners",
+                expected: "`tcp` or `ssl`, or for classic ELBs also `http` or `https`",
                 check: is_backend_protocol,
             },
         ),
@@ -218,6 +209,13 @@ fn is_anything(_: &str) -> bool {
 }
 
 /// Unset when blank; upstream's old documented `0.0.0.0/0` means internal.
+fn is_type(v: &str) -> bool {
+    matches!(
+        v.trim(),
+        "" | "nlb" | "external" | "nlb-ip" | "classic" | "clb" | "elb"
+    )
+}
+
 fn is_internal_value(v: &str) -> bool {
     v.is_empty() || v == "0.0.0.0/0" || parse_bool(v).is_some()
 }
@@ -260,7 +258,10 @@ fn is_security_group_list(v: &str) -> bool {
 }
 
 fn is_backend_protocol(v: &str) -> bool {
-    matches!(v.trim().to_ascii_lowercase().as_str(), "" | "tcp" | "ssl")
+    matches!(
+        v.trim().to_ascii_lowercase().as_str(),
+        "" | "tcp" | "ssl" | "http" | "https"
+    )
 }
 
 fn is_ip_address_type(v: &str) -> bool {

@@ -25,6 +25,9 @@ use crate::tagging::ec2_tags;
 /// How long to wait for AWS to let go of a deleted load balancer's group.
 const DETACH_RETRY: Duration = Duration::from_secs(10);
 
+/// Upstream's description of an NLB's managed group.
+const MANAGED_DESCRIPTION: &str = "[k8s] Managed SecurityGroup for LoadBalancer";
+
 /// Upstream's name for the Service's load-balancer security group.
 pub(crate) fn security_group_name(cluster_name: &str, svc: &ServiceRef) -> String {
     let mut hasher = Sha256::new();
@@ -79,7 +82,7 @@ impl Cloud {
         {
             Some(group) => group,
             None => {
-                self.create_frontend_security_group(&name, vpc_id, tags)
+                self.create_frontend_security_group(&name, MANAGED_DESCRIPTION, vpc_id, tags)
                     .await?
             }
         };
@@ -124,9 +127,11 @@ impl Cloud {
         Ok(Some(group))
     }
 
-    async fn create_frontend_security_group(
+    /// Creates a load balancer's own group, without ingress.
+    pub(crate) async fn create_frontend_security_group(
         &self,
         name: &str,
+        description: &str,
         vpc_id: &str,
         tags: &BTreeMap<String, String>,
     ) -> Result<SecurityGroup, CloudError> {
@@ -146,7 +151,7 @@ impl Cloud {
                     .ec2
                     .create_security_group()
                     .group_name(name)
-                    .description("[k8s] Managed SecurityGroup for LoadBalancer")
+                    .description(description)
                     .vpc_id(vpc_id)
                     .tag_specifications(tag_spec.clone())
                     .send()

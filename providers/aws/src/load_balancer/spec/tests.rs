@@ -85,27 +85,44 @@ fn a_plain_nlb_service_gets_upstreams_defaults() {
 }
 
 #[test]
-fn without_the_type_annotation_upstream_would_make_a_classic_elb_which_is_refused() {
+fn the_type_annotation_chooses_the_kind_and_an_unknown_one_is_refused() {
     let mut svc = service(&[]);
     svc.metadata
         .annotations
         .as_mut()
         .expect("annotations")
         .remove(key::TYPE);
-    assert_invalid(
-        &svc,
-        key::TYPE,
-        "classic Elastic Load Balancers are not supported",
-    );
-    assert_invalid(
-        &service(&[(key::TYPE, "clb")]),
-        key::TYPE,
-        "only makes Network Load Balancers",
-    );
+    assert_eq!(kind(&svc).unwrap(), Kind::Classic, "upstream's default");
+    assert_eq!(kind(&service(&[])).unwrap(), Kind::Network);
+    assert_eq!(kind(&service(&[(key::TYPE, "")])).unwrap(), Kind::Classic);
+    assert!(matches!(
+        kind(&service(&[(key::TYPE, "external")])),
+        Err(CloudError::ImplementedElsewhere)
+    ));
+    assert_invalid(&svc, key::TYPE, "asks for a classic ELB");
     assert_invalid(
         &service(&[(key::TYPE, "alb")]),
         key::TYPE,
-        "expected `nlb` or `external`",
+        "expected `nlb`, `external`, or no value",
+    );
+    // A misspelt `nlb` would be a classic ELB upstream: refused here.
+    assert!(matches!(
+        kind(&service(&[(key::TYPE, "NLB")])),
+        Err(CloudError::InvalidInput { .. })
+    ));
+}
+
+#[test]
+fn classic_only_keys_are_refused_on_a_network_load_balancer() {
+    assert_invalid(
+        &service(&[(key::CONNECTION_IDLE_TIMEOUT, "120")]),
+        key::CONNECTION_IDLE_TIMEOUT,
+        "classic ELBs only",
+    );
+    assert_invalid(
+        &service(&[(key::ACCESS_LOG_ENABLED, "true")]),
+        key::ACCESS_LOG_ENABLED,
+        "classic ELBs only",
     );
 }
 

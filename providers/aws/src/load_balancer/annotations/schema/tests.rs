@@ -41,6 +41,13 @@ const KEYS: &[&str] = &[
     SSL_NEGOTIATION_POLICY,
     IP_ADDRESS_TYPE,
     SOURCE_RANGES,
+    ACCESS_LOG_EMIT_INTERVAL,
+    ACCESS_LOG_ENABLED,
+    ACCESS_LOG_S3_BUCKET_NAME,
+    ACCESS_LOG_S3_BUCKET_PREFIX,
+    CONNECTION_DRAINING_ENABLED,
+    CONNECTION_DRAINING_TIMEOUT,
+    CONNECTION_IDLE_TIMEOUT,
 ];
 
 fn service(annotations: &[(&str, &str)]) -> Service {
@@ -76,30 +83,24 @@ fn every_key_the_provider_defines_has_one_entry() {
 }
 
 #[test]
-fn upstreams_classic_elb_keys_are_admitted_as_ignored() {
-    let svc = service(&[
-        (TYPE, "nlb"),
-        (
-            "service.beta.kubernetes.io/aws-load-balancer-access-log-enabled",
-            "true",
-        ),
-        (
-            "service.beta.kubernetes.io/aws-load-balancer-connection-idle-timeout",
-            "3600",
-        ),
+fn classic_elb_keys_are_checked_and_refused_only_by_a_network_load_balancer() {
+    let classic = service(&[
+        (TYPE, ""),
+        (ACCESS_LOG_ENABLED, "true"),
+        (ACCESS_LOG_S3_BUCKET_NAME, "logs"),
+        (CONNECTION_IDLE_TIMEOUT, "3600"),
     ]);
-    let findings = SCHEMA.review(None, &svc);
-    assert_eq!(findings.len(), 2, "{findings:?}");
-    assert!(
-        findings
-            .iter()
-            .all(|f| f.kind == FindingKind::Ignored && !f.kind.refuses())
-    );
-    assert!(
-        findings[0].message.contains("classic ELBs"),
-        "{}",
-        findings[0].message
-    );
+    assert!(SCHEMA.review(None, &classic).is_empty());
+    check_service(&classic).expect("a valid classic ELB Service");
+    let bad = service(&[(TYPE, ""), (CONNECTION_IDLE_TIMEOUT, "forever")]);
+    let findings = SCHEMA.review(None, &bad);
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert!(findings[0].kind.refuses(), "{findings:?}");
+    let nlb = service(&[(TYPE, "nlb"), (CONNECTION_IDLE_TIMEOUT, "3600")]);
+    assert!(matches!(
+        check_service(&nlb),
+        Err(CloudError::InvalidInput { message, .. }) if message.contains("classic ELBs only")
+    ));
 }
 
 #[test]
@@ -156,7 +157,7 @@ fn typos_and_bad_values_are_named_with_what_was_meant() {
         (HEALTHCHECK_INTERVAL, "3"),
         (EIP_ALLOCATIONS, "eipalloc-1, 10.0.0.1"),
         (PRIVATE_IPV4_ADDRESSES, "10.0.1.10"),
-        (TYPE, "clb"),
+        (TYPE, "alb"),
     ]);
     assert_eq!(
         messages(&SCHEMA.review(None, &svc)),
@@ -185,7 +186,7 @@ fn typos_and_bad_values_are_named_with_what_was_meant() {
             (
                 FindingKind::Invalid,
                 "annotation service.beta.kubernetes.io/aws-load-balancer-type: \
-                 expected one of `nlb`, `external` or `nlb-ip`, got `clb`"
+                 expected `nlb`, `external`, `nlb-ip`, or none for a classic ELB, got `alb`"
             ),
         ]
     );
@@ -235,8 +236,9 @@ const CASES: &[Case] = &[
     (&[], TYPE, "external", Accepted),
     (&[], TYPE, "nlb-ip", Accepted),
     (&[], TYPE, "NLB", Refused),
-    (&[], TYPE, "", Refused),
-    (&[], TYPE, "classic", Refused),
+    (&[], TYPE, "", Accepted),
+    (&[], TYPE, "classic", Accepted),
+    (&[], TYPE, "alb", Refused),
     (&[], INTERNAL, "true", Accepted),
     (&[], INTERNAL, "True", Accepted),
     (&[], INTERNAL, "1", Accepted),
@@ -345,8 +347,27 @@ const CASES: &[Case] = &[
     (&[(SSL_CERT, CERT)], BACKEND_PROTOCOL, "tcp", Accepted),
     (&[], BACKEND_PROTOCOL, "TCP", Accepted),
     (&[], BACKEND_PROTOCOL, "ssl", Looser),
-    (&[(SSL_CERT, CERT)], BACKEND_PROTOCOL, "http", Refused),
-    (&[(SSL_CERT, CERT)], BACKEND_PROTOCOL, "https", Refused),
+    (&[(SSL_CERT, CERT)], BACKEND_PROTOCOL, "http", Looser),
+    (&[(SSL_CERT, CERT)], BACKEND_PROTOCOL, "https", Looser),
+    (&[(TYPE, "")], BACKEND_PROTOCOL, "http", Accepted),
+    (
+        &[(TYPE, ""), (SSL_CERT, CERT)],
+        BACKEND_PROTOCOL,
+        "https",
+        Accepted,
+    ),
+    (&[], BACKEND_PROTOCOL, "grpc", Refused),
+    (&[], HEALTHCHECK_PROTOCOL, "SSL", Looser),
+    (&[(TYPE, "")], HEALTHCHECK_PROTOCOL, "ssl", Accepted),
+    (&[(TYPE, "")], CONNECTION_IDLE_TIMEOUT, "300", Accepted),
+    (&[(TYPE, "")], CONNECTION_IDLE_TIMEOUT, "0", Refused),
+    (&[], CONNECTION_IDLE_TIMEOUT, "300", Looser),
+    (&[(TYPE, "")], CONNECTION_DRAINING_TIMEOUT, "3601", Refused),
+    (&[(TYPE, "")], CONNECTION_DRAINING_ENABLED, "true", Accepted),
+    (&[(TYPE, "")], ACCESS_LOG_EMIT_INTERVAL, "60", Accepted),
+    (&[(TYPE, "")], ACCESS_LOG_EMIT_INTERVAL, "10", Refused),
+    (&[(TYPE, "")], ACCESS_LOG_ENABLED, "true", Looser),
+    (&[(TYPE, "")], EIP_ALLOCATIONS, "eipalloc-1", Looser),
     (&[], SECURITY_GROUPS, "sg-0a, sg-0b", Accepted),
     (&[], SECURITY_GROUPS, "default", Refused),
     (&[], SECURITY_GROUPS, "", Accepted),

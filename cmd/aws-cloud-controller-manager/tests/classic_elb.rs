@@ -1,0 +1,112 @@
+//! A Service without `aws-load-balancer-type` end to end: the
+//! `aws-cloud-controller-manager` process gives it a classic ELB in moto,
+//! as upstream does, whose instances follow the nodes, and removes the ELB,
+//! its security group and its node rules when the Service goes.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use ccm_test_support::{eventually, has_load_balancer_finalizer, ingress_hostnames};
+use kube::api::DeleteParams;
+use provider_aws::test_util::elb;
+use support::objects::{
+    create_node, create_service, is_initialized, kubelet_node, nlb_service, nodes, services,
+};
+use support::{E2e, aws};
+
+/// How long the CCM may take to act on a change.
+const ACT_WITHIN: Duration = Duration::from_secs(60);
+
+/// The instances registered with the (one) classic ELB, if there is one.
+async fn registered(e2e: &E2e) -> anyhow::Result<Option<BTreeSet<String>>> {
+    let out = elb(&e2e.moto).describe_load_balancers().send().await?;
+    Ok(out.load_balancer_descriptions().first().map(|lb| {
+        lb.instances()
+            .iter()
+            .filter_map(|i| i.instance_id().map(str::to_owned))
+            .collect()
+    }))
+}
+
+async fn group_names(e2e: &E2e) -> anyhow::Result<BTreeSet<String>> {
+    Ok(aws::security_groups(&e2e.ec2, &e2e.estate.vpc)
+        .await?
+        .iter()
+        .filter_map(|g| g.group_name().map(str::to_owned))
+        .collect())
+}
+
+#[tokio::test]
+async fn a_service_without_a_type_gets_a_classic_elb_and_leaves_nothing_when_deleted()
+-> anyhow::Result<()> {
+    let e2e = E2e::start("classic", 2, &[]).await?;
+    let [a, b] = [&e2e.estate.instances[0], &e2e.estate.instances[1]];
+    create_node(&e2e.client, &kubelet_node(a, true, None)).await?;
+    eventually("the node initialized", ACT_WITHIN, || async {
+        let node = nodes(&e2e.client).get(&a.private_dns_name).await?;
+        Ok(is_initialized(&node).then_some(()))
+    })
+    .await?;
+    let groups_before = group_names(&e2e).await?;
+    let rules_before = aws::ingress(&e2e.ec2, &e2e.estate.node_security_group).await?;
+
+    let mut classic = nlb_service("web", &[]);
+    classic.metadata.annotations = None;
+    create_service(&e2e.client, &classic).await?;
+    let service = eventually("the Service's ingress hostname", ACT_WITHIN, || async {
+        let service = services(&e2e.client).get("web").await?;
+        Ok((!ingress_hostnames(&service).is_empty()).then_some(service))
+    })
+    .await?;
+    assert!(has_load_balancer_finalizer(&service));
+    let described = elb(&e2e.moto).describe_load_balancers().send().await?;
+    let lb = described
+        .load_balancer_descriptions()
+        .first()
+        .expect("a classic ELB");
+    assert_eq!(
+        ingress_hostnames(&service),
+        vec![lb.dns_name().unwrap_or_default().to_owned()]
+    );
+    assert!(aws::load_balancers(&e2e.elbv2).await?.is_empty(), "no NLB");
+    eventually(
+        "the first node's instance registered",
+        ACT_WITHIN,
+        || async {
+            Ok((registered(&e2e).await? == Some(BTreeSet::from([a.id.clone()]))).then_some(()))
+        },
+    )
+    .await?;
+
+    create_node(&e2e.client, &kubelet_node(b, true, None)).await?;
+    eventually("both instances registered", ACT_WITHIN, || async {
+        let both = BTreeSet::from([a.id.clone(), b.id.clone()]);
+        Ok((registered(&e2e).await? == Some(both)).then_some(()))
+    })
+    .await?;
+
+    services(&e2e.client)
+        .delete("web", &DeleteParams::default())
+        .await?;
+    eventually("the Service gone", ACT_WITHIN, || async {
+        Ok(services(&e2e.client)
+            .get_opt("web")
+            .await?
+            .is_none()
+            .then_some(()))
+    })
+    .await?;
+    assert_eq!(registered(&e2e).await?, None, "the ELB is deleted");
+    assert_eq!(
+        group_names(&e2e).await?,
+        groups_before,
+        "its own group is deleted"
+    );
+    assert_eq!(
+        aws::ingress(&e2e.ec2, &e2e.estate.node_security_group).await?,
+        rules_before
+    );
+    Ok(())
+}
