@@ -8,10 +8,14 @@
 mod attributes;
 #[path = "load_balancers/classic.rs"]
 mod classic;
+#[path = "load_balancers/classic_table.rs"]
+mod classic_table;
 #[path = "load_balancers/dry_run.rs"]
 mod dry_run;
 #[path = "load_balancers/fixture.rs"]
 mod fixture;
+#[path = "load_balancers/nlb_table.rs"]
+mod nlb_table;
 #[path = "load_balancers/security_groups.rs"]
 mod security_groups;
 #[path = "load_balancers/tls.rs"]
