@@ -295,20 +295,7 @@ impl Cloud {
             return Err(not_the_clusters("classic ELB", name, cluster));
         }
         tracing::info!(name, "deleting a classic ELB of the inventory");
-        let deleted = self
-            .api
-            .call("DeleteLoadBalancer", || {
-                self.api
-                    .elb
-                    .delete_load_balancer()
-                    .load_balancer_name(name)
-                    .send()
-            })
-            .await;
-        match deleted {
-            Err(e) if e.is("LoadBalancerNotFound") => Ok(()),
-            other => Ok(other.map(drop)?),
-        }
+        self.delete_classic_elb(name).await
     }
 
     pub(super) async fn delete_owned_target_group(

@@ -34,7 +34,6 @@ use cloud_provider::{CloudError, EnsuredLoadBalancer, LoadBalancerIngress, LoadB
 
 pub(crate) use spec::ClassicSpec;
 
-use super::annotations::{self as key, invalid};
 use super::instance_ids;
 use super::security_groups::asked::AskedGroups;
 use super::spec::ServiceRef;
@@ -64,32 +63,13 @@ impl Cloud {
         lb: &LoadBalancerDescription,
         tags: &[Tag],
     ) -> Result<(), CloudError> {
-        if !self
-            .tags
-            .is_owned_for_service(elb_tags(tags), &spec.svc.key)
-        {
-            return Err(CloudError::msg(format!(
-                "classic ELB {} exists but is not tagged as cluster {}'s for Service {}; refusing to adopt it",
-                spec.svc.load_balancer_name,
-                self.tags.id(),
-                spec.svc.key
-            )));
-        }
-        let internal = lb.scheme() == Some("internal");
-        if internal != spec.internal {
-            return Err(invalid(
-                key::INTERNAL,
-                format!(
-                    "the ELB is {} and AWS cannot change that; delete and recreate the Service to change it",
-                    if internal {
-                        "internal"
-                    } else {
-                        "internet-facing"
-                    }
-                ),
-            ));
-        }
-        Ok(())
+        self.check_adoptable(
+            "classic ELB",
+            &spec.svc,
+            self.tags
+                .is_owned_for_service(elb_tags(tags), &spec.svc.key),
+            (lb.scheme() == Some("internal"), spec.internal),
+        )
     }
 
     pub(crate) async fn ensure_classic(
@@ -216,28 +196,31 @@ impl Cloud {
                 self.revoke_references(group, false).await?;
             }
             tracing::info!(service = %svc.key, name = %name, "deleting classic ELB");
-            let deleted = self
-                .api
-                .call("DeleteLoadBalancer", || {
-                    self.api
-                        .elb
-                        .delete_load_balancer()
-                        .load_balancer_name(name)
-                        .send()
-                })
-                .await;
-            match deleted {
-                Err(e) if e.is("LoadBalancerNotFound") => {}
-                other => {
-                    other?;
-                }
-            }
+            self.delete_classic_elb(name).await?;
         }
         if let Some(own) = own {
             self.delete_security_group(&own).await?;
             tracing::info!(group = %own, service = %svc.key, "deleted classic ELB security group");
         }
         Ok(())
+    }
+
+    /// Deletes the ELB named `name`; gone already is fine.
+    pub(crate) async fn delete_classic_elb(&self, name: &str) -> Result<(), CloudError> {
+        let deleted = self
+            .api
+            .call("DeleteLoadBalancer", || {
+                self.api
+                    .elb
+                    .delete_load_balancer()
+                    .load_balancer_name(name)
+                    .send()
+            })
+            .await;
+        match deleted {
+            Err(e) if e.is("LoadBalancerNotFound") => Ok(()),
+            other => Ok(other.map(drop)?),
+        }
     }
 
     pub(crate) async fn classic_status(

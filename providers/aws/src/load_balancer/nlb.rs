@@ -11,7 +11,7 @@ use aws_sdk_elasticloadbalancingv2::types::{
 use cloud_provider::{CloudError, LoadBalancerIngress, LoadBalancerStatus};
 
 use super::annotations::{self as key, invalid};
-use super::spec::LoadBalancerSpec;
+use super::spec::{LoadBalancerSpec, ServiceRef};
 use crate::api::ApiError;
 use crate::provider::Cloud;
 use crate::tagging::elbv2_tags;
@@ -109,23 +109,41 @@ impl Cloud {
         lb: &LoadBalancer,
         tags: &[Tag],
     ) -> Result<(), CloudError> {
-        if !self
-            .tags
-            .is_owned_for_service(elbv2_tags(tags), &spec.svc.key)
-        {
+        self.check_adoptable(
+            "load balancer",
+            &spec.svc,
+            self.tags
+                .is_owned_for_service(elbv2_tags(tags), &spec.svc.key),
+            (
+                lb.scheme() == Some(&LoadBalancerSchemeEnum::Internal),
+                spec.internal,
+            ),
+        )
+    }
+
+    /// Refuses a load balancer found by the Service's name that is not
+    /// this cluster's for it (`owned`), or whose scheme the Service no
+    /// longer asks for (`(internal, wanted internal)`).
+    pub(crate) fn check_adoptable(
+        &self,
+        what: &str,
+        svc: &ServiceRef,
+        owned: bool,
+        (internal, wanted): (bool, bool),
+    ) -> Result<(), CloudError> {
+        if !owned {
             return Err(CloudError::msg(format!(
-                "load balancer {} exists but is not tagged as cluster {}'s for Service {}; refusing to adopt it",
-                spec.svc.load_balancer_name,
+                "{what} {} exists but is not tagged as cluster {}'s for Service {}; refusing to adopt it",
+                svc.load_balancer_name,
                 self.tags.id(),
-                spec.svc.key
+                svc.key
             )));
         }
-        let internal = lb.scheme() == Some(&LoadBalancerSchemeEnum::Internal);
-        if internal != spec.internal {
+        if internal != wanted {
             return Err(invalid(
                 key::INTERNAL,
                 format!(
-                    "the load balancer is {} and AWS cannot change that; delete and recreate the Service to change it",
+                    "the {what} is {} and AWS cannot change that; delete and recreate the Service to change it",
                     if internal {
                         "internal"
                     } else {
