@@ -12,7 +12,8 @@ use ccm_test_support::{eventually, has_load_balancer_finalizer, ingress_hostname
 use kube::api::DeleteParams;
 use provider_aws::test_util::elb;
 use support::objects::{
-    create_node, create_service, is_initialized, kubelet_node, nlb_service, nodes, services,
+    create_node, create_service, is_initialized, kubelet_node, nlb_service, node_port, nodes,
+    services,
 };
 use support::{E2e, aws};
 
@@ -71,6 +72,35 @@ async fn a_service_without_a_type_gets_a_classic_elb_and_leaves_nothing_when_del
         vec![lb.dns_name().unwrap_or_default().to_owned()]
     );
     assert!(aws::load_balancers(&e2e.elbv2).await?.is_empty(), "no NLB");
+    // A TCP listener per Service port to its node port, and upstream's
+    // health check of the first node port.
+    let listeners: BTreeSet<(i32, String, i32)> = lb
+        .listener_descriptions()
+        .iter()
+        .filter_map(|d| d.listener())
+        .map(|l| {
+            (
+                l.load_balancer_port(),
+                l.protocol().to_ascii_uppercase(),
+                l.instance_port(),
+            )
+        })
+        .collect();
+    let http = node_port(&service, 80).expect("a node port for 80");
+    let https = node_port(&service, 443).expect("a node port for 443");
+    assert_eq!(
+        listeners,
+        BTreeSet::from([(80, "TCP".into(), http), (443, "TCP".into(), https)])
+    );
+    let check = lb.health_check().expect("a health check");
+    assert_eq!(
+        (
+            check.target(),
+            check.healthy_threshold(),
+            check.unhealthy_threshold()
+        ),
+        (format!("TCP:{http}").as_str(), 2, 6)
+    );
     eventually(
         "the first node's instance registered",
         ACT_WITHIN,
