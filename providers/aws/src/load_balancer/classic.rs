@@ -103,26 +103,25 @@ impl Cloud {
             .owned_for_service(&spec.svc.key, &spec.additional_tags);
         let groups = self.classic_security_groups(spec, &vpc_id).await?;
 
-        let mut dirty = true;
-        let lb = match existing {
+        // A new or changed ELB is described once, after its attributes.
+        let (existing, mut dirty) = match existing {
             None => {
                 self.create_classic(spec, &subnet_ids, &groups.attached, &tags)
                     .await?;
                 self.set_proxy_protocol(spec, None).await?;
-                self.describe_classic(name).await?
+                (None, true)
             }
             Some((lb, current_tags)) => {
-                dirty = self
-                    .update_classic_settings(spec, &lb, &current_tags, &subnet_ids, &groups)
+                let changed = self
+                    .update_classic_settings(spec, &lb, &current_tags, &tags, &subnet_ids, &groups)
                     .await?;
-                lb
+                (Some(lb), changed)
             }
         };
         dirty |= self.sync_classic_attributes(spec).await?;
-        let lb = if dirty {
-            self.describe_classic(name).await?
-        } else {
-            lb
+        let lb = match existing {
+            Some(lb) if !dirty => lb,
+            _ => self.describe_classic(name).await?,
         };
         self.sync_ssl_policy(spec, &lb).await?;
         self.sync_health_check(spec, &lb).await?;
@@ -151,7 +150,7 @@ impl Cloud {
             .target_instances(&spec.target_node_labels, nodes)
             .await?;
         let vpc_id = lb.vpc_id().unwrap_or_default().to_owned();
-        let groups = self.attached_groups(spec, &lb, &vpc_id).await?;
+        let groups = self.attached_groups(spec, &lb);
         self.sync_classic_node_rules(&groups, &vpc_id, &instances)
             .await?;
         self.sync_registered(name, &lb, &instance_ids(&instances))
@@ -183,14 +182,11 @@ impl Cloud {
         }
         // A group the config or the Service names may be shared: its node
         // rules go only once no other ELB uses it.
-        let shared: Vec<&String> = attached
+        let shared = attached
             .iter()
-            .filter(|g| own.as_deref() != Some(g.as_str()))
-            .filter(|g| !asked.extra.contains(g))
-            .take(1)
-            .collect();
+            .find(|g| own.as_deref() != Some(g.as_str()) && !asked.extra.contains(g));
         if found.is_some() {
-            if let Some(group) = shared.first()
+            if let Some(group) = shared
                 && !self.used_by_another_classic(group, name).await?
             {
                 self.revoke_references(group, false).await?;

@@ -152,24 +152,7 @@ impl Cloud {
         changes: &RuleChanges,
     ) -> Result<(), CloudError> {
         if !changes.revoke.is_empty() {
-            let revoke = permissions(&changes.revoke);
-            let revoked = self
-                .api
-                .call("RevokeSecurityGroupIngress", || {
-                    self.api
-                        .ec2
-                        .revoke_security_group_ingress()
-                        .group_id(group_id)
-                        .set_ip_permissions(Some(revoke.clone()))
-                        .send()
-                })
-                .await;
-            match revoked {
-                Err(e) if e.is("InvalidPermission.NotFound") => {}
-                other => {
-                    other?;
-                }
-            }
+            self.revoke(group_id, permissions(&changes.revoke)).await?;
         }
         if changes.grant.is_empty() {
             return Ok(());
@@ -190,7 +173,34 @@ impl Cloud {
         }
     }
 
-    async fn authorize(&self, group_id: &str, grant: Vec<IpPermission>) -> Result<(), ApiError> {
+    /// Revokes `revoke` from the group; a rule already gone is fine.
+    pub(crate) async fn revoke(
+        &self,
+        group_id: &str,
+        revoke: Vec<IpPermission>,
+    ) -> Result<(), CloudError> {
+        let revoked = self
+            .api
+            .call("RevokeSecurityGroupIngress", || {
+                self.api
+                    .ec2
+                    .revoke_security_group_ingress()
+                    .group_id(group_id)
+                    .set_ip_permissions(Some(revoke.clone()))
+                    .send()
+            })
+            .await;
+        match revoked {
+            Err(e) if e.is("InvalidPermission.NotFound") => Ok(()),
+            other => Ok(other.map(drop)?),
+        }
+    }
+
+    pub(crate) async fn authorize(
+        &self,
+        group_id: &str,
+        grant: Vec<IpPermission>,
+    ) -> Result<(), ApiError> {
         self.api
             .call("AuthorizeSecurityGroupIngress", || {
                 self.api

@@ -72,11 +72,11 @@ fn tag_list(tags: &BTreeMap<String, String>) -> Result<Vec<Tag>, CloudError> {
 }
 
 impl Cloud {
-    /// The classic ELB named `name` and its tags, if it exists.
-    pub(crate) async fn find_classic(
+    /// The classic ELB named `name`, if it exists.
+    async fn lookup_classic(
         &self,
         name: &str,
-    ) -> Result<Option<(LoadBalancerDescription, Vec<Tag>)>, CloudError> {
+    ) -> Result<Option<LoadBalancerDescription>, CloudError> {
         let found = self
             .api
             .call("DescribeLoadBalancers", || {
@@ -87,12 +87,21 @@ impl Cloud {
                     .send()
             })
             .await;
-        let lb = match found {
-            Ok(out) => out.load_balancer_descriptions().first().cloned(),
-            Err(e) if e.is("LoadBalancerNotFound") => return Ok(None),
-            Err(e) => return Err(e.into()),
+        match found {
+            Ok(out) => Ok(out.load_balancer_descriptions().first().cloned()),
+            Err(e) if e.is("LoadBalancerNotFound") => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The classic ELB named `name` and its tags, if it exists.
+    pub(crate) async fn find_classic(
+        &self,
+        name: &str,
+    ) -> Result<Option<(LoadBalancerDescription, Vec<Tag>)>, CloudError> {
+        let Some(lb) = self.lookup_classic(name).await? else {
+            return Ok(None);
         };
-        let Some(lb) = lb else { return Ok(None) };
         let described = self
             .api
             .call("DescribeTags", || {
@@ -117,19 +126,8 @@ impl Cloud {
         &self,
         name: &str,
     ) -> Result<LoadBalancerDescription, CloudError> {
-        let out = self
-            .api
-            .call("DescribeLoadBalancers", || {
-                self.api
-                    .elb
-                    .describe_load_balancers()
-                    .load_balancer_names(name)
-                    .send()
-            })
-            .await?;
-        out.load_balancer_descriptions()
-            .first()
-            .cloned()
+        self.lookup_classic(name)
+            .await?
             .ok_or_else(|| CloudError::msg(format!("classic ELB {name} vanished")))
     }
 
@@ -166,12 +164,13 @@ impl Cloud {
     }
 
     /// Brings an existing ELB's subnets, groups, listeners, proxy protocol
-    /// and tags to the Service; whether anything changed.
+    /// and tags (to `wanted`) to the Service; whether anything changed.
     pub(crate) async fn update_classic_settings(
         &self,
         spec: &ClassicSpec,
         lb: &LoadBalancerDescription,
         current_tags: &[Tag],
+        wanted: &BTreeMap<String, String>,
         subnets: &[String],
         groups: &ClassicGroups,
     ) -> Result<bool, CloudError> {
@@ -227,10 +226,7 @@ impl Cloud {
         dirty |= self.sync_listeners(spec, lb).await?;
         dirty |= self.set_proxy_protocol(spec, Some(lb)).await?;
         let mut missing = BTreeMap::new();
-        let wanted = self
-            .tags
-            .owned_for_service(&spec.svc.key, &spec.additional_tags);
-        for (k, v) in &wanted {
+        for (k, v) in wanted {
             if !current_tags
                 .iter()
                 .any(|t| t.key() == k && t.value().unwrap_or_default() == v)

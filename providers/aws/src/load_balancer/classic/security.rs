@@ -106,12 +106,11 @@ impl Cloud {
 
     /// The groups an existing ELB has, in upstream's order, without
     /// touching any.
-    pub(crate) async fn attached_groups(
+    pub(crate) fn attached_groups(
         &self,
         spec: &ClassicSpec,
         lb: &LoadBalancerDescription,
-        _vpc_id: &str,
-    ) -> Result<ClassicGroups, CloudError> {
+    ) -> ClassicGroups {
         let mut attached: Vec<String> = lb.security_groups().to_vec();
         let rank = |g: &String| {
             if let Some(i) = spec.security_groups.instead.iter().position(|x| x == g) {
@@ -126,7 +125,7 @@ impl Cloud {
         let own = spec.security_groups.instead.is_empty()
             && self.config.elb_security_group.is_none()
             && !attached.is_empty();
-        Ok(ClassicGroups { attached, own })
+        ClassicGroups { attached, own }
     }
 
     async fn ensure_own_group(
@@ -253,20 +252,9 @@ impl Cloud {
     }
 
     async fn grant_from_group(&self, group_id: &str, from: &str) -> Result<(), CloudError> {
-        let granted = self
-            .api
-            .call("AuthorizeSecurityGroupIngress", || {
-                self.api
-                    .ec2
-                    .authorize_security_group_ingress()
-                    .group_id(group_id)
-                    .ip_permissions(from_group(from))
-                    .send()
-            })
-            .await;
-        match granted {
+        match self.authorize(group_id, vec![from_group(from)]).await {
             Err(e) if e.is("InvalidPermission.Duplicate") => Ok(()),
-            other => Ok(other.map(drop)?),
+            other => Ok(other?),
         }
     }
 
@@ -285,22 +273,8 @@ impl Cloud {
                     .build()
             })
             .collect();
-        let id = group.group_id().unwrap_or_default();
-        let revoked = self
-            .api
-            .call("RevokeSecurityGroupIngress", || {
-                self.api
-                    .ec2
-                    .revoke_security_group_ingress()
-                    .group_id(id)
-                    .set_ip_permissions(Some(revoke.clone()))
-                    .send()
-            })
-            .await;
-        match revoked {
-            Err(e) if e.is("InvalidPermission.NotFound") => Ok(()),
-            other => Ok(other.map(drop)?),
-        }
+        self.revoke(group.group_id().unwrap_or_default(), revoke)
+            .await
     }
 
     /// Removes every rule letting `group` in: from all groups (`all`, for a
