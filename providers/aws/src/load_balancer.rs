@@ -24,6 +24,7 @@ mod classic;
 mod listeners;
 mod naming;
 mod nlb;
+pub(crate) mod recent;
 mod security_groups;
 mod spec;
 mod subnets;
@@ -38,7 +39,7 @@ use cloud_provider::annotations::AnnotationSchema;
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::{CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerStatus};
 
-use crate::instances::lookup::state;
+use crate::instances::lookup::{NodeKey, node_key, state};
 use crate::provider::{AwsProvider, Cloud};
 use crate::tagging::elbv2_tags;
 use annotations::labels_match;
@@ -61,7 +62,7 @@ impl Cloud {
             .map(AsRef::as_ref)
             .filter(|n| labels_match(target_node_labels, n.metadata.labels.as_ref()))
             .collect();
-        let found = self.find_instances(&targets).await?;
+        let found = self.find_targets(&targets).await?;
         let mut seen = BTreeSet::new();
         let mut out = Vec::new();
         for (node, result) in targets.iter().zip(found) {
@@ -81,6 +82,31 @@ impl Cloud {
         Ok(out)
     }
 
+    /// The instances behind `targets`, from the recent snapshot when it
+    /// holds them all ([`recent`]), else described and remembered.
+    async fn find_targets(
+        &self,
+        targets: &[&Node],
+    ) -> Result<Vec<Result<Option<Instance>, CloudError>>, CloudError> {
+        let ids: Option<Vec<&str>> = targets
+            .iter()
+            .map(|n| match node_key(n) {
+                Ok(NodeKey::Id(id)) => Some(id),
+                _ => None,
+            })
+            .collect();
+        if let Some(cached) = ids.and_then(|ids| self.recent.instances(&ids)) {
+            return Ok(cached.into_iter().map(|i| Ok(Some(i))).collect());
+        }
+        let found = self.find_instances(targets).await?;
+        self.recent.remember_instances(
+            found
+                .iter()
+                .filter_map(|r| r.as_ref().ok().and_then(Clone::clone)),
+        );
+        Ok(found)
+    }
+
     async fn ensure(
         &self,
         cluster_name: &str,
@@ -88,9 +114,10 @@ impl Cloud {
         nodes: &[Arc<Node>],
     ) -> Result<EnsuredLoadBalancer, CloudError> {
         // Everything that can refuse the Service happens before any change.
-        let existing = self
-            .find_load_balancer(&spec.svc.load_balancer_name)
-            .await?;
+        let (existing, groups) = match self.find_with_groups(&spec.svc.load_balancer_name).await? {
+            Some((lb, tags, groups)) => (Some((lb, tags)), Some(groups)),
+            None => (None, None),
+        };
         if let Some((lb, tags)) = &existing {
             self.check_existing(spec, lb, tags)?;
         }
@@ -136,7 +163,6 @@ impl Cloud {
             .as_ref()
             .map(|(lb, _)| lb.security_groups().to_vec())
             .unwrap_or_default();
-        let created = existing.is_none();
         let lb = match existing {
             Some((lb, current)) => {
                 self.update_load_balancer_settings(spec, &lb, &current, &tags, &security_groups)
@@ -160,7 +186,7 @@ impl Cloud {
         self.delete_detached_groups(&spec.svc.key, &detached).await;
         let arn = lb.load_balancer_arn().unwrap_or_default();
         self.ensure_load_balancer_attributes(spec, arn).await?;
-        self.ensure_listeners(spec, &lb, created, &instance_ids(&instances), &tags)
+        self.ensure_listeners(spec, &lb, groups.as_ref(), &instance_ids(&instances), &tags)
             .await?;
         let subnet_cidrs = if needs_health_rule(spec, &vpc_cidrs) {
             self.load_balancer_subnet_cidrs(&lb, &subnets).await?
@@ -214,10 +240,9 @@ impl Cloud {
     async fn delete(&self, cluster_name: &str, svc: &ServiceRef) -> Result<(), CloudError> {
         let mut vpc_id = self.config.vpc.clone();
         let mut attached_groups = Vec::new();
-        if let Some((lb, tags)) = self.find_load_balancer(&svc.load_balancer_name).await? {
+        if let Some((lb, tags, groups)) = self.find_with_groups(&svc.load_balancer_name).await? {
             if self.tags.is_owned_for_service(elbv2_tags(&tags), &svc.key) {
                 let arn = lb.load_balancer_arn().unwrap_or_default();
-                let target_groups = self.load_balancer_target_groups(arn).await?;
                 tracing::info!(service = %svc.key, name = %svc.load_balancer_name, "deleting network load balancer");
                 let deleted = self
                     .api
@@ -237,13 +262,14 @@ impl Cloud {
                 }
                 vpc_id = lb.vpc_id().map(str::to_owned).or(vpc_id);
                 attached_groups = lb.security_groups().to_vec();
-                let arns: Vec<&str> = target_groups
+                let arns: Vec<&str> = groups
+                    .groups
                     .iter()
                     .filter_map(|tg| tg.target_group_arn())
                     .collect();
-                let tg_tags = self.tags_of(&arns).await?;
                 for arn in arns {
-                    if tg_tags
+                    if groups
+                        .tags
                         .get(arn)
                         .is_some_and(|t| self.tags.is_owned_for_service(elbv2_tags(t), &svc.key))
                     {

@@ -15,6 +15,7 @@ use tokio::sync::OnceCell;
 use crate::api::Api;
 use crate::config::AwsConfig;
 use crate::credentials::{self, CredentialSource};
+use crate::load_balancer::recent::Recent;
 use crate::metadata::Metadata;
 use crate::metrics::ApiMetrics;
 use crate::tagging::ClusterTags;
@@ -47,6 +48,8 @@ pub(crate) struct Cloud {
     pub(crate) region: String,
     pub(crate) zones: ZoneCache,
     pub(crate) topology: Topology,
+    /// Target instances and VPC CIDRs, kept as upstream keeps them.
+    pub(crate) recent: Recent,
     vpc: OnceCell<String>,
 }
 
@@ -141,6 +144,7 @@ impl Cloud {
             tags,
             region,
             zones: ZoneCache::default(),
+            recent: Recent::default(),
             vpc,
             config,
         }

@@ -12,7 +12,7 @@ use aws_sdk_elasticloadbalancingv2::types::{
 };
 use cloud_provider::CloudError;
 
-use super::nlb::elbv2_tag_list;
+use super::nlb::{AttachedGroups, elbv2_tag_list};
 use super::spec::{LoadBalancerSpec, PortMapping};
 use crate::api::ApiError;
 use crate::provider::Cloud;
@@ -70,31 +70,29 @@ impl Cloud {
     }
 
     /// Listeners and target groups for every Service port, with `instances`
-    /// as targets; what the Service no longer asks for is removed. A load
-    /// balancer `created` in this ensure has no listeners or target groups
-    /// to read.
+    /// as targets; what the Service no longer asks for is removed.
+    /// `attached` is the existing load balancer's target groups; a load
+    /// balancer created in this ensure (`None`) has no listeners or target
+    /// groups to read.
     pub(crate) async fn ensure_listeners(
         &self,
         spec: &LoadBalancerSpec,
         lb: &LoadBalancer,
-        created: bool,
+        attached: Option<&AttachedGroups>,
         instances: &[String],
         tags: &BTreeMap<String, String>,
     ) -> Result<(), CloudError> {
         let lb_arn = lb.load_balancer_arn().unwrap_or_default();
         let vpc_id = lb.vpc_id().unwrap_or_default();
-        let (listeners, attached) = if created {
-            (Vec::new(), Vec::new())
-        } else {
-            (
-                self.listeners(lb_arn).await?,
-                self.load_balancer_target_groups(lb_arn).await?,
-            )
+        let none = AttachedGroups::default();
+        let (listeners, attached) = match attached {
+            None => (Vec::new(), &none),
+            Some(attached) => (self.listeners(lb_arn).await?, attached),
         };
         let mut wanted_groups = BTreeSet::new();
         for port in &spec.ports {
             let (tg, tg_created) = self
-                .ensure_target_group(spec, port, vpc_id, &attached, tags)
+                .ensure_target_group(spec, port, vpc_id, &attached.groups, tags)
                 .await?;
             let tg_arn = tg.target_group_arn().unwrap_or_default().to_owned();
             self.ensure_targets(&tg_arn, instances, port.node_port, tg_created)
@@ -124,20 +122,18 @@ impl Cloud {
                 }
             }
         }
-        let unused: Vec<&str> = attached
+        let unused = attached
+            .groups
             .iter()
             .filter_map(|tg| tg.target_group_arn())
-            .filter(|arn| !wanted_groups.contains(*arn))
-            .collect();
-        if !unused.is_empty() {
-            let tags = self.tags_of(&unused).await?;
-            for arn in unused {
-                let ours = tags
-                    .get(arn)
-                    .is_some_and(|t| self.tags.is_owned_for_service(elbv2_tags(t), &spec.svc.key));
-                if ours {
-                    self.delete_target_group(arn).await?;
-                }
+            .filter(|arn| !wanted_groups.contains(*arn));
+        for arn in unused {
+            let ours = attached
+                .tags
+                .get(arn)
+                .is_some_and(|t| self.tags.is_owned_for_service(elbv2_tags(t), &spec.svc.key));
+            if ours {
+                self.delete_target_group(arn).await?;
             }
         }
         Ok(())

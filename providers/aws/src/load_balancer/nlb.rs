@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use aws_sdk_elasticloadbalancingv2::types::{
     LoadBalancer, LoadBalancerAttribute, LoadBalancerSchemeEnum, LoadBalancerStateEnum,
-    LoadBalancerTypeEnum, SubnetMapping, Tag,
+    LoadBalancerTypeEnum, SubnetMapping, Tag, TargetGroup,
 };
 use cloud_provider::{CloudError, LoadBalancerIngress, LoadBalancerStatus};
 
@@ -44,12 +44,52 @@ pub(crate) fn status(lb: &LoadBalancer) -> LoadBalancerStatus {
     }
 }
 
+/// A load balancer's target groups and their tags, by ARN.
+#[derive(Debug, Default)]
+pub(crate) struct AttachedGroups {
+    pub(crate) groups: Vec<TargetGroup>,
+    pub(crate) tags: BTreeMap<String, Vec<Tag>>,
+}
+
 impl Cloud {
     /// The Network Load Balancer named `name` and its tags, if it exists.
     pub(crate) async fn find_load_balancer(
         &self,
         name: &str,
     ) -> Result<Option<(LoadBalancer, Vec<Tag>)>, CloudError> {
+        let Some(lb) = self.describe_network_load_balancer(name).await? else {
+            return Ok(None);
+        };
+        let arn = lb.load_balancer_arn().unwrap_or_default();
+        let tags = self.tags_of(&[arn]).await?.remove(arn).unwrap_or_default();
+        Ok(Some((lb, tags)))
+    }
+
+    /// As [`Cloud::find_load_balancer`], with the load balancer's target
+    /// groups: their tags come in the same `DescribeTags` as its own.
+    pub(crate) async fn find_with_groups(
+        &self,
+        name: &str,
+    ) -> Result<Option<(LoadBalancer, Vec<Tag>, AttachedGroups)>, CloudError> {
+        let Some(lb) = self.describe_network_load_balancer(name).await? else {
+            return Ok(None);
+        };
+        let arn = lb.load_balancer_arn().unwrap_or_default();
+        let groups = self.load_balancer_target_groups(arn).await?;
+        let arns: Vec<&str> = std::iter::once(arn)
+            .chain(groups.iter().filter_map(|g| g.target_group_arn()))
+            .collect();
+        let mut tags = self.tags_of(&arns).await?;
+        let own = tags.remove(arn).unwrap_or_default();
+        Ok(Some((lb, own, AttachedGroups { groups, tags })))
+    }
+
+    /// The Network Load Balancer named `name`, if it exists; another type
+    /// of load balancer by that name is an error.
+    async fn describe_network_load_balancer(
+        &self,
+        name: &str,
+    ) -> Result<Option<LoadBalancer>, CloudError> {
         let found = self
             .api
             .call("DescribeLoadBalancers", || {
@@ -70,9 +110,7 @@ impl Cloud {
                 lb.r#type().map_or("non-network", |t| t.as_str())
             )));
         }
-        let arn = lb.load_balancer_arn().unwrap_or_default();
-        let tags = self.tags_of(&[arn]).await?.remove(arn).unwrap_or_default();
-        Ok(Some((lb, tags)))
+        Ok(Some(lb))
     }
 
     /// The tags of up to 20 ELBv2 resources, by ARN.

@@ -214,8 +214,12 @@ impl Cloud {
             .map(|_| ())
     }
 
-    /// The VPC's IPv4 and IPv6 CIDR blocks.
+    /// The VPC's IPv4 and IPv6 CIDR blocks, read at most every ten minutes
+    /// ([`super::recent`]).
     pub(crate) async fn vpc_cidrs(&self, vpc_id: &str) -> Result<Vec<IpNet>, CloudError> {
+        if let Some(cidrs) = self.recent.vpc_cidrs(vpc_id) {
+            return Ok(cidrs);
+        }
         let described = self
             .api
             .call("DescribeVpcs", || {
@@ -245,6 +249,7 @@ impl Cloud {
         if cidrs.is_empty() {
             cidrs.extend(vpc.cidr_block().and_then(|c| c.parse::<IpNet>().ok()));
         }
+        self.recent.remember_vpc_cidrs(vpc_id, &cidrs);
         Ok(cidrs)
     }
 }

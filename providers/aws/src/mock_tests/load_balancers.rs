@@ -256,7 +256,9 @@ async fn a_malformed_annotation_is_refused_before_any_call() {
 #[tokio::test]
 async fn a_load_balancer_with_the_name_but_not_the_tags_is_never_adopted() {
     let (lb, tags) = (existing_lb(), tags("another-cluster"));
-    let provider = provider(&[], &[&lb, &tags]);
+    let groups = mock!(Elbv2::describe_target_groups)
+        .then_output(|| DescribeTargetGroupsOutput::builder().build());
+    let provider = provider(&[], &[&lb, &groups, &tags]);
     let err = provider
         .ensure_load_balancer("test-cluster", &service(&[]), &nodes())
         .await
@@ -275,7 +277,9 @@ async fn a_load_balancer_with_the_name_but_not_the_tags_is_never_adopted() {
 #[tokio::test]
 async fn asking_an_existing_load_balancer_to_turn_internal_is_invalid_input() {
     let (lb, tags) = (existing_lb(), tags("test-cluster"));
-    let provider = provider(&[], &[&lb, &tags]);
+    let groups = mock!(Elbv2::describe_target_groups)
+        .then_output(|| DescribeTargetGroupsOutput::builder().build());
+    let provider = provider(&[], &[&lb, &groups, &tags]);
     let err = provider
         .ensure_load_balancer(
             "test-cluster",
