@@ -8,12 +8,12 @@
 
 mod admission;
 mod against_upstream;
+mod call_counts;
 mod driver;
 mod harness;
 mod machine;
 mod measurements;
 mod plot;
-mod rancher;
 mod report;
 mod scenarios;
 mod upstream;
@@ -39,6 +39,7 @@ use scenarios::{Scale, Scenario, Status, burst, established, routes};
 ///   6. a route burst          5. LoadBalancer Services created at once
 ///   2. a steady state         3. a heartbeat storm        4. node churn
 ///   7. the admission webhook at 500 reviews/s
+///   8. Rancher, 9. AWS and DigitalOcean API calls per operation (budgets)
 ///
 /// Each reports its figures and its cloud calls next to those upstream's Go
 /// controllers would make for the same work. Writes target/bench/report.md,
@@ -87,6 +88,8 @@ enum Only {
     Admission,
     /// Rancher API calls per operation against upstream's (8).
     Rancher,
+    /// AWS and DigitalOcean API calls per operation against upstream's (9).
+    Budgets,
 }
 
 impl Options {
@@ -98,14 +101,14 @@ impl Options {
         }
     }
 
-    /// `--publish` with a partial run other than `--only admission` or
-    /// `--only rancher` is refused: the published report is the full
-    /// benchmark's.
+    /// `--publish` with a partial run other than `--only admission`,
+    /// `--only rancher` or `--only budgets` is refused: the published
+    /// report is the full benchmark's.
     fn check_publish(&self) -> anyhow::Result<()> {
-        let own_page = |only| matches!(only, Only::Admission | Only::Rancher);
+        let own_page = |only| matches!(only, Only::Admission | Only::Rancher | Only::Budgets);
         if self.publish && self.only.is_some_and(|only| !own_page(only)) {
             anyhow::bail!(
-                "--publish: only a full run, --only admission or --only rancher is published"
+                "--publish: only a full run, --only admission, --only rancher or --only budgets is published"
             );
         }
         Ok(())
@@ -136,8 +139,14 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         return against_upstream::main(plan, &commit());
     }
     options.check_publish()?;
-    if options.only == Some(Only::Rancher) {
-        return rancher::run(&cmd::target_dir().join("bench"), &commit(), options.publish);
+    let out = cmd::target_dir().join("bench");
+    for (only, page) in [
+        (Only::Rancher, &call_counts::RANCHER),
+        (Only::Budgets, &call_counts::BUDGETS),
+    ] {
+        if options.only == Some(only) {
+            return call_counts::run(page, &out, &commit(), options.publish);
+        }
     }
     let scale = options.scale();
     if !options.no_build {
@@ -156,7 +165,6 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         api_server: target.join("release/test-apiserver"),
         ccm: target.join("release/fake-cloud-controller-manager"),
     };
-    let out = target.join("bench");
     let runs = out.join("runs");
     if runs.exists() {
         std::fs::remove_dir_all(&runs).with_context(|| format!("clearing {}", runs.display()))?;
@@ -213,8 +221,12 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     }
     notes.push("Upstream's real aws-cloud-controller-manager and ours side by side on the real kube-apiserver and moto: `against-upstream/` beside this report (`cargo xtask bench --against-upstream`).".to_owned());
     if options.runs(Only::Rancher) {
-        rancher::run(&out, &commit(), options.publish)?;
+        call_counts::run(&call_counts::RANCHER, &out, &commit(), options.publish)?;
         notes.push("Rancher API calls per operation, ours against upstream's: `rancher.md` beside this report.".to_owned());
+    }
+    if options.runs(Only::Budgets) {
+        call_counts::run(&call_counts::BUDGETS, &out, &commit(), options.publish)?;
+        notes.push("AWS and DigitalOcean API calls per operation, ours against upstream's: `call-budgets.md` beside this report.".to_owned());
     }
     let others = machine.others();
     let report = report::Run {
@@ -426,7 +438,7 @@ mod tests {
             let partial = parse(&["--only", group, "--publish"]).unwrap();
             assert!(partial.check_publish().is_err(), "{group}");
         }
-        for own in ["admission", "rancher"] {
+        for own in ["admission", "rancher", "budgets"] {
             let page = parse(&["--only", own, "--publish"]).unwrap();
             page.check_publish().unwrap();
         }

@@ -3,12 +3,14 @@
 //! and etcd started for the test), the real control plane itself
 //! ([`ControlPlane`]), the CCM binary as a child process ([`Launch`],
 //! [`Ccm`]), bounded waiting ([`eventually`]), and the fixtures every suite builds
-//! ([`uninitialized_node`], [`load_balancer_service`], [`unique`]).
+//! ([`uninitialized_node`], [`load_balancer_service`], [`unique`]), and
+//! call budgets against upstream's counts ([`budget`]).
 //!
 //! Start with [`ApiServer::with_nodes`]: it reads [`APISERVER_ENV`], so the
 //! same test body runs on both servers.
 
 mod api;
+pub mod budget;
 mod ccm;
 mod certificates;
 mod control_plane;

@@ -74,6 +74,9 @@ pub struct Call {
     /// The query protocol's `Action` (`DescribeInstances`), or `?` when
     /// the body names none.
     pub action: String,
+    /// The API it belongs to, from the form body's `Version`: `EC2`,
+    /// `ELB` (classic), `ELBv2` or `STS`; `?` when the version is unknown.
+    pub api: &'static str,
     /// When its body had arrived.
     pub at: Instant,
     /// Whether the proxy answered it itself ([`ANSWERED_HERE`]).
@@ -218,6 +221,7 @@ async fn handle(
         .collect();
     shared.calls.lock().push(Call {
         action: action.clone(),
+        api: api(&body),
         at: Instant::now(),
         answered_here,
         source_headers,
@@ -293,6 +297,18 @@ fn service(headers: &HeaderMap, body: &[u8]) -> Service {
         Some(_) => Service::Ec2,
         None if String::from_utf8_lossy(body).contains("Version=2015-12-01") => Service::Elbv2,
         None => Service::Ec2,
+    }
+}
+
+/// The API a form body's `Version` names.
+fn api(body: &[u8]) -> &'static str {
+    let version = form_urlencoded::parse(body).find(|(key, _)| key == "Version");
+    match version.as_ref().map(|(_, v)| v.as_ref()) {
+        Some("2016-11-15") => "EC2",
+        Some("2012-06-01") => "ELB",
+        Some("2015-12-01") => "ELBv2",
+        Some("2011-06-15") => "STS",
+        _ => "?",
     }
 }
 

@@ -1,0 +1,205 @@
+//! Call budgets: a piece of work's cloud requests counted by action, set
+//! against what upstream's CCM sends for the same work, as a Markdown
+//! table (`cargo xtask bench --only budgets` publishes them).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// How long the CCM must send nothing for a piece of work to be over.
+const QUIET: Duration = Duration::from_secs(3);
+/// The longest wait for that quiet.
+const QUIET_WITHIN: Duration = Duration::from_secs(60);
+/// How often the request count is read while waiting for quiet.
+const POLL: Duration = Duration::from_millis(250);
+
+/// Requests by action (`EC2 DescribeInstances`, `GET /v2/droplets/{id}`).
+pub type Calls = BTreeMap<String, u64>;
+
+/// What upstream sends for one piece of work, and how that is known.
+#[derive(Debug, Clone)]
+pub struct Upstream {
+    pub work: String,
+    /// Requests by action, in the order upstream sends them.
+    pub calls: Vec<(String, u64)>,
+    /// Upstream's functions that send them.
+    pub derivation: String,
+}
+
+impl Upstream {
+    pub fn new(work: impl Into<String>, calls: &[(&str, u64)], derivation: &str) -> Self {
+        Self {
+            work: work.into(),
+            calls: calls.iter().map(|(a, n)| ((*a).to_owned(), *n)).collect(),
+            derivation: derivation.split_whitespace().collect::<Vec<_>>().join(" "),
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.calls.iter().map(|(_, n)| n).sum()
+    }
+}
+
+/// One row of the table: ours and upstream's for the same work.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub ours: Calls,
+    /// Our requests in the order they were sent.
+    pub order: Vec<String>,
+    pub upstream: Upstream,
+}
+
+impl Row {
+    pub fn ours_total(&self) -> u64 {
+        self.ours.values().sum()
+    }
+}
+
+/// The rows so far.
+#[derive(Debug, Default)]
+pub struct Table {
+    rows: Vec<Row>,
+}
+
+/// Waits, bounded, until `requests` (a running count of the cloud's
+/// requests) has not moved for three seconds: the work it counts is over.
+pub async fn quiet(requests: impl Fn() -> usize) {
+    let started = Instant::now();
+    let mut seen = requests();
+    let mut since = Instant::now();
+    while started.elapsed() < QUIET_WITHIN {
+        tokio::time::sleep(POLL).await;
+        let now = requests();
+        if now != seen {
+            seen = now;
+            since = Instant::now();
+        } else if since.elapsed() >= QUIET {
+            return;
+        }
+    }
+}
+
+impl Table {
+    /// Adds a row from our requests, in the order they were sent.
+    pub fn push(&mut self, order: Vec<String>, upstream: Upstream) {
+        let mut ours = Calls::new();
+        for action in &order {
+            *ours.entry(action.clone()).or_default() += 1;
+        }
+        self.rows.push(Row {
+            ours,
+            order,
+            upstream,
+        });
+    }
+
+    /// The rows where ours is above upstream's, each with our requests in
+    /// order: for a failing test's message.
+    pub fn explain_over(&self) -> String {
+        self.over()
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}: ours {} > upstream {}; ours in order: {}",
+                    r.upstream.work,
+                    r.ours_total(),
+                    r.upstream.total(),
+                    r.order.join(", ")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The rows where ours is above upstream's.
+    pub fn over(&self) -> Vec<&Row> {
+        self.rows
+            .iter()
+            .filter(|r| r.ours_total() > r.upstream.total())
+            .collect()
+    }
+
+    /// The table in Markdown: each row's totals, both breakdowns and how
+    /// upstream's count is derived.
+    pub fn render(&self) -> String {
+        let mut text = String::from(
+            "| work | ours | upstream | ours by action | upstream by action | upstream's calls |\n|---|---|---|---|---|---|\n",
+        );
+        for row in &self.rows {
+            let ours: Vec<String> = row.ours.iter().map(|(a, n)| format!("{a} {n}")).collect();
+            let upstream: Vec<String> = row
+                .upstream
+                .calls
+                .iter()
+                .map(|(a, n)| format!("{a} {n}"))
+                .collect();
+            text.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                row.upstream.work,
+                row.ours_total(),
+                row.upstream.total(),
+                ours.join(", "),
+                upstream.join(", "),
+                row.upstream.derivation,
+            ));
+        }
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_above_upstream_is_named_and_rendered() {
+        let mut table = Table::default();
+        table.push(
+            vec!["EC2 DescribeInstances".to_owned()],
+            Upstream::new("init", &[("EC2 DescribeInstances", 2)], "per node"),
+        );
+        table.push(
+            vec!["GET /v2/droplets".to_owned(); 3],
+            Upstream::new("list", &[("GET /v2/droplets", 2)], "a   list\n  twice"),
+        );
+        let over = table.over();
+        assert_eq!(over.len(), 1);
+        assert_eq!(over[0].upstream.work, "list");
+        assert_eq!(over[0].ours.get("GET /v2/droplets"), Some(&3));
+        assert!(
+            table
+                .explain_over()
+                .starts_with("list: ours 3 > upstream 2; ours in order: GET /v2/droplets, "),
+            "{}",
+            table.explain_over()
+        );
+        let text = table.render();
+        assert!(
+            text.contains(
+                "| init | 1 | 2 | EC2 DescribeInstances 1 | EC2 DescribeInstances 2 | per node |"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("| a list twice |"), "{text}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn quiet_ends_three_seconds_after_the_last_request() {
+        let count = std::sync::atomic::AtomicUsize::new(0);
+        let started = tokio::time::Instant::now();
+        let waiting = quiet(|| count.load(std::sync::atomic::Ordering::SeqCst));
+        let bumping = async {
+            for _ in 0..4 {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        };
+        tokio::join!(waiting, bumping);
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_secs(7) && waited < Duration::from_secs(8),
+            "{waited:?}"
+        );
+    }
+}
