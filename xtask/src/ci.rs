@@ -18,7 +18,9 @@ use crate::tools;
 /// providers built, linted and tested, the conformance suite included),
 /// `cargo xtask chaos --quick` (the reliability suites' bounded variant),
 /// the real-cluster suites (tier 5: kube-apiserver and etcd built from their Go
-/// modules, cached by version outside the clone; the test API server's contract
+/// modules, cached by version outside the clone, on a fresh machine built in
+/// the background from the start of the run, its output in
+/// target/ci/control-plane.log; the test API server's contract
 /// suite and every end-to-end suite against them, the CCMs under the chart's
 /// RBAC), `cargo xtask sandbox --check`, `cargo xtask chart`,
 /// `cargo xtask monitoring` (the alert rules and dashboard against a real
@@ -72,6 +74,24 @@ fn image(provider: &str) -> Vec<&str> {
     args
 }
 
+/// Waits for the control plane's background build; on failure, says why
+/// with the end of its log.
+fn join_control_plane(
+    build: std::thread::JoinHandle<anyhow::Result<tools::control_plane::ControlPlane>>,
+    log: &std::path::Path,
+) -> anyhow::Result<()> {
+    let built = build
+        .join()
+        .map_err(|_| anyhow::anyhow!("the control plane's build thread panicked"))?;
+    if let Err(err) = built {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+        anyhow::bail!("{err:#}\nthe end of {}:\n{tail}", log.display());
+    }
+    Ok(())
+}
+
 /// Runs the task `cargo xtask <args>` names, through the same parser a user's
 /// command line goes through.
 fn task(args: &[&str]) -> anyhow::Result<()> {
@@ -116,6 +136,12 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         disk: LowWater::start(&crate::cmd::repo_root()),
     };
     steps.time("rust components", tools::ensure_rust)?;
+    // A fresh machine's Go build (kube-apiserver and etcd, about 6 minutes
+    // alone) runs beside the Rust compile, and is joined before the suites
+    // that need it; a cached one returns at once.
+    let control_plane_log = crate::cmd::target_dir().join("ci/control-plane.log");
+    let control_plane =
+        real_cluster.then(|| tools::control_plane::prebuild(control_plane_log.clone()));
     steps.time("fmt", || run(cargo().args(["fmt", "--all", "--check"])))?;
     steps.time("clippy", || {
         run(cargo().args([
@@ -143,7 +169,10 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     })?;
     steps.time("new-provider", crate::new_provider::check)?;
     steps.time("chaos --quick", || task(CHAOS))?;
-    if real_cluster {
+    if let Some(build) = control_plane {
+        steps.time("control plane (joined)", || {
+            join_control_plane(build, &control_plane_log)
+        })?;
         steps.time("real kube-apiserver suites", crate::cluster::run_suites)?;
     }
     steps.time("sandbox --check", || task(SANDBOX))?;

@@ -42,12 +42,24 @@ fn cache_dir() -> PathBuf {
 
 /// Builds whichever of the two binaries is not cached yet.
 pub(crate) fn ensure() -> anyhow::Result<ControlPlane> {
+    ensure_with(None)
+}
+
+/// Starts [`ensure`] on a thread of its own, Go's output written to `log`
+/// instead of the terminal: CI overlaps a fresh machine's Go build with
+/// its Rust compile, whose single-crate stretches leave a core idle.
+pub(crate) fn prebuild(log: PathBuf) -> std::thread::JoinHandle<anyhow::Result<ControlPlane>> {
+    std::thread::spawn(move || ensure_with(Some(log)))
+}
+
+fn ensure_with(log: Option<PathBuf>) -> anyhow::Result<ControlPlane> {
     let kube_apiserver = cache_dir()
         .join(format!("kube-apiserver-{KUBERNETES}"))
         .join("kube-apiserver");
     let etcd = cache_dir().join(format!("etcd-{ETCD}")).join("etcd");
     if !kube_apiserver.exists() || !etcd.exists() {
-        let go = GoEnv::new(go()?);
+        let mut go = GoEnv::new(go()?);
+        go.log = log;
         let built = (|| {
             if !etcd.exists() {
                 build(&go, &etcd, &etcd_module()?)?;
@@ -156,6 +168,8 @@ pub(crate) fn go() -> anyhow::Result<PathBuf> {
 struct GoEnv {
     go: PathBuf,
     scratch: PathBuf,
+    /// Where builds write their output, when not to the terminal.
+    log: Option<PathBuf>,
 }
 
 impl GoEnv {
@@ -163,7 +177,25 @@ impl GoEnv {
         Self {
             go,
             scratch: cache_dir().join("go-scratch"),
+            log: None,
         }
+    }
+
+    /// Runs `cmd` (one of [`GoEnv::command`]'s), its output to the log
+    /// when there is one.
+    fn run(&self, cmd: &mut Command) -> anyhow::Result<()> {
+        if let Some(log) = &self.log {
+            if let Some(dir) = log.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+                .with_context(|| format!("opening {}", log.display()))?;
+            cmd.stdout(file.try_clone()?).stderr(file);
+        }
+        run(cmd)
     }
 
     /// A `go` command using the scratch caches; `-modcacherw` so the module
@@ -323,17 +355,18 @@ fn build(go: &GoEnv, out: &Path, module: &Module) -> anyhow::Result<()> {
     std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
     std::fs::write(scratch.join("go.mod"), &module.go_mod)?;
     std::fs::write(scratch.join("main.go"), module.main_go)?;
-    run(go.command().args(["mod", "tidy"]).current_dir(&scratch))
+    go.run(go.command().args(["mod", "tidy"]).current_dir(&scratch))
         .with_context(|| format!("resolving {}'s modules", module.name))?;
     let dir = out.parent().context("a cache path has a parent")?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let partial = out.with_extension("partial");
-    run(go
-        .command()
-        .args(["build", "-trimpath", "-ldflags", &module.ldflags, "-o"])
-        .arg(&partial)
-        .arg(".")
-        .current_dir(&scratch))
+    go.run(
+        go.command()
+            .args(["build", "-trimpath", "-ldflags", &module.ldflags, "-o"])
+            .arg(&partial)
+            .arg(".")
+            .current_dir(&scratch),
+    )
     .with_context(|| format!("building {}", module.name))?;
     std::fs::rename(&partial, out)?;
     let _ = std::fs::remove_dir_all(&scratch);
