@@ -31,7 +31,7 @@ mod support;
 use std::time::Duration;
 
 use anyhow::Context;
-use ccm_test_support::budget::{Table, Upstream, quiet};
+use ccm_test_support::budget::{Table, Upstream, quiet, steady_window};
 use ccm_test_support::{ApiServer, eventually, ingress_ips, ready_condition, uninitialized_node};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use provider_digitalocean::test_util::{Account, account};
@@ -43,9 +43,6 @@ use support::{LOAD_BALANCER_ID, do_env};
 const NODES: u64 = 100;
 /// Services in the steady state.
 const STEADY_SERVICES: usize = 20;
-/// The steady state's window, in seconds, when the environment does not say.
-const STEADY_DEFAULT: u64 = 20;
-const STEADY_ENV: &str = "CALL_BUDGET_STEADY_SECONDS";
 /// How long one piece of work may take: a new load balancer is polled
 /// every 15 s.
 const WITHIN: Duration = Duration::from_secs(90);
@@ -271,17 +268,12 @@ async fn steady(world: &mut World, table: &mut Table, window: Duration) -> anyho
 
 #[tokio::test]
 async fn digitalocean_calls_are_at_most_upstreams_for_every_operation() -> anyhow::Result<()> {
-    let window = std::env::var(STEADY_ENV)
-        .ok()
-        .map(|s| s.parse::<u64>())
-        .transpose()
-        .with_context(|| format!("{STEADY_ENV}: a whole number of seconds"))?
-        .unwrap_or(STEADY_DEFAULT);
+    let window = steady_window()?;
     let mut world = World::start().await?;
     let mut table = Table::default();
     let result = async {
         lives(&world, &mut table).await?;
-        steady(&mut world, &mut table, Duration::from_secs(window)).await
+        steady(&mut world, &mut table, window).await
     }
     .await;
     println!("{}", table.render());

@@ -14,6 +14,27 @@ const QUIET_WITHIN: Duration = Duration::from_secs(60);
 /// How often the request count is read while waiting for quiet.
 const POLL: Duration = Duration::from_millis(250);
 
+/// The environment variable naming the steady state's window in seconds
+/// (`cargo xtask bench --only budgets` sets upstream's 300).
+pub const STEADY_ENV: &str = "CALL_BUDGET_STEADY_SECONDS";
+/// The window when the environment does not name one: long enough for
+/// one node-status pass at a frequency of the same length.
+const STEADY_DEFAULT: Duration = Duration::from_secs(20);
+
+/// The steady state's window: [`STEADY_ENV`], else 20 s.
+///
+/// # Errors
+/// When the variable is not a whole number of seconds.
+pub fn steady_window() -> anyhow::Result<Duration> {
+    match std::env::var(STEADY_ENV) {
+        Err(_) => Ok(STEADY_DEFAULT),
+        Ok(text) => text
+            .parse()
+            .map(Duration::from_secs)
+            .map_err(|_| anyhow::anyhow!("{STEADY_ENV}={text}: not a whole number of seconds")),
+    }
+}
+
 /// Requests by action (`EC2 DescribeInstances`, `GET /v2/droplets/{id}`).
 pub type Calls = BTreeMap<String, u64>;
 
@@ -187,7 +208,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn quiet_ends_three_seconds_after_the_last_request() {
         let count = std::sync::atomic::AtomicUsize::new(0);
-        let started = tokio::time::Instant::now();
+        let started = Instant::now();
         let waiting = quiet(|| count.load(std::sync::atomic::Ordering::SeqCst));
         let bumping = async {
             for _ in 0..4 {

@@ -49,15 +49,12 @@ use support::objects::{
 };
 
 use budget::{Kind, finish, finish_now, start};
-use ccm_test_support::budget::{Table, quiet};
+use ccm_test_support::budget::{Table, quiet, steady_window};
 
 /// The cluster's nodes; one more instance is seeded for the node that joins.
 const NODES: usize = 100;
 /// Services in the steady state, half of each kind.
 const STEADY_SERVICES: usize = 20;
-/// The steady state's window, in seconds, when the environment does not say.
-const STEADY_DEFAULT: u64 = 20;
-const STEADY_ENV: &str = "CALL_BUDGET_STEADY_SECONDS";
 /// How long one piece of work may take.
 const WITHIN: Duration = Duration::from_secs(120);
 
@@ -300,17 +297,12 @@ async fn steady(world: &mut World, table: &mut Table, window: Duration) -> anyho
 
 #[tokio::test]
 async fn aws_calls_are_at_most_upstreams_for_every_operation() -> anyhow::Result<()> {
-    let window = std::env::var(STEADY_ENV)
-        .ok()
-        .map(|s| s.parse::<u64>())
-        .transpose()
-        .with_context(|| format!("{STEADY_ENV}: a whole number of seconds"))?
-        .unwrap_or(STEADY_DEFAULT);
+    let window = steady_window()?;
     let mut world = World::start().await?;
     let mut table = Table::default();
     let result = async {
         lives(&world, &mut table).await?;
-        steady(&mut world, &mut table, Duration::from_secs(window)).await
+        steady(&mut world, &mut table, window).await
     }
     .await;
     if let Err(err) = result {
