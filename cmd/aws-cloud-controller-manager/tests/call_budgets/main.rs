@@ -225,9 +225,9 @@ async fn lives(world: &World, table: &mut Table) -> anyhow::Result<()> {
         })
         .await?;
         let row = if first {
-            upstream::node_joined(kind)
+            upstream::node_joined()
         } else {
-            upstream::node_left(kind)
+            upstream::node_left()
         };
         finish(table, counted, row).await;
 

@@ -63,40 +63,29 @@ pub(crate) fn created(kind: Kind, nodes: usize) -> Upstream {
     }
 }
 
-pub(crate) fn node_joined(kind: Kind) -> Upstream {
-    let work = format!("a node joins, one {} Service", kind.describe());
-    match kind {
-        Kind::Nlb => Upstream::new(
-            work,
-            &[
-                ("EC2 DescribeInstances", 3),
-                ("EC2 DescribeSubnets", 2),
-                ("EC2 DescribeRouteTables", 1),
-                ("EC2 DescribeSecurityGroups", 1),
-                ("ELBv2 DescribeLoadBalancers", 3),
-                ("ELBv2 DescribeListeners", 1),
-                ("ELBv2 DescribeTargetGroups", 1),
-                ("ELBv2 DescribeTargetHealth", 1),
-                ("ELBv2 RegisterTargets", 1),
-                ("ELBv2 DescribeLoadBalancerAttributes", 1),
-            ],
-            "the node's initialization (2 DescribeInstances, as above), then one \
+/// A node joins; the one Service is an NLB's.
+pub(crate) fn node_joined() -> Upstream {
+    Upstream::new(
+        "a node joins, one NLB Service",
+        &[
+            ("EC2 DescribeInstances", 3),
+            ("EC2 DescribeSubnets", 2),
+            ("EC2 DescribeRouteTables", 1),
+            ("EC2 DescribeSecurityGroups", 1),
+            ("ELBv2 DescribeLoadBalancers", 3),
+            ("ELBv2 DescribeListeners", 1),
+            ("ELBv2 DescribeTargetGroups", 1),
+            ("ELBv2 DescribeTargetHealth", 1),
+            ("ELBv2 RegisterTargets", 1),
+            ("ELBv2 DescribeLoadBalancerAttributes", 1),
+        ],
+        "the node's initialization (2 DescribeInstances, as above), then one \
                 `UpdateLoadBalancer` (the least: a second follows when `spec.providerID` is \
                 set): `findInstancesForELB` (refresh: a new ID), `describeLoadBalancerv2`, \
                 then the whole `EnsureLoadBalancer` with its always-dirty re-describe, \
                 `obtainTargetGroupActualTargets`, `ensureTargetGroupTargets`, \
                 `reconcileLBAttributes`, `getTaggedSecurityGroups`",
-        ),
-        Kind::Classic => unreachable!("the classic ELB's life has a node leaving"),
-    }
-}
-
-pub(crate) fn node_left(kind: Kind) -> Upstream {
-    let work = format!("a node leaves, one {} Service", kind.describe());
-    match kind {
-        Kind::Nlb => unreachable!("the NLB's life has a node joining"),
-        Kind::Classic => classic_node_left(work),
-    }
+    )
 }
 
 pub(crate) fn port_changed(kind: Kind, nodes: usize) -> Upstream {
@@ -189,9 +178,10 @@ fn classic_created(work: String) -> Upstream {
     )
 }
 
-fn classic_node_left(work: String) -> Upstream {
+/// A node leaves; the one Service is a classic ELB's.
+pub(crate) fn node_left() -> Upstream {
     Upstream::new(
-        work,
+        "a node leaves, one classic ELB Service",
         &[
             ("ELB DescribeLoadBalancers", 1),
             ("ELB DeregisterInstancesFromLoadBalancer", 1),
