@@ -31,7 +31,7 @@ mod support;
 use std::time::Duration;
 
 use anyhow::Context;
-use ccm_test_support::budget::{Table, Upstream, quiet, steady_window};
+use ccm_test_support::budget::{Table, Upstream, quiet, steady_window, warnings};
 use ccm_test_support::{ApiServer, eventually, ingress_ips, ready_condition, uninitialized_node};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use provider_digitalocean::test_util::{Account, account};
@@ -50,6 +50,9 @@ const WITHIN: Duration = Duration::from_secs(90);
 struct World {
     /// Declared first so it is dropped first.
     ccm: Ccm,
+    /// The log of the process the lives ran under, once the steady
+    /// state has its own.
+    lives_log: String,
     api: ApiServer,
     client: kube::Client,
     account: Account,
@@ -89,6 +92,7 @@ impl World {
         let ccm = start(&api, &do_env(&account), &args(&[])).await?;
         Ok(Self {
             ccm,
+            lives_log: String::new(),
             client: api.client(),
             api,
             account,
@@ -254,6 +258,7 @@ async fn steady(world: &mut World, table: &mut Table, window: Duration) -> anyho
     world.ccm.terminate().await?;
     world.ccm.wait(Duration::from_secs(30)).await?;
     let frequency = format!("--node-status-update-frequency={}s", window.as_secs());
+    world.lives_log = world.ccm.log();
     world.ccm = start(&world.api, &do_env(&world.account), &args(&[frequency])).await?;
     quiet(|| world.requests()).await;
     let from = world.requests();
@@ -283,8 +288,10 @@ async fn digitalocean_calls_are_at_most_upstreams_for_every_operation() -> anyho
     }
     assert!(
         table.over().is_empty(),
-        "more DigitalOcean calls than upstream for:\n{}",
-        table.explain_over()
+        "more DigitalOcean calls than upstream for:\n{}\nwhat the CCMs warned of:\n{}\n{}",
+        table.explain_over(),
+        warnings(&world.lives_log),
+        warnings(&world.ccm.log())
     );
     Ok(())
 }

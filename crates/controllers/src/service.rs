@@ -9,7 +9,9 @@
 //! - The finalizer `service.kubernetes.io/load-balancer-cleanup` is stored
 //!   before the provider is asked to create anything, and removed only once
 //!   the provider confirmed the deletion, so no load balancer leaks, even for
-//!   a Service deleted while the CCM was down.
+//!   a Service deleted while the CCM was down. A cleanup retried because a
+//!   write to the Service failed does not ask the provider again, unless the
+//!   Service changed or was ensured since the confirmed deletion.
 //! - A Service another controller implements (the provider answers
 //!   `ImplementedElsewhere` before the claim: from the Service alone through
 //!   `check_service`, else read-only with `get_load_balancer`) or that is
@@ -261,7 +263,7 @@ impl ServiceController {
                 self.records().forget(&key);
                 Ok(())
             }
-            Next::Cleanup => self.cleanup(&service).await,
+            Next::Cleanup => self.cleanup(&service, fingerprint).await,
             Next::UpToDate => self.restore_ingress(&service).await,
             // The ingress too: an ensure whose status write failed is
             // followed by node changes (an update of the backends, not an

@@ -17,6 +17,7 @@ use provider_fake::{
     ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_TYPE, FakeCloud, InjectedError, Operation,
 };
 use support::{Harness, eventually, fast_settings, load_balancer_service, ready_node};
+use test_apiserver::{Failure, RequestMatch, Verb};
 
 const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
 const WAIT: Duration = Duration::from_secs(10);
@@ -437,6 +438,51 @@ impl Timed {
 // runtime and every request goes over loopback, so the clock only jumps
 // when every task waits on a timer. Any time spent elsewhere would show as
 // a gap longer than the backoff.
+/// A cleanup whose status write fails is retried; the provider had
+/// confirmed the deletion, so the retry only writes.
+#[tokio::test]
+async fn a_cleanup_retried_for_a_failed_write_asks_the_provider_once() {
+    let mut h = started(&[load_balancer_service("web", &[])]).await;
+    eventually("an ingress", WAIT, || async {
+        h.services().get("web").await.ok().filter(has_ingress)
+    })
+    .await
+    .expect("a bounded wait");
+    let status_write = RequestMatch::verb(Verb::Patch)
+        .resource("services")
+        .subresource("status");
+    h.server
+        .fail_next(status_write, Failure::internal_error(), 2);
+    patch(
+        &h,
+        "web",
+        serde_json::json!({ "spec": { "type": "ClusterIP" } }),
+    )
+    .await;
+    eventually("the finalizer removed", 3 * WAIT, || async {
+        h.services()
+            .get("web")
+            .await
+            .ok()
+            .filter(|s| !has_finalizer(s))
+    })
+    .await
+    .expect("a bounded wait");
+    let failed = h
+        .server
+        .requests()
+        .iter()
+        .filter(|r| r.subresource == "status" && r.status == 500)
+        .count();
+    assert_eq!(
+        failed, 2,
+        "both attempts of the first cleanup's status write failed"
+    );
+    assert_eq!(h.cloud.count(Operation::EnsureLoadBalancerDeleted), 1);
+    assert!(h.cloud.load_balancers().is_empty());
+    h.stop().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn failures_back_off_from_5_s_doubling_to_300_s_and_a_success_resets_it() {
     let fake = FakeCloud::default();

@@ -101,6 +101,20 @@ pub async fn quiet(requests: impl Fn() -> usize) {
     }
 }
 
+/// The warnings and errors in a CCM's `log`, for a budget that was
+/// exceeded: a failed reconcile is retried, and a retry repeats requests.
+pub fn warnings(log: &str) -> String {
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+        .collect();
+    if lines.is_empty() {
+        "(none)".to_owned()
+    } else {
+        lines.join("\n")
+    }
+}
+
 impl Table {
     /// Adds a row from our requests, in the order they were sent.
     pub fn push(&mut self, order: Vec<String>, upstream: Upstream) {
@@ -172,6 +186,13 @@ impl Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn warnings_are_the_warn_and_error_lines() {
+        let log = "t  INFO ok\nt  WARN reconcile failed\nt DEBUG x\nt ERROR gone";
+        assert_eq!(warnings(log), "t  WARN reconcile failed\nt ERROR gone");
+        assert_eq!(warnings("t  INFO ok"), "(none)");
+    }
 
     #[test]
     fn a_row_above_upstream_is_named_and_rendered() {

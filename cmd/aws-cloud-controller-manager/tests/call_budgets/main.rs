@@ -49,7 +49,7 @@ use support::objects::{
 };
 
 use budget::{Kind, finish, finish_now, start};
-use ccm_test_support::budget::{Table, quiet, steady_window};
+use ccm_test_support::budget::{Table, quiet, steady_window, warnings};
 
 /// The cluster's nodes; one more instance is seeded for the node that joins.
 const NODES: usize = 100;
@@ -62,6 +62,9 @@ const WITHIN: Duration = Duration::from_secs(120);
 struct World {
     /// Declared first so it is dropped first.
     ccm: Ccm,
+    /// The log of the process the lives ran under, once the steady
+    /// state has its own.
+    lives_log: String,
     proxy: Proxy,
     api: ApiServer,
     client: kube::Client,
@@ -103,6 +106,7 @@ impl World {
         let ccm = Self::launch(&api, &config, "budgets", &[]).await?;
         Ok(Self {
             ccm,
+            lives_log: String::new(),
             proxy,
             client: api.client(),
             api,
@@ -283,6 +287,7 @@ async fn steady(world: &mut World, table: &mut Table, window: Duration) -> anyho
     let frequency = format!("--node-status-update-frequency={}s", window.as_secs());
     world.ccm.terminate().await?;
     world.ccm.wait(Duration::from_secs(30)).await?;
+    world.lives_log = world.ccm.log();
     world.ccm = World::launch(&world.api, &world.config, "budgets-steady", &[frequency]).await?;
     quiet(|| world.proxy.calls().len()).await;
     let counted = start(&world.proxy);
@@ -313,8 +318,10 @@ async fn aws_calls_are_at_most_upstreams_for_every_operation() -> anyhow::Result
     println!("{}", table.render());
     assert!(
         table.over().is_empty(),
-        "more AWS calls than upstream for:\n{}",
-        table.explain_over()
+        "more AWS calls than upstream for:\n{}\nwhat the CCMs warned of:\n{}\n{}",
+        table.explain_over(),
+        warnings(&world.lives_log),
+        warnings(&world.ccm.log())
     );
     Ok(())
 }

@@ -77,6 +77,9 @@ impl ServiceController {
                 .await;
         }
         self.review_annotations(service, fingerprint, true).await?;
+        // From here the load balancer may exist again: a later cleanup asks
+        // the provider whatever the fingerprint.
+        self.records().entry(service).deleted = None;
         self.metrics.syncs.inc();
         let ensured = match self
             .cloud
@@ -299,33 +302,23 @@ impl ServiceController {
 
     /// Deletes the load balancer, clears the status, then removes the
     /// finalizer — in that order, so a failure at any step keeps the
-    /// finalizer and the next attempt finishes the job.
-    pub(super) async fn cleanup(&self, service: &Service) -> Result<(), ReconcileError> {
+    /// finalizer and the next attempt finishes the job. An attempt after a
+    /// failed write, with the Service unchanged since the provider confirmed
+    /// the deletion, does not ask the provider again.
+    pub(super) async fn cleanup(
+        &self,
+        service: &Service,
+        fingerprint: u64,
+    ) -> Result<(), ReconcileError> {
         let reference = service.object_ref(&());
         self.events
             .normal(&reference, "DeletingLoadBalancer", "Deleting load balancer")
             .await;
-        match self
-            .cloud
-            .ensure_load_balancer_deleted(&self.cluster_name, service)
-            .await
-        {
-            Ok(()) => {}
-            Err(CloudError::ImplementedElsewhere) => {
-                tracing::debug!(service = %key_of(service), "implemented by another controller; nothing to delete");
-            }
-            Err(err) => {
-                if !is_retry(&err) {
-                    self.events
-                        .warning(
-                            &reference,
-                            "DeleteLoadBalancerFailed",
-                            format!("Error deleting load balancer: {err}"),
-                        )
-                        .await;
-                }
-                return Err(err.into());
-            }
+        if self.records().deleted_at(service, fingerprint) {
+            tracing::debug!(service = %key_of(service), "load balancer already deleted; finishing the writes");
+        } else {
+            self.delete_load_balancer(service).await?;
+            self.records().entry(service).deleted = Some(fingerprint);
         }
         let mut versions = Versions::new(service);
         let written = async {
@@ -343,6 +336,7 @@ impl ServiceController {
         *self.records().entry(service) = Record {
             uid,
             superseded: versions.superseded(),
+            deleted: Some(fingerprint),
             ..Record::default()
         };
         written?;
@@ -351,6 +345,34 @@ impl ServiceController {
             .normal(&reference, "DeletedLoadBalancer", "Deleted load balancer")
             .await;
         Ok(())
+    }
+
+    /// Asks the provider to delete the Service's load balancer; another
+    /// controller's load balancer is nothing to delete.
+    async fn delete_load_balancer(&self, service: &Service) -> Result<(), ReconcileError> {
+        match self
+            .cloud
+            .ensure_load_balancer_deleted(&self.cluster_name, service)
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(CloudError::ImplementedElsewhere) => {
+                tracing::debug!(service = %key_of(service), "implemented by another controller; nothing to delete");
+                Ok(())
+            }
+            Err(err) => {
+                if !is_retry(&err) {
+                    self.events
+                        .warning(
+                            &service.object_ref(&()),
+                            "DeleteLoadBalancerFailed",
+                            format!("Error deleting load balancer: {err}"),
+                        )
+                        .await;
+                }
+                Err(err.into())
+            }
+        }
     }
 
     /// Rewrites the ingress of an up-to-date load balancer when the Service

@@ -83,6 +83,10 @@ pub(crate) struct Record {
     /// reaches a reconcile, the cache is behind our own writes and the
     /// newer version is on its way.
     pub(crate) superseded: Vec<String>,
+    /// The fingerprint the Service had when the provider confirmed its load
+    /// balancer deleted: a cleanup retried for a failed write at the same
+    /// fingerprint (nothing has ensured since) goes straight to the writes.
+    pub(crate) deleted: Option<u64>,
 }
 
 /// What a Service needs now.
@@ -190,6 +194,15 @@ impl Records {
         if let Some(record) = self.by_key.get_mut(key) {
             record.failure = None;
         }
+    }
+
+    /// Whether the provider already confirmed the load balancer of
+    /// `service`, at `fingerprint`, deleted.
+    pub(crate) fn deleted_at(&self, service: &Service, fingerprint: u64) -> bool {
+        self.by_key.get(&key_of(service)).is_some_and(|r| {
+            r.uid == service.metadata.uid.as_deref().unwrap_or_default()
+                && r.deleted == Some(fingerprint)
+        })
     }
 
     /// Whether `service` is a version this controller already wrote over.
