@@ -53,6 +53,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     tools::kubernetes_validate::ensure()?;
     let version = validate::lowest_kubernetes_version()?;
     validate::chart_kube_version(&version)?;
+    validate::chart_app_version()?;
     let mut renders = Vec::new();
     for values in render::ci_values()? {
         render::lint(&values)?;

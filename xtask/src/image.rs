@@ -4,7 +4,7 @@
 pub(crate) mod binary;
 mod check;
 mod layer;
-mod oci;
+pub(crate) mod oci;
 mod tarball;
 
 use std::path::{Path, PathBuf};
@@ -108,8 +108,8 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         tools::skopeo::ensure()?;
         tools::umoci::ensure()?;
     }
-    let (binary, build_time) = binary::build(&options.provider)?;
     let meta = metadata(&options.provider)?;
+    let (binary, build_time) = binary::build(&options.provider, &meta)?;
     let out = images_dir().join(&options.provider);
     let image = write(&binary, &meta, &out)?;
     let binary_size = std::fs::metadata(&binary)?.len();
@@ -129,7 +129,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     );
     if options.check && !options.no_rebuild {
         let first = std::fs::read(&binary)?;
-        let (rebuilt, rebuild_time) = binary::rebuild(&options.provider)?;
+        let (rebuilt, rebuild_time) = binary::rebuild(&options.provider, &meta)?;
         ensure!(
             std::fs::read(&rebuilt)? == first,
             "{} is not reproducible: a second compile of it differs from the first",
@@ -212,7 +212,9 @@ fn layer_diff_id(image: &oci::Image) -> anyhow::Result<String> {
         .context("the config has no diff_id")
 }
 
-fn metadata(provider: &str) -> anyhow::Result<Metadata> {
+/// The image's facts: what it holds, the checkout's commit and the
+/// creation time.
+pub(crate) fn metadata(provider: &str) -> anyhow::Result<Metadata> {
     let root = repo_root();
     let git = |args: &[&str]| {
         cmd::output(
@@ -310,7 +312,8 @@ mod tests {
 
     #[test]
     fn a_provider_without_a_binary_package_is_named_in_the_error() {
-        let err = binary::build("nonexistent").unwrap_err().to_string();
+        let meta = metadata("nonexistent").unwrap();
+        let err = binary::build("nonexistent", &meta).unwrap_err().to_string();
         assert!(
             err.contains("no `nonexistent-cloud-controller-manager` package"),
             "{err}"

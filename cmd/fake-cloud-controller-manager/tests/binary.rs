@@ -105,6 +105,16 @@ async fn version_and_help_exit_zero() {
     let (code, stdout, _) = run(&["--version"]).await;
     assert_eq!(code, Some(0));
     assert!(stdout.starts_with("fake-cloud-controller-manager "));
+    // A plain cargo build is told no commit or date; the compiler it knows.
+    assert!(
+        stdout.contains("(provider fake; commit unknown; built unknown; rustc "),
+        "{stdout}"
+    );
+    let (code, stdout, _) = run(&["--version=raw"]).await;
+    assert_eq!(code, Some(0));
+    let raw: serde_json::Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(raw["gitVersion"], format!("v{}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(raw["compiler"], "rustc");
     let (code, stdout, _) = run(&["--help"]).await;
     assert_eq!(code, Some(0));
     assert!(stdout.contains("--leader-elect-lease-duration"));

@@ -30,6 +30,7 @@ mod server;
 mod serving;
 mod start;
 mod supervisor;
+mod version;
 
 use std::process::ExitCode;
 
@@ -109,20 +110,11 @@ pub fn run_with<F: ProviderFactory>(args: Vec<String>, env: Environment) -> Exit
             return ExitCode::SUCCESS;
         }
         Ok(flags::Command::Version { raw }) => {
+            let build = &version::BUILD;
             if raw {
-                println!(
-                    "{{\"program\":\"{program}\",\"version\":\"{}\",\"provider\":\"{}\",\"platform\":\"{}/{}\"}}",
-                    env!("CARGO_PKG_VERSION"),
-                    F::NAME,
-                    std::env::consts::OS,
-                    std::env::consts::ARCH,
-                );
+                println!("{}", build.raw(&program, F::NAME));
             } else {
-                println!(
-                    "{program} {} (provider {})",
-                    env!("CARGO_PKG_VERSION"),
-                    F::NAME
-                );
+                println!("{}", build.line(&program, F::NAME));
             }
             return ExitCode::SUCCESS;
         }

@@ -43,6 +43,24 @@ pub(crate) fn chart_kube_version(lowest: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Chart.yaml's `appVersion` must be the workspace's version: the binary's
+/// `--version` and the image tag (the chart's default) say the same.
+pub(crate) fn chart_app_version() -> anyhow::Result<()> {
+    let chart = std::fs::read_to_string(render::chart_dir().join("Chart.yaml"))
+        .context("reading Chart.yaml")?;
+    app_version_is(&chart, env!("CARGO_PKG_VERSION"))
+}
+
+fn app_version_is(chart: &str, version: &str) -> anyhow::Result<()> {
+    let expected = format!("appVersion: \"{version}\"");
+    if !chart.lines().any(|l| l.trim() == expected) {
+        bail!(
+            "Chart.yaml must say {expected}: the binaries and their images are version {version}"
+        );
+    }
+    Ok(())
+}
+
 /// `kubernetes-validate --strict` of `yaml` against Kubernetes `version`.
 /// Only the CRDs in [`CUSTOM_KINDS`] may go unchecked.
 pub(crate) fn strict(yaml: &str, version: &str) -> anyhow::Result<()> {
@@ -156,4 +174,16 @@ pub(crate) fn refusals(version: &str) -> anyhow::Result<usize> {
         }
     }
     Ok(REFUSED.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_charts_app_version_is_the_workspaces() {
+        chart_app_version().unwrap();
+        let err = app_version_is("version: 0.1.0\nappVersion: \"0.0.9\"\n", "0.1.0").unwrap_err();
+        assert!(err.to_string().contains("appVersion: \"0.1.0\""), "{err}");
+    }
 }

@@ -6,6 +6,8 @@ use std::time::Instant;
 use anyhow::bail;
 
 use crate::cmd::{cargo, repo_root, run, target_dir};
+use crate::image::oci::Metadata;
+use crate::timestamp::rfc3339;
 use crate::tools::musl::TARGET;
 
 /// The provider's binary, also its Cargo package: `<provider>-cloud-controller-manager`.
@@ -25,7 +27,14 @@ pub(crate) fn package(provider: &str) -> String {
 /// depend on where the repository was cloned. The flags apply to the musl
 /// target only (`CARGO_TARGET_<triple>_RUSTFLAGS`): host builds, and the
 /// workspace's debug builds, keep their cache.
-pub(crate) fn build(provider: &str) -> anyhow::Result<(PathBuf, std::time::Duration)> {
+///
+/// `--version` of the binary names `meta`'s commit and creation time
+/// (`CCM_GIT_COMMIT`, `CCM_BUILD_DATE`): the same for every build of one
+/// commit, so the binary stays reproducible.
+pub(crate) fn build(
+    provider: &str,
+    meta: &Metadata,
+) -> anyhow::Result<(PathBuf, std::time::Duration)> {
     let root = repo_root();
     let package = package(provider);
     if !root.join("cmd").join(&package).join("Cargo.toml").exists() {
@@ -52,10 +61,14 @@ pub(crate) fn build(provider: &str) -> anyhow::Result<(PathBuf, std::time::Durat
             build.args(["-p", &other]);
         }
     }
-    run(build.env(format!("CC_{env_target}"), "musl-gcc").env(
-        format!("CARGO_TARGET_{}_RUSTFLAGS", env_target.to_uppercase()),
-        rustflags,
-    ))?;
+    run(build
+        .env(format!("CC_{env_target}"), "musl-gcc")
+        .env(
+            format!("CARGO_TARGET_{}_RUSTFLAGS", env_target.to_uppercase()),
+            rustflags,
+        )
+        .env("CCM_GIT_COMMIT", &meta.revision)
+        .env("CCM_BUILD_DATE", rfc3339(meta.created)))?;
     let elapsed = started.elapsed();
     Ok((
         target_dir().join(TARGET).join("release").join(&package),
@@ -66,7 +79,10 @@ pub(crate) fn build(provider: &str) -> anyhow::Result<(PathBuf, std::time::Durat
 /// Compiles the provider's binary crate a second time, from scratch (its
 /// own artifacts removed; dependencies are reused), relinking it with LTO
 /// over every crate: for `--check` to compare with the first build.
-pub(crate) fn rebuild(provider: &str) -> anyhow::Result<(PathBuf, std::time::Duration)> {
+pub(crate) fn rebuild(
+    provider: &str,
+    meta: &Metadata,
+) -> anyhow::Result<(PathBuf, std::time::Duration)> {
     run(cargo().args([
         "clean",
         "--release",
@@ -75,5 +91,5 @@ pub(crate) fn rebuild(provider: &str) -> anyhow::Result<(PathBuf, std::time::Dur
         "-p",
         &package(provider),
     ]))?;
-    build(provider)
+    build(provider, meta)
 }

@@ -10,6 +10,7 @@ use anyhow::{Context, bail, ensure};
 use serde_json::Value;
 
 use super::oci::Metadata;
+use crate::timestamp::rfc3339;
 
 /// `skopeo inspect` of `archive` under both transports: the labels, platform
 /// and layer must be what was built.
@@ -94,13 +95,18 @@ pub(crate) fn umoci(layout: &Path, bundle: &Path, meta: &Metadata) -> anyhow::Re
     );
     let binary = bundle.join("rootfs").join("bin").join(&meta.binary_name);
     let version = output(Command::new(&binary).arg("--version"))?;
+    // The compiler's version follows; its exact text is rustc's.
     let expected = format!(
-        "{} {} (provider {})",
-        meta.binary_name, meta.version, meta.provider
+        "{} {} (provider {}; commit {}; built {}; rustc ",
+        meta.binary_name,
+        meta.version,
+        meta.provider,
+        meta.revision,
+        rfc3339(meta.created)
     );
     ensure!(
-        version.trim() == expected,
-        "{} --version printed `{}`, expected `{expected}`",
+        version.trim().starts_with(&expected) && version.trim().ends_with(')'),
+        "{} --version printed `{}`, expected `{expected}…)`",
         binary.display(),
         version.trim()
     );
