@@ -63,6 +63,17 @@ async fn started(services: &[Service]) -> Harness {
     h
 }
 
+/// Service `web` with its load balancer and ingress.
+async fn provisioned() -> Harness {
+    let h = started(&[load_balancer_service("web", &[])]).await;
+    eventually("an ingress", WAIT, || async {
+        h.services().get("web").await.ok().filter(has_ingress)
+    })
+    .await
+    .expect("a bounded wait");
+    h
+}
+
 #[tokio::test]
 async fn implemented_elsewhere_is_told_from_the_service_and_left_alone_without_a_cloud_call() {
     let mut h = started(&[annotated("ext", ANNOTATION_TYPE, "external")]).await;
@@ -193,12 +204,7 @@ async fn a_bad_annotation_gets_a_warning_and_no_cloud_change_until_fixed() {
 
 #[tokio::test]
 async fn a_bad_annotation_on_an_existing_load_balancer_leaves_it_as_it_was() {
-    let mut h = started(&[load_balancer_service("web", &[])]).await;
-    eventually("an ingress", WAIT, || async {
-        h.services().get("web").await.ok().filter(has_ingress)
-    })
-    .await
-    .expect("a bounded wait");
+    let mut h = provisioned().await;
     let before = h.cloud.load_balancers();
 
     patch(&h, "web", serde_json::json!({ "metadata": { "annotations": { ANNOTATION_HEALTHCHECK_INTERVAL: "1" } } })).await;
@@ -310,12 +316,7 @@ async fn a_failure_warns_and_is_retried_after_five_seconds() {
 
 #[tokio::test]
 async fn a_failed_deletion_keeps_the_finalizer_and_is_retried() {
-    let mut h = started(&[load_balancer_service("web", &[])]).await;
-    eventually("an ingress", WAIT, || async {
-        h.services().get("web").await.ok().filter(has_ingress)
-    })
-    .await
-    .expect("a bounded wait");
+    let mut h = provisioned().await;
     h.cloud.fail_next(
         Some(Operation::EnsureLoadBalancerDeleted),
         InjectedError::Other("busy".into()),
@@ -434,20 +435,11 @@ impl Timed {
     }
 }
 
-// The paused clock is honest here: the test API server runs in this
-// runtime and every request goes over loopback, so the clock only jumps
-// when every task waits on a timer. Any time spent elsewhere would show as
-// a gap longer than the backoff.
 /// A cleanup whose status write fails is retried; the provider had
 /// confirmed the deletion, so the retry only writes.
 #[tokio::test]
 async fn a_cleanup_retried_for_a_failed_write_asks_the_provider_once() {
-    let mut h = started(&[load_balancer_service("web", &[])]).await;
-    eventually("an ingress", WAIT, || async {
-        h.services().get("web").await.ok().filter(has_ingress)
-    })
-    .await
-    .expect("a bounded wait");
+    let mut h = provisioned().await;
     let status_write = RequestMatch::verb(Verb::Patch)
         .resource("services")
         .subresource("status");
@@ -483,6 +475,10 @@ async fn a_cleanup_retried_for_a_failed_write_asks_the_provider_once() {
     h.stop().await;
 }
 
+// The paused clock is honest here: the test API server runs in this
+// runtime and every request goes over loopback, so the clock only jumps
+// when every task waits on a timer. Any time spent elsewhere would show as
+// a gap longer than the backoff.
 #[tokio::test(start_paused = true)]
 async fn failures_back_off_from_5_s_doubling_to_300_s_and_a_success_resets_it() {
     let fake = FakeCloud::default();
