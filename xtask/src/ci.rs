@@ -1,6 +1,7 @@
 //! `cargo xtask ci`: everything CI checks, in the order that fails fastest,
 //! with each step's duration printed at the end.
 
+use std::process::Command;
 use std::time::Instant;
 
 use crate::cmd::{cargo, run};
@@ -13,7 +14,9 @@ use crate::tools;
 /// binaries without debug info (CI's disk is finite: the run warns up front
 /// when the disk looks too small, and prints the most it took at the end).
 /// Installs missing tools, then runs: cargo fmt --check, clippy (warnings denied),
-/// rustdoc of the interface crate (warnings denied), every test in the workspace,
+/// rustdoc of the interface crate (warnings denied), `cargo deny check licenses
+/// bans sources` (deny.toml; cargo-deny built once per machine and cached
+/// outside the clone), every test in the workspace,
 /// `cargo xtask new-provider` into a copy of the workspace (three generated
 /// providers built, linted and tested, the conformance suite included),
 /// `cargo xtask chaos --quick` (the reliability suites' bounded variant),
@@ -72,6 +75,22 @@ fn image(provider: &str) -> Vec<&str> {
         args.push("--no-rebuild");
     }
     args
+}
+
+/// `cargo deny check licenses bans sources` against `deny.toml`, offline
+/// (advisories need GitHub: see `deny.toml`).
+fn deny() -> anyhow::Result<()> {
+    let binary = tools::cargo_deny::ensure()?;
+    run(Command::new(binary)
+        .current_dir(crate::cmd::repo_root())
+        .args([
+            "--locked",
+            "--offline",
+            "check",
+            "licenses",
+            "bans",
+            "sources",
+        ]))
 }
 
 /// Waits for the control plane's background build; on failure, says why
@@ -159,6 +178,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
             .args(["doc", "--no-deps", "--locked", "-p", "ccm-cloud-provider"])
             .env("RUSTDOCFLAGS", "-D warnings"))
     })?;
+    steps.time("cargo deny", deny)?;
     steps.time("e2e tools", tools::ensure_e2e)?;
     steps.time("tests", || {
         run(tools::kubectl::point_at(cargo().args([

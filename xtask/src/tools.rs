@@ -7,6 +7,7 @@
 //! ([`dir`]), where tests look for them.
 
 pub(crate) mod apt;
+pub(crate) mod cargo_deny;
 pub(crate) mod control_plane;
 pub(crate) mod helm;
 pub(crate) mod kubectl;
@@ -45,6 +46,17 @@ pub(crate) fn ensure_image() -> anyhow::Result<()> {
     musl::ensure()?;
     skopeo::ensure()?;
     umoci::ensure()
+}
+
+/// `$XDG_CACHE_HOME/rust-ccm` (else `~/.cache/rust-ccm`): tools that take
+/// minutes to build are kept here by version, outside the clone, so only a
+/// machine's first run pays for them.
+pub(crate) fn machine_cache() -> PathBuf {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| std::env::temp_dir().join("cache"))
+        .join("rust-ccm")
 }
 
 /// `target/tools/<name>`: where a tool installed by xtask lives.

@@ -33,11 +33,7 @@ pub(crate) struct ControlPlane {
 
 /// Where built binaries are kept, by name and version.
 fn cache_dir() -> PathBuf {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| std::env::temp_dir().join("cache"));
-    base.join("rust-ccm").join("control-plane")
+    crate::tools::machine_cache().join("control-plane")
 }
 
 /// Builds whichever of the two binaries is not cached yet.
