@@ -31,7 +31,7 @@ mod support;
 use std::time::Duration;
 
 use anyhow::Context;
-use ccm_test_support::budget::{Table, Upstream, quiet, steady_window, warnings};
+use ccm_test_support::budget::{Table, Upstream, conclude, quiet, steady_window};
 use ccm_test_support::{ApiServer, eventually, ingress_ips, ready_condition, uninitialized_node};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use provider_digitalocean::test_util::{Account, account};
@@ -281,19 +281,7 @@ async fn digitalocean_calls_are_at_most_upstreams_for_every_operation() -> anyho
         steady(&mut world, &mut table, window).await
     }
     .await;
-    println!("{}", table.render());
-    if let Err(err) = result {
-        println!("the CCM's log:\n{}", world.ccm.log_tail());
-        return Err(err);
-    }
-    assert!(
-        table.over().is_empty(),
-        "more DigitalOcean calls than upstream for:\n{}\nwhat the CCMs warned of:\n{}\n{}",
-        table.explain_over(),
-        warnings(&world.lives_log),
-        warnings(&world.ccm.log())
-    );
-    Ok(())
+    conclude("DigitalOcean", &table, result, &world.lives_log, &world.ccm)
 }
 
 /// What upstream's digitalocean-cloud-controller-manager v0.1.63 sends.

@@ -63,6 +63,19 @@ async fn started(services: &[Service]) -> Harness {
     h
 }
 
+/// Service `web` once our finalizer is gone, within `within`.
+async fn released(h: &Harness, within: Duration) -> Service {
+    eventually("the finalizer released", within, || async {
+        h.services()
+            .get("web")
+            .await
+            .ok()
+            .filter(|s| !has_finalizer(s))
+    })
+    .await
+    .expect("a bounded wait")
+}
+
 /// Service `web` with its load balancer and ingress.
 async fn provisioned() -> Harness {
     let h = started(&[load_balancer_service("web", &[])]).await;
@@ -134,15 +147,7 @@ async fn implemented_elsewhere_answered_only_by_ensure_still_leaves_no_finalizer
     })
     .await
     .expect("a bounded wait");
-    let service = eventually("the finalizer released", WAIT, || async {
-        h.services()
-            .get("web")
-            .await
-            .ok()
-            .filter(|s| !has_finalizer(s))
-    })
-    .await
-    .expect("a bounded wait");
+    let service = released(&h, WAIT).await;
     assert!(!has_ingress(&service));
     let settled = h.settled().await;
     assert_eq!(settled.retrying, 0, "no retry scheduled");
@@ -451,15 +456,7 @@ async fn a_cleanup_retried_for_a_failed_write_asks_the_provider_once() {
         serde_json::json!({ "spec": { "type": "ClusterIP" } }),
     )
     .await;
-    eventually("the finalizer removed", 3 * WAIT, || async {
-        h.services()
-            .get("web")
-            .await
-            .ok()
-            .filter(|s| !has_finalizer(s))
-    })
-    .await
-    .expect("a bounded wait");
+    released(&h, 3 * WAIT).await;
     let failed = h
         .server
         .requests()

@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::Ccm;
+
 /// How long the CCM must send nothing for a piece of work to be over.
 const QUIET: Duration = Duration::from_secs(3);
 /// The longest wait for that quiet.
@@ -101,9 +103,45 @@ pub async fn quiet(requests: impl Fn() -> usize) {
     }
 }
 
+/// Ends a budget test: prints the table (and, when the work itself failed,
+/// the end of the CCM's log), then fails when any row is above upstream's,
+/// naming our requests in order and the warnings of both CCM processes:
+/// the one the lives ran under (`lives_log`) and `ccm`.
+///
+/// # Errors
+/// `result`'s error.
+///
+/// # Panics
+/// When a row of ours is above upstream's.
+#[allow(
+    clippy::print_stdout,
+    reason = "the table is the test's report, shown with --nocapture or on failure"
+)]
+pub fn conclude(
+    cloud: &str,
+    table: &Table,
+    result: anyhow::Result<()>,
+    lives_log: &str,
+    ccm: &Ccm,
+) -> anyhow::Result<()> {
+    println!("{}", table.render());
+    if let Err(err) = result {
+        println!("the CCM's log:\n{}", ccm.log_tail());
+        return Err(err);
+    }
+    assert!(
+        table.over().is_empty(),
+        "more {cloud} calls than upstream for:\n{}\nwhat the CCMs warned of:\n{}\n{}",
+        table.explain_over(),
+        warnings(lives_log),
+        warnings(&ccm.log())
+    );
+    Ok(())
+}
+
 /// The warnings and errors in a CCM's `log`, for a budget that was
 /// exceeded: a failed reconcile is retried, and a retry repeats requests.
-pub fn warnings(log: &str) -> String {
+fn warnings(log: &str) -> String {
     let lines: Vec<&str> = log
         .lines()
         .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))

@@ -49,7 +49,7 @@ use support::objects::{
 };
 
 use budget::{Kind, finish, finish_now, start};
-use ccm_test_support::budget::{Table, quiet, steady_window, warnings};
+use ccm_test_support::budget::{Table, conclude, quiet, steady_window};
 
 /// The cluster's nodes; one more instance is seeded for the node that joins.
 const NODES: usize = 100;
@@ -310,18 +310,5 @@ async fn aws_calls_are_at_most_upstreams_for_every_operation() -> anyhow::Result
         steady(&mut world, &mut table, window).await
     }
     .await;
-    if let Err(err) = result {
-        println!("{}", table.render());
-        println!("the CCM's log:\n{}", world.ccm.log_tail());
-        return Err(err);
-    }
-    println!("{}", table.render());
-    assert!(
-        table.over().is_empty(),
-        "more AWS calls than upstream for:\n{}\nwhat the CCMs warned of:\n{}\n{}",
-        table.explain_over(),
-        warnings(&world.lives_log),
-        warnings(&world.ccm.log())
-    );
-    Ok(())
+    conclude("AWS", &table, result, &world.lives_log, &world.ccm)
 }

@@ -318,7 +318,6 @@ impl ServiceController {
             tracing::debug!(service = %key_of(service), "load balancer already deleted; finishing the writes");
         } else {
             self.delete_load_balancer(service).await?;
-            self.records().entry(service).deleted = Some(fingerprint);
         }
         let mut versions = Versions::new(service);
         let written = async {
@@ -332,6 +331,7 @@ impl ServiceController {
             Ok::<_, ReconcileError>(())
         }
         .await;
+        // Kept whether or not the writes succeeded: a retry skips the provider.
         let uid = service.metadata.uid.clone().unwrap_or_default();
         *self.records().entry(service) = Record {
             uid,

@@ -199,10 +199,16 @@ impl Records {
     /// Whether the provider already confirmed the load balancer of
     /// `service`, at `fingerprint`, deleted.
     pub(crate) fn deleted_at(&self, service: &Service, fingerprint: u64) -> bool {
-        self.by_key.get(&key_of(service)).is_some_and(|r| {
-            r.uid == service.metadata.uid.as_deref().unwrap_or_default()
-                && r.deleted == Some(fingerprint)
-        })
+        self.of(service)
+            .is_some_and(|r| r.deleted == Some(fingerprint))
+    }
+
+    /// The record of `service` itself: none for an earlier Service of the
+    /// same name (another UID).
+    fn of(&self, service: &Service) -> Option<&Record> {
+        self.by_key
+            .get(&key_of(service))
+            .filter(|r| r.uid == service.metadata.uid.as_deref().unwrap_or_default())
     }
 
     /// Whether `service` is a version this controller already wrote over.
@@ -210,10 +216,7 @@ impl Records {
         let Some(rv) = service.metadata.resource_version.as_ref() else {
             return false;
         };
-        self.by_key.get(&key_of(service)).is_some_and(|r| {
-            r.uid == service.metadata.uid.as_deref().unwrap_or_default()
-                && r.superseded.contains(rv)
-        })
+        self.of(service).is_some_and(|r| r.superseded.contains(rv))
     }
 
     /// Whether a periodic pass should hand `service` to the controller: it
