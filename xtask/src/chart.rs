@@ -3,6 +3,7 @@
 //! against Kubernetes' strict schemas, the values schema against bad
 //! values, and the chart's RBAC proven by a real CCM running under it.
 
+pub(crate) mod publish;
 mod rbac;
 pub(crate) mod render;
 mod scenario;
@@ -43,6 +44,13 @@ pub(crate) struct Options {
     /// Everything but the RBAC scenario (no cargo build).
     #[arg(long = "static")]
     static_only: bool,
+    /// After the checks, `helm package` the chart into target/charts/ and
+    /// `helm push` it to REGISTRY (oci://HOST/PATH).
+    #[arg(long, value_name = "REGISTRY")]
+    push: Option<String>,
+    /// With --push: the registry speaks plain HTTP (a loopback one).
+    #[arg(long, requires = "push")]
+    plain_http: bool,
 }
 
 /// The example values whose render the RBAC scenario runs.
@@ -69,10 +77,14 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     }
     let refused = validate::refusals(&version)?;
     println!("values schema: refuses all {refused} kinds of bad values");
-    if options.static_only {
-        return Ok(());
+    if !options.static_only {
+        rbac_against_reality(&renders)?;
     }
-    rbac_against_reality(&renders)
+    if let Some(registry) = &options.push {
+        let package = publish::push(registry, options.plain_http)?;
+        println!("chart: {} pushed to {registry}", package.display());
+    }
+    Ok(())
 }
 
 fn file_name(path: &Path) -> String {

@@ -16,7 +16,8 @@ use crate::tools;
 /// Installs missing tools, then runs: cargo fmt --check, clippy (warnings denied),
 /// rustdoc of the interface crate (warnings denied), `cargo deny check licenses
 /// bans sources` (deny.toml; cargo-deny built once per machine and cached
-/// outside the clone), every test in the workspace,
+/// outside the clone), actionlint over the GitHub workflows (built from the
+/// Go module proxy, cached likewise), every test in the workspace,
 /// `cargo xtask new-provider` into a copy of the workspace (three generated
 /// providers built, linted and tested, the conformance suite included),
 /// `cargo xtask chaos --quick` (the reliability suites' bounded variant),
@@ -27,16 +28,22 @@ use crate::tools;
 /// suite and every end-to-end suite against them, the CCMs under the chart's
 /// RBAC), `cargo xtask sandbox --check`, `cargo xtask chart`,
 /// `cargo xtask monitoring` (the alert rules and dashboard against a real
-/// Prometheus), and
-/// `cargo xtask image --check` for each provider's image (the second,
+/// Prometheus),
+/// `cargo xtask image --check` for each provider's image (their release
+/// compile started in the background at idle CPU priority after
+/// new-provider, so it uses the CPU the suites in between leave idle; its
+/// output in target/ci/images-compile.log; the second,
 /// reproducibility compile for the AWS binary only: --no-rebuild for the
 /// others, whose second compile would check the same toolchain, flags and
-/// link for minutes each), and `cargo xtask bench --against-upstream
-/// --quick` (ours at 20 nodes, held to upstream's committed figures).
+/// link for minutes each), `cargo xtask release --loopback` (every image
+/// with its SBOM as referrer, and the chart, pushed to a docker-registry on
+/// loopback and read back with skopeo, oras and helm), and `cargo xtask
+/// bench --against-upstream --quick` (ours at 20 nodes, held to upstream's committed figures).
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub(crate) struct Options {
-    /// Leave out tier 5 (for a machine without Go); says so loudly at the end.
+    /// Leave out tier 5 and actionlint (for a machine without Go); says so
+    /// loudly at the end.
     #[arg(long)]
     skip_real_cluster: bool,
 }
@@ -57,6 +64,10 @@ const MONITORING: &[&str] = &["monitoring", "--timeout=180"];
 /// The reliability suites' bounded variant: crash points, failovers, a
 /// partition and faults against real CCM processes, in at most 5 minutes.
 const CHAOS: &[&str] = &["chaos", "--quick"];
+
+/// The release, as a `v*` tag publishes it, to a registry on loopback and
+/// read back.
+const RELEASE: &[&str] = &["release", "--loopback"];
 
 /// Ours alone at 20 nodes on the real control plane and moto, failing if
 /// a count goes past upstream's aws-cloud-controller-manager's committed
@@ -80,7 +91,7 @@ fn image(provider: &str) -> Vec<&str> {
 /// `cargo deny check licenses bans sources` against `deny.toml`, offline
 /// (advisories need GitHub: see `deny.toml`).
 fn deny() -> anyhow::Result<()> {
-    let binary = tools::cargo_deny::ensure()?;
+    let binary = tools::cargo_install::CARGO_DENY.ensure()?;
     run(Command::new(binary)
         .current_dir(crate::cmd::repo_root())
         .args([
@@ -91,6 +102,15 @@ fn deny() -> anyhow::Result<()> {
             "bans",
             "sources",
         ]))
+}
+
+/// actionlint over every workflow under `.github/workflows` (built from the
+/// Go module proxy once per machine).
+fn actionlint() -> anyhow::Result<()> {
+    let binary = tools::go_install::ACTIONLINT.ensure()?;
+    run(Command::new(binary)
+        .current_dir(crate::cmd::repo_root())
+        .arg("-verbose"))
 }
 
 /// Waits for the control plane's background build; on failure, says why
@@ -179,6 +199,9 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
             .env("RUSTDOCFLAGS", "-D warnings"))
     })?;
     steps.time("cargo deny", deny)?;
+    if real_cluster {
+        steps.time("actionlint", actionlint)?;
+    }
     steps.time("e2e tools", tools::ensure_e2e)?;
     steps.time("tests", || {
         run(tools::kubectl::point_at(cargo().args([
@@ -188,6 +211,13 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         ])))
     })?;
     steps.time("new-provider", crate::new_provider::check)?;
+    // The rest until the images mostly waits on processes and timers: the
+    // images' release compile uses the idle CPU meanwhile.
+    steps.time("image tools", tools::ensure_image)?;
+    let images = crate::image::binary::Background::start(
+        &crate::image::metadata(REBUILT)?,
+        &crate::cmd::target_dir().join("ci/images-compile.log"),
+    )?;
     steps.time("chaos --quick", || task(CHAOS))?;
     if let Some(build) = control_plane {
         steps.time("control plane (joined)", || {
@@ -198,11 +228,12 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     steps.time("sandbox --check", || task(SANDBOX))?;
     steps.time("chart", || task(CHART))?;
     steps.time("monitoring", || task(MONITORING))?;
-    steps.time("image tools", tools::ensure_image)?;
+    steps.time("images compile (joined)", || images.join())?;
     for provider in crate::image::providers() {
         steps.time("image --check", || task(&image(&provider)))?;
     }
     if real_cluster {
+        steps.time("release --loopback", || task(RELEASE))?;
         // After the images: the AWS binary it runs is theirs, already built.
         steps.time("bench --against-upstream", || task(AGAINST_UPSTREAM))?;
     }
@@ -211,8 +242,9 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         println!("\nxtask ci: all checks passed");
     } else {
         println!(
-            "\nxtask ci: all checks passed EXCEPT TIER 5: --skip-real-cluster left out every suite \
-             against a real kube-apiserver (contract suite, end-to-end suites, chart RBAC)"
+            "\nxtask ci: all checks passed EXCEPT TIER 5 AND ACTIONLINT: --skip-real-cluster left out \
+             every suite against a real kube-apiserver (contract suite, end-to-end suites, chart \
+             RBAC) and the workflow lint, which need Go"
         );
     }
     Ok(())
@@ -230,7 +262,7 @@ mod tests {
             images.iter().any(|args| !args.contains(&"--no-rebuild")),
             "one provider's image is checked for reproducibility"
         );
-        for args in [SANDBOX, CHART, MONITORING, CHAOS, AGAINST_UPSTREAM]
+        for args in [SANDBOX, CHART, MONITORING, CHAOS, RELEASE, AGAINST_UPSTREAM]
             .into_iter()
             .chain(images.iter().map(|args| &args[..]))
         {

@@ -44,7 +44,14 @@ pub(crate) fn build_once() {
 
 /// The cargo that runs us, so rustup's toolchain choice carries through.
 pub(crate) fn cargo() -> Command {
-    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cargo_through(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+}
+
+/// `program` run as [`cargo`] is, from the repository root and one-shot in
+/// CI: for a cargo subcommand's binary that runs cargo itself (it reads
+/// `CARGO`, set for xtask by the `cargo run` that started it).
+pub(crate) fn cargo_through(program: impl AsRef<OsStr>) -> Command {
+    let mut cmd = Command::new(program);
     cmd.current_dir(repo_root());
     if ONE_SHOT.load(Ordering::Relaxed) {
         cmd.envs(ONE_SHOT_ENV);

@@ -5,6 +5,7 @@ pub(crate) mod binary;
 mod check;
 mod layer;
 pub(crate) mod oci;
+mod sbom;
 mod tarball;
 
 use std::path::{Path, PathBuf};
@@ -16,6 +17,9 @@ use jiff::Timestamp;
 use crate::cmd::{self, repo_root, run};
 use crate::tools::{self, apt};
 use oci::Metadata;
+
+/// The media type of each image's SBOM (CycloneDX JSON).
+pub(crate) const SBOM_MEDIA_TYPE: &str = sbom::MEDIA_TYPE;
 
 /// The providers `--provider` accepts: every binary crate
 /// `cmd/<provider>-cloud-controller-manager`, in name order, so that a
@@ -66,12 +70,14 @@ const HOST_CA_BUNDLE: &str = "/etc/ssl/certs/ca-certificates.crt";
 /// A reproducible OCI image of a provider's static binary, under target/images/.
 ///
 /// Builds <provider>-cloud-controller-manager as a static
-/// x86_64-unknown-linux-musl release binary and writes an OCI image holding
-/// only it, a CA bundle, /etc/passwd and /etc/group (user 65532) and /tmp,
-/// under target/images/<provider>/:
+/// x86_64-unknown-linux-musl release binary (through cargo-auditable, so it
+/// carries its dependency list) and writes an OCI image holding only it, a
+/// CA bundle, /etc/passwd and /etc/group (user 65532) and /tmp, under
+/// target/images/<provider>/:
 ///
-///   oci/        an OCI image layout
-///   image.tar   the same image, loadable as an oci-archive and as a docker-archive
+///   oci/            an OCI image layout, with the SBOM as the image's referrer
+///   image.tar       the image alone, loadable as an oci-archive and as a docker-archive
+///   sbom.cdx.json   the binary's SBOM (CycloneDX 1.5): every crate in it, with version
 ///
 /// The image is reproducible: SOURCE_DATE_EPOCH (default: the last commit's
 /// time) is its creation time, and nothing else varies between builds.
@@ -149,6 +155,8 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
             &image.manifest_digest,
             &layer_diff_id(&image)?,
         )?;
+        let sbom = std::fs::read(out.join(sbom::FILE_NAME))?;
+        println!("{}", check::sbom(&sbom, &meta.binary_name)?);
         check::umoci(
             &out.join("oci"),
             &images_dir().join(".unpacked").join(&options.provider),
@@ -186,11 +194,15 @@ fn write(binary: &Path, meta: &Metadata, out: &Path) -> anyhow::Result<oci::Imag
         binary: &binary_bytes,
         ca_bundle: &ca_bundle,
     })?;
-    let image = oci::assemble(meta, &layer);
+    let sbom = sbom::of_binary(binary, meta)?;
+    let image = oci::assemble(meta, &layer, &sbom);
     if out.exists() {
         std::fs::remove_dir_all(out).with_context(|| format!("removing {}", out.display()))?;
     }
     image.write_layout(&out.join("oci"))?;
+    let sbom_file = out.join(sbom::FILE_NAME);
+    std::fs::write(&sbom_file, &sbom)
+        .with_context(|| format!("writing {}", sbom_file.display()))?;
     let archive = out.join("image.tar");
     std::fs::write(&archive, image.archive()?)
         .with_context(|| format!("writing {}", archive.display()))?;

@@ -28,6 +28,7 @@ mod image;
 mod monitoring;
 mod new_provider;
 mod processes;
+mod release;
 mod sandbox;
 mod timestamp;
 mod tools;
@@ -68,6 +69,7 @@ enum Task {
     Monitoring(monitoring::Options),
     Chaos(chaos::Options),
     NewProvider(new_provider::Options),
+    Release(release::Options),
     Ci(ci::Options),
     UpstreamFlags(upstream_flags::Options),
 }
@@ -85,6 +87,7 @@ impl Task {
             Self::Monitoring(_) => "monitoring",
             Self::Chaos(_) => "chaos",
             Self::NewProvider(_) => "new-provider",
+            Self::Release(_) => "release",
             Self::Ci(_) => "ci",
             Self::UpstreamFlags(_) => "upstream-flags",
         }
@@ -101,6 +104,7 @@ impl Task {
             Self::Monitoring(options) => monitoring::main(&options),
             Self::Chaos(options) => chaos::main(&options),
             Self::NewProvider(options) => new_provider::main(&options),
+            Self::Release(options) => release::main(&options),
             Self::Ci(options) => ci::main(&options),
             Self::UpstreamFlags(options) => upstream_flags::main(&options),
         }

@@ -7,8 +7,9 @@
 //! ([`dir`]), where tests look for them.
 
 pub(crate) mod apt;
-pub(crate) mod cargo_deny;
+pub(crate) mod cargo_install;
 pub(crate) mod control_plane;
+pub(crate) mod go_install;
 pub(crate) mod helm;
 pub(crate) mod kubectl;
 pub(crate) mod kubernetes_validate;
@@ -41,9 +42,10 @@ pub(crate) fn ensure_rust() -> anyhow::Result<()> {
 }
 
 /// Installs what the image checks use, when missing: the musl target and
-/// tools, skopeo and umoci.
+/// tools, cargo-auditable, skopeo and umoci.
 pub(crate) fn ensure_image() -> anyhow::Result<()> {
     musl::ensure()?;
+    cargo_install::CARGO_AUDITABLE.ensure()?;
     skopeo::ensure()?;
     umoci::ensure()
 }

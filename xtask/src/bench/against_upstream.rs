@@ -77,7 +77,7 @@ pub(crate) fn main(plan: Plan, commit: &str) -> anyhow::Result<()> {
         );
         args.push(format!("--baseline={}", baseline.display()));
     } else {
-        let upstream = control_plane::upstream_aws_ccm()?;
+        let upstream = control_plane::UPSTREAM_AWS_CCM.ensure()?;
         args.push(format!("--binary=upstream={}", upstream.display()));
     }
     args.push(format!("--binary=ours={}", ours.display()));

@@ -1,7 +1,8 @@
 //! What `--check` proves about a built image, with tools no one here wrote:
 //! skopeo reads the archive both as an oci-archive and as a docker-archive,
 //! and umoci unpacks the layout as a runtime would, so the binary can be run
-//! from the unpacked root filesystem.
+//! from the unpacked root filesystem; and the SBOM read back from the binary
+//! names what `cargo metadata` resolves for it.
 
 use std::path::Path;
 use std::process::Command;
@@ -116,6 +117,93 @@ pub(crate) fn umoci(layout: &Path, bundle: &Path, meta: &Metadata) -> anyhow::Re
         version.trim()
     );
     Ok(())
+}
+
+/// The SBOM lists every crate the binary's package, and each workspace
+/// crate it depends on, depend on directly (normal dependencies, as
+/// `cargo metadata` resolves them for the musl target), each at the resolved
+/// version; for the AWS binary, `aws-sdk-ec2` among them. Returns a line
+/// saying so.
+pub(crate) fn sbom(sbom: &[u8], package: &str) -> anyhow::Result<String> {
+    let listed = super::sbom::crates(sbom)?;
+    let metadata: Value = serde_json::from_str(&output(crate::cmd::cargo().args([
+        "metadata",
+        "--format-version=1",
+        "--locked",
+        "--filter-platform",
+        crate::tools::musl::TARGET,
+    ]))?)
+    .context("cargo metadata: not JSON")?;
+    let expected = direct_dependencies(&metadata, package)?;
+    ensure!(
+        !expected.is_empty(),
+        "cargo metadata resolves no dependencies for {package}"
+    );
+    let missing: Vec<String> = expected
+        .iter()
+        .filter(|wanted| !listed.contains(wanted))
+        .map(|(name, version)| format!("{name} {version}"))
+        .collect();
+    ensure!(
+        missing.is_empty(),
+        "the SBOM of {package} does not list {}",
+        missing.join(", ")
+    );
+    let sdk: Vec<String> = listed
+        .iter()
+        .filter(|(name, _)| name.starts_with("aws-sdk-"))
+        .map(|(name, version)| format!("{name} {version}"))
+        .collect();
+    Ok(format!(
+        "SBOM: {} crates, the {} direct dependencies of {package} and its workspace crates at their resolved versions{}",
+        listed.len(),
+        expected.len(),
+        if sdk.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", sdk.join(", "))
+        }
+    ))
+}
+
+/// `(name, version)` of the normal dependencies of `package` and of each
+/// workspace crate it depends on, from `cargo metadata`'s resolve graph.
+fn direct_dependencies(metadata: &Value, package: &str) -> anyhow::Result<Vec<(String, String)>> {
+    let packages = metadata["packages"].as_array().context("no packages")?;
+    let by_id = |id: &Value| packages.iter().find(|p| p["id"] == *id);
+    let nodes = metadata["resolve"]["nodes"].as_array().context("no resolve graph")?;
+    let node = |id: &Value| nodes.iter().find(|n| n["id"] == *id);
+    let normal = |dep: &&Value| {
+        dep["dep_kinds"]
+            .as_array()
+            .is_some_and(|kinds| kinds.iter().any(|k| k["kind"].is_null()))
+    };
+    let root = packages
+        .iter()
+        .find(|p| p["name"] == package)
+        .with_context(|| format!("cargo metadata lists no package {package}"))?;
+    let mut ids = vec![root["id"].clone()];
+    let mut found = Vec::new();
+    let mut pending = ids.clone();
+    while let Some(id) = pending.pop() {
+        let deps = node(&id).and_then(|n| n["deps"].as_array());
+        for dep in deps.into_iter().flatten().filter(normal) {
+            let Some(p) = by_id(&dep["pkg"]) else { continue };
+            let entry = (
+                p["name"].as_str().unwrap_or_default().to_owned(),
+                p["version"].as_str().unwrap_or_default().to_owned(),
+            );
+            if !found.contains(&entry) {
+                found.push(entry);
+            }
+            // Workspace crates (no source) have their own dependencies checked.
+            if p["source"].is_null() && !ids.contains(&p["id"]) {
+                ids.push(p["id"].clone());
+                pending.push(p["id"].clone());
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// The files under two directories are the same, byte for byte.

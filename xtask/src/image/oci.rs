@@ -3,6 +3,13 @@
 //! oci-archive and a docker-archive (`manifest.json` beside the OCI files,
 //! pointing at the same blobs, as `docker save` writes since Docker 25).
 //!
+//! The layout directory also holds the image's SBOM as an OCI 1.1 referrer:
+//! an artifact manifest (`artifactType` CycloneDX) whose `subject` is the
+//! image's manifest, listed in `index.json` beside it, so that `oras cp -r`
+//! or `skopeo`/`regctl` with referrers carry both to a registry. The tar
+//! holds the image alone: an oci-archive with two manifests would need a
+//! reference on every command line that reads it.
+//!
 //! JSON is written through `serde_json::Value`, whose objects are sorted
 //! maps, so key order never depends on insertion or hashing.
 
@@ -21,6 +28,8 @@ use crate::timestamp::rfc3339;
 const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 const CONFIG: &str = "application/vnd.oci.image.config.v1+json";
 const LAYER: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
+/// The empty config an artifact manifest points at (OCI 1.1).
+const EMPTY: &str = "application/vnd.oci.empty.v1+json";
 
 /// What the image says about itself.
 #[derive(Debug, Clone)]
@@ -64,11 +73,19 @@ impl Metadata {
 pub(crate) struct Image {
     /// Content by hex sha256: config, layer, manifest.
     pub(crate) blobs: BTreeMap<String, Vec<u8>>,
+    /// The SBOM referrer's blobs by hex sha256: the SBOM, the empty config,
+    /// the artifact manifest; in the layout directory only.
+    pub(crate) referrer_blobs: BTreeMap<String, Vec<u8>>,
+    /// `sha256:…` of the SBOM's artifact manifest.
+    pub(crate) referrer_digest: String,
     /// `sha256:…` of the manifest: the image's digest.
     pub(crate) manifest_digest: String,
     /// The compressed layer's size.
     pub(crate) layer_size: usize,
+    /// `index.json` of the tar: the image.
     index: Vec<u8>,
+    /// `index.json` of the layout directory: the image and its SBOM.
+    layout_index: Vec<u8>,
     docker_manifest: Vec<u8>,
 }
 
@@ -96,8 +113,9 @@ fn descriptor(media_type: &str, bytes: &[u8]) -> Value {
     json!({ "mediaType": media_type, "digest": format!("sha256:{}", sha256_hex(bytes)), "size": bytes.len() })
 }
 
-/// Assembles the image of `layer`, described by `meta`.
-pub(crate) fn assemble(meta: &Metadata, layer: &Layer) -> Image {
+/// Assembles the image of `layer`, described by `meta`, with `sbom` (CycloneDX
+/// JSON) as its referrer.
+pub(crate) fn assemble(meta: &Metadata, layer: &Layer, sbom: &[u8]) -> Image {
     let labels = meta.labels();
     let created = rfc3339(meta.created);
     let config = to_json(&json!({
@@ -127,11 +145,18 @@ pub(crate) fn assemble(meta: &Metadata, layer: &Layer) -> Image {
         "io.containerd.image.name": meta.reference(),
         "org.opencontainers.image.ref.name": meta.version,
     });
-    let index = to_json(&json!({
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.index.v1+json",
-        "manifests": [manifest_entry],
-    }));
+    let referrer = referrer(&manifest, sbom, &created);
+    let mut referrer_entry = descriptor(MANIFEST, &referrer.manifest);
+    referrer_entry["artifactType"] = json!(super::sbom::MEDIA_TYPE);
+    let index_of = |manifests: Value| {
+        to_json(&json!({
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "manifests": manifests,
+        }))
+    };
+    let index = index_of(json!([manifest_entry]));
+    let layout_index = index_of(json!([manifest_entry, referrer_entry]));
     let blob_path = |bytes: &[u8]| format!("blobs/sha256/{}", sha256_hex(bytes));
     let docker_manifest = to_json(&json!([{
         "Config": blob_path(&config),
@@ -145,16 +170,51 @@ pub(crate) fn assemble(meta: &Metadata, layer: &Layer) -> Image {
         .collect();
     Image {
         blobs,
+        referrer_digest: format!("sha256:{}", sha256_hex(&referrer.manifest)),
+        referrer_blobs: [referrer.sbom, referrer.config, referrer.manifest]
+            .into_iter()
+            .map(|b| (sha256_hex(&b), b))
+            .collect(),
         manifest_digest,
         layer_size: layer.compressed.len(),
         index,
+        layout_index,
         docker_manifest,
     }
 }
 
+/// An SBOM as an artifact: its blob, the empty config, and the manifest
+/// that refers to the image's.
+struct Referrer {
+    sbom: Vec<u8>,
+    config: Vec<u8>,
+    manifest: Vec<u8>,
+}
+
+fn referrer(image_manifest: &[u8], sbom: &[u8], created: &str) -> Referrer {
+    let config = b"{}".to_vec();
+    let mut layer = descriptor(super::sbom::MEDIA_TYPE, sbom);
+    layer["annotations"] = json!({ "org.opencontainers.image.title": super::sbom::FILE_NAME });
+    let manifest = to_json(&json!({
+        "schemaVersion": 2,
+        "mediaType": MANIFEST,
+        "artifactType": super::sbom::MEDIA_TYPE,
+        "config": descriptor(EMPTY, &config),
+        "layers": [layer],
+        "subject": descriptor(MANIFEST, image_manifest),
+        "annotations": { "org.opencontainers.image.created": created },
+    }));
+    Referrer {
+        sbom: sbom.to_vec(),
+        config,
+        manifest,
+    }
+}
+
 impl Image {
-    /// The OCI layout: `oci-layout`, `index.json`, `blobs/sha256/*`.
-    fn layout(&self) -> Tree {
+    /// The OCI layout: `oci-layout`, `index.json`, `blobs/sha256/*`; with
+    /// `referrers`, the SBOM's artifact too.
+    fn layout(&self, referrers: bool) -> Tree {
         let file = |data: &[u8]| Entry::File {
             mode: 0o644,
             data: data.to_vec(),
@@ -165,8 +225,14 @@ impl Image {
             "oci-layout",
             file(br#"{"imageLayoutVersion":"1.0.0"}"#),
         );
-        tarball::insert(&mut tree, "index.json", file(&self.index));
-        for (hex, bytes) in &self.blobs {
+        let index = if referrers {
+            &self.layout_index
+        } else {
+            &self.index
+        };
+        tarball::insert(&mut tree, "index.json", file(index));
+        let referrer_blobs = self.referrer_blobs.iter().filter(|_| referrers);
+        for (hex, bytes) in self.blobs.iter().chain(referrer_blobs) {
             tarball::insert(&mut tree, &format!("blobs/sha256/{hex}"), file(bytes));
         }
         tree
@@ -174,7 +240,7 @@ impl Image {
 
     /// Writes the OCI layout under `dir`, which must not exist.
     pub(crate) fn write_layout(&self, dir: &Path) -> anyhow::Result<()> {
-        for (path, entry) in self.layout() {
+        for (path, entry) in self.layout(true) {
             let target = dir.join(&path);
             match entry {
                 Entry::Dir { .. } => std::fs::create_dir_all(&target),
@@ -188,7 +254,7 @@ impl Image {
 
     /// The tar that loads as an oci-archive and as a docker-archive.
     pub(crate) fn archive(&self) -> anyhow::Result<Vec<u8>> {
-        let mut tree = self.layout();
+        let mut tree = self.layout(false);
         tarball::insert(
             &mut tree,
             "manifest.json",
@@ -200,7 +266,7 @@ impl Image {
         tarball::archive(&tree)
     }
 
-    /// Bytes a registry stores and a node pulls: every blob.
+    /// Bytes a node pulls: every blob of the image (not the SBOM's).
     pub(crate) fn compressed_size(&self) -> usize {
         self.blobs.values().map(Vec::len).sum()
     }
@@ -222,6 +288,8 @@ mod tests {
         }
     }
 
+    const SBOM: &[u8] = br#"{"bomFormat":"CycloneDX"}"#;
+
     fn layer() -> Layer {
         Layer {
             compressed: b"layer".to_vec(),
@@ -231,7 +299,7 @@ mod tests {
 
     #[test]
     fn the_manifest_points_at_the_config_and_layer_blobs() {
-        let image = assemble(&meta(), &layer());
+        let image = assemble(&meta(), &layer(), SBOM);
         let manifest_hex = image.manifest_digest.trim_start_matches("sha256:");
         let manifest: Value = serde_json::from_slice(&image.blobs[manifest_hex]).unwrap();
         let config_hex = manifest["config"]["digest"]
@@ -260,7 +328,7 @@ mod tests {
 
     #[test]
     fn label_keys_are_serialized_in_sorted_order() {
-        let image = assemble(&meta(), &layer());
+        let image = assemble(&meta(), &layer(), SBOM);
         let config = image
             .blobs
             .values()
@@ -277,7 +345,7 @@ mod tests {
 
     #[test]
     fn the_archive_is_an_oci_layout_plus_a_docker_manifest() {
-        let image = assemble(&meta(), &layer());
+        let image = assemble(&meta(), &layer(), SBOM);
         let bytes = image.archive().unwrap();
         let mut archive = tar::Archive::new(bytes.as_slice());
         let paths: Vec<String> = archive
@@ -304,9 +372,38 @@ mod tests {
             "registry.example/fake-cloud-controller-manager:0.1.0"
         );
         assert_eq!(
-            assemble(&meta(), &layer()).archive().unwrap(),
+            assemble(&meta(), &layer(), SBOM).archive().unwrap(),
             bytes,
             "two assemblies differ"
         );
+    }
+
+    #[test]
+    fn the_layout_lists_the_sbom_as_a_referrer_of_the_image_and_the_tar_does_not() {
+        let image = assemble(&meta(), &layer(), SBOM);
+        let layout: Value = serde_json::from_slice(&image.layout_index).unwrap();
+        let manifests = layout["manifests"].as_array().unwrap();
+        assert_eq!(manifests.len(), 2);
+        assert_eq!(manifests[0]["digest"], image.manifest_digest.as_str());
+        assert_eq!(manifests[1]["digest"], image.referrer_digest.as_str());
+        assert_eq!(manifests[1]["artifactType"], "application/vnd.cyclonedx+json");
+        let hex = image.referrer_digest.trim_start_matches("sha256:");
+        let artifact: Value = serde_json::from_slice(&image.referrer_blobs[hex]).unwrap();
+        assert_eq!(artifact["subject"]["digest"], image.manifest_digest.as_str());
+        assert_eq!(artifact["config"]["mediaType"], EMPTY);
+        let sbom_hex = artifact["layers"][0]["digest"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("sha256:");
+        assert_eq!(image.referrer_blobs[sbom_hex], SBOM);
+        let tar_index: Value = serde_json::from_slice(&image.index).unwrap();
+        assert_eq!(tar_index["manifests"].as_array().unwrap().len(), 1);
+        assert!(
+            !image.blobs.contains_key(sbom_hex),
+            "the SBOM is not counted in the image's size"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        image.write_layout(&dir.path().join("oci")).unwrap();
+        assert!(dir.path().join("oci/blobs/sha256").join(hex).is_file());
     }
 }

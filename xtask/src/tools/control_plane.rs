@@ -17,6 +17,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 
 use crate::cmd::run;
+use crate::tools::go_install::GoTool;
 
 /// The Kubernetes release matching k8s-openapi's `v1_33` API, whose whole
 /// staging set the Go module proxy serves (v1.33.6 lacks one module).
@@ -79,55 +80,17 @@ fn ensure_with(log: Option<PathBuf>) -> anyhow::Result<ControlPlane> {
 pub(crate) const UPSTREAM_AWS: &str = "v1.33.4";
 
 /// Upstream's `aws-cloud-controller-manager` at [`UPSTREAM_AWS`], built
-/// with `go install` from the Go module proxy when not cached yet (about 6
-/// CPU-minutes; its `go.mod` has no `replace` lines, so it builds as
-/// published), with its version stamped as its release process stamps it.
-pub(crate) fn upstream_aws_ccm() -> anyhow::Result<PathBuf> {
-    let binary = cache_dir()
-        .join(format!("aws-cloud-controller-manager-{UPSTREAM_AWS}"))
-        .join("aws-cloud-controller-manager");
-    if binary.exists() {
-        return Ok(binary);
-    }
-    let go = GoEnv::new(go()?);
-    println!(
-        "xtask: building upstream's aws-cloud-controller-manager {UPSTREAM_AWS} from its Go module (cached in {}; about 6 CPU-minutes the first time)",
-        binary.display()
-    );
-    let started = Instant::now();
-    let dir = binary.parent().context("a cache path has a parent")?;
-    let partial = dir.join("partial");
-    let built = (|| {
-        std::fs::create_dir_all(&partial)
-            .with_context(|| format!("creating {}", partial.display()))?;
-        run(go
-            .command()
-            // `go install pkg@version` builds outside any module: no -mod.
-            .env("GOFLAGS", "-modcacherw")
-            .env("GOBIN", &partial)
-            .env("CGO_ENABLED", "0")
-            .args([
-                "install",
-                "-trimpath",
-                "-ldflags",
-                &format!("-s -w -X k8s.io/component-base/version.gitVersion={UPSTREAM_AWS}"),
-                &format!(
-                    "k8s.io/cloud-provider-aws/cmd/aws-cloud-controller-manager@{UPSTREAM_AWS}"
-                ),
-            ]))
-        .context("building upstream's aws-cloud-controller-manager")?;
-        std::fs::rename(partial.join("aws-cloud-controller-manager"), &binary)?;
-        anyhow::Ok(())
-    })();
-    go.remove_caches();
-    let _ = std::fs::remove_dir_all(&partial);
-    built?;
-    println!(
-        "xtask: built upstream's aws-cloud-controller-manager in {:.0} s",
-        started.elapsed().as_secs_f64()
-    );
-    Ok(binary)
-}
+/// with `go install` from the Go module proxy when not cached yet (its
+/// `go.mod` has no `replace` lines, so it builds as published), with its
+/// version stamped as its release process stamps it.
+pub(crate) const UPSTREAM_AWS_CCM: GoTool = GoTool {
+    package: "k8s.io/cloud-provider-aws/cmd/aws-cloud-controller-manager",
+    version: UPSTREAM_AWS,
+    binary: "aws-cloud-controller-manager",
+    ldflags: "-X k8s.io/component-base/version.gitVersion=v1.33.4",
+    dir: "control-plane/aws-cloud-controller-manager-v1.33.4",
+    cost: "about 6 CPU-minutes",
+};
 
 /// kubectl at the control plane's version, built from the Go modules when
 /// not cached yet: for a machine whose kubectl is missing or too old.
@@ -161,7 +124,7 @@ pub(crate) fn go() -> anyhow::Result<PathBuf> {
 
 /// `go` with its build and module caches in a scratch directory of their own.
 #[derive(Debug)]
-struct GoEnv {
+pub(crate) struct GoEnv {
     go: PathBuf,
     scratch: PathBuf,
     /// Where builds write their output, when not to the terminal.
@@ -169,10 +132,16 @@ struct GoEnv {
 }
 
 impl GoEnv {
-    fn new(go: PathBuf) -> Self {
+    pub(crate) fn new(go: PathBuf) -> Self {
+        Self::with_scratch(go, cache_dir().join("go-scratch"))
+    }
+
+    /// Caches in `scratch`: a build that may run beside the control plane's
+    /// needs its own, since each removes its scratch when done.
+    pub(crate) fn with_scratch(go: PathBuf, scratch: PathBuf) -> Self {
         Self {
             go,
-            scratch: cache_dir().join("go-scratch"),
+            scratch,
             log: None,
         }
     }
@@ -196,7 +165,7 @@ impl GoEnv {
 
     /// A `go` command using the scratch caches; `-modcacherw` so the module
     /// cache can be removed like any directory.
-    fn command(&self) -> Command {
+    pub(crate) fn command(&self) -> Command {
         let mut cmd = Command::new(&self.go);
         cmd.env("GOCACHE", self.scratch.join("build"))
             .env("GOMODCACHE", self.scratch.join("mod"))
@@ -204,7 +173,7 @@ impl GoEnv {
         cmd
     }
 
-    fn remove_caches(&self) {
+    pub(crate) fn remove_caches(&self) {
         if let Err(err) = std::fs::remove_dir_all(&self.scratch)
             && err.kind() != std::io::ErrorKind::NotFound
         {
@@ -377,6 +346,17 @@ fn build(go: &GoEnv, out: &Path, module: &Module) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upstreams_ccm_is_built_and_stamped_at_its_pinned_release() {
+        assert_eq!(UPSTREAM_AWS_CCM.version, UPSTREAM_AWS);
+        assert!(UPSTREAM_AWS_CCM.ldflags.ends_with(&format!("={UPSTREAM_AWS}")));
+        assert!(
+            UPSTREAM_AWS_CCM
+                .path()
+                .ends_with(format!("control-plane/aws-cloud-controller-manager-{UPSTREAM_AWS}/aws-cloud-controller-manager"))
+        );
+    }
 
     #[test]
     fn staging_replaces_point_each_staging_module_at_its_published_version() {

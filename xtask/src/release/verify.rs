@@ -1,0 +1,143 @@
+//! `cargo xtask release --loopback`, `cargo xtask ci`'s release check: the
+//! whole release, as the workflow runs it, pushed to a registry on loopback
+//! and read back with tools no one here wrote.
+
+use std::process::Command;
+
+use anyhow::{Context, ensure};
+use serde_json::Value;
+
+use super::{Options, Registry, image_reference, manifest_digest, sbom_digest};
+use crate::cmd::{self, run};
+use crate::tools;
+
+/// Publishes the release to a loopback registry, then proves it is there:
+/// `skopeo inspect --raw` of each image gives the manifest built here (its
+/// digest), `oras discover` finds the image's SBOM, as built here, as its
+/// referrer,
+/// `helm pull` of the chart renders the same manifests as the working
+/// tree, and `sha256sum -c` accepts the release's SHA256SUMS.
+pub(crate) fn against_loopback_registry() -> anyhow::Result<()> {
+    let registry = Registry::start(&cmd::target_dir().join("ci/registry"))?;
+    let options = Options {
+        registry: format!("{}/rust-ccm", registry.host()),
+        plain_http: true,
+        dry_run: false,
+        loopback: false,
+    };
+    super::publish(&options)?;
+    let oras = tools::go_install::ORAS.ensure()?;
+    for provider in crate::image::providers() {
+        let reference = image_reference(&options.registry, &provider);
+        let layout = cmd::target_dir().join("images").join(&provider).join("oci");
+        let raw = output(Command::new("skopeo").args([
+            "inspect",
+            "--raw",
+            "--tls-verify=false",
+            &format!("docker://{reference}"),
+        ]))?;
+        let pushed = format!("sha256:{}", crate::digest::sha256_hex(raw.as_bytes()));
+        let built = manifest_digest(&layout)?;
+        ensure!(
+            pushed == built,
+            "{reference}: the registry serves manifest {pushed}, built was {built}"
+        );
+        let referrers: Value = serde_json::from_str(&output(
+            Command::new(&oras).args(["discover", "--plain-http", "--format", "json", &reference]),
+        )?)
+        .context("oras discover: not JSON")?;
+        let sbom = sbom_referrer(&referrers).with_context(|| {
+            format!("oras discover {reference}: no CycloneDX referrer in {referrers}")
+        })?;
+        let built_sbom = sbom_digest(&layout)?;
+        ensure!(
+            sbom == built_sbom,
+            "{reference}: the registry's SBOM referrer is {sbom}, built was {built_sbom}"
+        );
+        println!("registry: {reference} is {pushed}; its SBOM referrer is {sbom}");
+    }
+    chart_round_trip(&options.registry)?;
+    run(Command::new("sha256sum")
+        .args(["--check", "--strict", "SHA256SUMS"])
+        .current_dir(super::assets_dir()))?;
+    println!("registry: release round trip through {} passed", registry.host());
+    Ok(())
+}
+
+/// The digest of the CycloneDX artifact among `oras discover`'s referrers
+/// (its JSON lists them under `referrers`, older releases under `manifests`).
+fn sbom_referrer(discovered: &Value) -> Option<String> {
+    ["referrers", "manifests"]
+        .iter()
+        .filter_map(|key| discovered[key].as_array())
+        .flatten()
+        .find(|r| r["artifactType"] == crate::image::SBOM_MEDIA_TYPE)
+        .and_then(|r| r["digest"].as_str())
+        .map(str::to_owned)
+}
+
+/// `helm pull` of the pushed chart, then `helm template` of it and of the
+/// working tree's chart with the same values: the same manifests.
+fn chart_round_trip(registry: &str) -> anyhow::Result<()> {
+    let helm = tools::helm::binary();
+    let pulled = cmd::target_dir().join("ci/registry/pulled");
+    std::fs::create_dir_all(&pulled)?;
+    let version = crate::chart::publish::chart_version()?;
+    run(Command::new(&helm)
+        .args(["pull", &format!("oci://{registry}/charts/cloud-controller-manager")])
+        .args(["--version", &version, "--plain-http", "--destination"])
+        .arg(&pulled))?;
+    let package = pulled.join(format!("cloud-controller-manager-{version}.tgz"));
+    let values = crate::chart::render::chart_dir().join("ci/fake-values.yaml");
+    let template = |chart: &std::path::Path| {
+        output(
+            Command::new(&helm)
+                .args(["template", "ccm"])
+                .arg(chart)
+                .args(["--namespace", "kube-system", "-f"])
+                .arg(&values),
+        )
+    };
+    let from_registry = template(&package)?;
+    let from_tree = template(&crate::chart::render::chart_dir())?;
+    ensure!(
+        from_registry == from_tree,
+        "helm template of the chart pulled from {registry} differs from the working tree's"
+    );
+    println!(
+        "registry: helm pull of the chart {version} renders the working tree's {} lines of manifests",
+        from_tree.lines().count()
+    );
+    Ok(())
+}
+
+fn output(cmd: &mut Command) -> anyhow::Result<String> {
+    let shown = format!("{cmd:?}");
+    let out = cmd
+        .output()
+        .with_context(|| format!("could not start {shown}"))?;
+    ensure!(
+        out.status.success(),
+        "{shown} failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    String::from_utf8(out.stdout).with_context(|| format!("{shown}: output not UTF-8"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sbom_is_found_among_the_referrers_oras_lists() {
+        let discovered = serde_json::json!({
+            "referrers": [
+                { "artifactType": "application/vnd.example.signature", "digest": "sha256:aa" },
+                { "artifactType": "application/vnd.cyclonedx+json", "digest": "sha256:bb" }
+            ]
+        });
+        assert_eq!(sbom_referrer(&discovered).as_deref(), Some("sha256:bb"));
+        assert_eq!(sbom_referrer(&serde_json::json!({ "referrers": [] })), None);
+    }
+}
