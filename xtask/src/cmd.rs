@@ -80,6 +80,23 @@ pub(crate) fn output(program: impl AsRef<OsStr>, args: &[&str]) -> Option<String
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Runs `cmd` to completion and returns its standard output; fails with
+/// its standard error on a non-zero exit.
+pub(crate) fn stdout(cmd: &mut Command) -> anyhow::Result<String> {
+    let shown = display(cmd);
+    let out = cmd
+        .output()
+        .with_context(|| format!("could not start `{shown}`"))?;
+    if !out.status.success() {
+        bail!(
+            "`{shown}` failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// Runs `cmd` with `input` on its standard input and collects its output,
 /// whatever its exit status.
 pub(crate) fn output_with_stdin(cmd: &mut Command, input: &[u8]) -> anyhow::Result<Output> {

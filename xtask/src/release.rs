@@ -163,9 +163,9 @@ fn publish(options: &Options) -> anyhow::Result<()> {
     for step in &steps {
         println!("\nrelease: {step}");
         match step {
-            Step::Task(args) => crate::run_task(
-                std::iter::once("xtask").chain(args.iter().map(String::as_str)),
-            )?,
+            Step::Task(args) => {
+                crate::run_task(std::iter::once("xtask").chain(args.iter().map(String::as_str)))?
+            }
             Step::Tool(args) => {
                 let program = match args[0].as_str() {
                     "oras" => oras.clone(),
@@ -236,7 +236,11 @@ fn assets(options: &Options) -> anyhow::Result<()> {
     let mut images = String::new();
     for provider in crate::image::providers() {
         let built = cmd::target_dir().join("images").join(&provider);
-        let sbom = format!("{}-{}.sbom.cdx.json", package(&provider), env!("CARGO_PKG_VERSION"));
+        let sbom = format!(
+            "{}-{}.sbom.cdx.json",
+            package(&provider),
+            env!("CARGO_PKG_VERSION")
+        );
         copy(&built.join("sbom.cdx.json"), &dir.join(sbom))?;
         let digest = manifest_digest(&built.join("oci"))?;
         images.push_str(&format!(

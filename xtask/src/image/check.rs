@@ -11,6 +11,7 @@ use anyhow::{Context, bail, ensure};
 use serde_json::Value;
 
 use super::oci::Metadata;
+use crate::cmd::stdout as output;
 use crate::timestamp::rfc3339;
 
 /// `skopeo inspect` of `archive` under both transports: the labels, platform
@@ -171,7 +172,9 @@ pub(crate) fn sbom(sbom: &[u8], package: &str) -> anyhow::Result<String> {
 fn direct_dependencies(metadata: &Value, package: &str) -> anyhow::Result<Vec<(String, String)>> {
     let packages = metadata["packages"].as_array().context("no packages")?;
     let by_id = |id: &Value| packages.iter().find(|p| p["id"] == *id);
-    let nodes = metadata["resolve"]["nodes"].as_array().context("no resolve graph")?;
+    let nodes = metadata["resolve"]["nodes"]
+        .as_array()
+        .context("no resolve graph")?;
     let node = |id: &Value| nodes.iter().find(|n| n["id"] == *id);
     let normal = |dep: &&Value| {
         dep["dep_kinds"]
@@ -188,7 +191,9 @@ fn direct_dependencies(metadata: &Value, package: &str) -> anyhow::Result<Vec<(S
     while let Some(id) = pending.pop() {
         let deps = node(&id).and_then(|n| n["deps"].as_array());
         for dep in deps.into_iter().flatten().filter(normal) {
-            let Some(p) = by_id(&dep["pkg"]) else { continue };
+            let Some(p) = by_id(&dep["pkg"]) else {
+                continue;
+            };
             let entry = (
                 p["name"].as_str().unwrap_or_default().to_owned(),
                 p["version"].as_str().unwrap_or_default().to_owned(),
@@ -254,17 +259,50 @@ fn files(dir: &Path) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     Ok(out)
 }
 
-fn output(cmd: &mut Command) -> anyhow::Result<String> {
-    let shown = format!("{cmd:?}");
-    let out = cmd
-        .output()
-        .with_context(|| format!("could not start {shown}"))?;
-    if !out.status.success() {
-        bail!(
-            "{shown} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `cargo metadata`'s shape: a binary on a workspace crate, which has a
+    /// normal, a dev and a build dependency.
+    fn metadata() -> Value {
+        let id = |name: &str| format!("{name}-id");
+        let package = |name: &str, version: &str, local: bool| {
+            serde_json::json!({
+                "id": id(name), "name": name, "version": version,
+                "source": if local { Value::Null } else { "registry+https://github.com/rust-lang/crates.io-index".into() },
+            })
+        };
+        let dep = |name: &str, kind: Value| serde_json::json!({ "pkg": id(name), "dep_kinds": [{ "kind": kind }] });
+        serde_json::json!({
+            "packages": [
+                package("bin", "0.1.0", true),
+                package("lib", "0.1.0", true),
+                package("tokio", "1.48.0", false),
+                package("tempfile", "3.0.0", false),
+                package("cc", "1.2.0", false),
+            ],
+            "resolve": { "nodes": [
+                { "id": id("bin"), "deps": [dep("lib", Value::Null)] },
+                { "id": id("lib"), "deps": [
+                    dep("tokio", Value::Null),
+                    dep("tempfile", "dev".into()),
+                    dep("cc", "build".into()),
+                ] },
+            ] },
+        })
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+
+    #[test]
+    fn the_expected_crates_are_the_normal_dependencies_through_workspace_crates() {
+        assert_eq!(
+            direct_dependencies(&metadata(), "bin").unwrap(),
+            [
+                ("lib".to_owned(), "0.1.0".to_owned()),
+                ("tokio".to_owned(), "1.48.0".to_owned())
+            ]
+        );
+        let err = direct_dependencies(&metadata(), "nope").unwrap_err();
+        assert!(err.to_string().contains("no package nope"), "{err}");
+    }
 }

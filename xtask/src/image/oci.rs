@@ -68,6 +68,22 @@ impl Metadata {
     }
 }
 
+#[cfg(test)]
+impl Metadata {
+    /// The fake provider's image at a fixed commit and time, for tests.
+    pub(crate) fn example() -> Self {
+        Self {
+            provider: "fake".into(),
+            binary_name: "fake-cloud-controller-manager".into(),
+            version: "0.1.0".into(),
+            revision: "0123abc".into(),
+            source: "https://example.com/ccm".into(),
+            created: Timestamp::from_second(1_700_000_000).unwrap_or(Timestamp::UNIX_EPOCH),
+            repository: "registry.example/fake-cloud-controller-manager".into(),
+        }
+    }
+}
+
 /// A complete image, in memory.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Image {
@@ -277,15 +293,7 @@ mod tests {
     use super::*;
 
     fn meta() -> Metadata {
-        Metadata {
-            provider: "fake".into(),
-            binary_name: "fake-cloud-controller-manager".into(),
-            version: "0.1.0".into(),
-            revision: "0123abc".into(),
-            source: "https://example.com/ccm".into(),
-            created: Timestamp::from_second(1_700_000_000).unwrap(),
-            repository: "registry.example/fake-cloud-controller-manager".into(),
-        }
+        Metadata::example()
     }
 
     const SBOM: &[u8] = br#"{"bomFormat":"CycloneDX"}"#;
@@ -386,10 +394,16 @@ mod tests {
         assert_eq!(manifests.len(), 2);
         assert_eq!(manifests[0]["digest"], image.manifest_digest.as_str());
         assert_eq!(manifests[1]["digest"], image.referrer_digest.as_str());
-        assert_eq!(manifests[1]["artifactType"], "application/vnd.cyclonedx+json");
+        assert_eq!(
+            manifests[1]["artifactType"],
+            "application/vnd.cyclonedx+json"
+        );
         let hex = image.referrer_digest.trim_start_matches("sha256:");
         let artifact: Value = serde_json::from_slice(&image.referrer_blobs[hex]).unwrap();
-        assert_eq!(artifact["subject"]["digest"], image.manifest_digest.as_str());
+        assert_eq!(
+            artifact["subject"]["digest"],
+            image.manifest_digest.as_str()
+        );
         assert_eq!(artifact["config"]["mediaType"], EMPTY);
         let sbom_hex = artifact["layers"][0]["digest"]
             .as_str()

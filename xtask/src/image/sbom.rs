@@ -32,14 +32,13 @@ pub(crate) const FILE_NAME: &str = "sbom.cdx.json";
 
 /// The SBOM of `binary`, from the dependency list embedded in it.
 pub(crate) fn of_binary(binary: &Path, meta: &Metadata) -> anyhow::Result<Vec<u8>> {
-    let info = auditable_info::audit_info_from_file(binary, Default::default()).with_context(
-        || {
+    let info =
+        auditable_info::audit_info_from_file(binary, Default::default()).with_context(|| {
             format!(
                 "reading the dependency list cargo-auditable embeds from {}",
                 binary.display()
             )
-        },
-    )?;
+        })?;
     cyclonedx(&info, meta)
 }
 
@@ -157,7 +156,12 @@ pub(crate) fn crates(sbom: &[u8]) -> anyhow::Result<Vec<(String, String)>> {
     let listed = doc["components"].as_array().into_iter().flatten();
     Ok(std::iter::once(&doc["metadata"]["component"])
         .chain(listed)
-        .filter_map(|c| Some((c["name"].as_str()?.to_owned(), c["version"].as_str()?.to_owned())))
+        .filter_map(|c| {
+            Some((
+                c["name"].as_str()?.to_owned(),
+                c["version"].as_str()?.to_owned(),
+            ))
+        })
         .collect())
 }
 
@@ -165,18 +169,8 @@ pub(crate) fn crates(sbom: &[u8]) -> anyhow::Result<Vec<(String, String)>> {
 mod tests {
     use super::*;
 
-    use jiff::Timestamp;
-
     fn meta() -> Metadata {
-        Metadata {
-            provider: "fake".into(),
-            binary_name: "fake-cloud-controller-manager".into(),
-            version: "0.1.0".into(),
-            revision: "0123abc".into(),
-            source: "https://example.com/ccm".into(),
-            created: Timestamp::from_second(1_700_000_000).unwrap(),
-            repository: "registry.example/fake-cloud-controller-manager".into(),
-        }
+        Metadata::example()
     }
 
     /// What cargo-auditable embeds, in its own JSON format.
@@ -244,7 +238,10 @@ mod tests {
         let plain = dir.path().join("plain");
         std::fs::write(&plain, b"\x7fELF not really").unwrap();
         let err = format!("{:#}", of_binary(&plain, &meta()).unwrap_err());
-        assert!(err.contains("cargo-auditable") && err.contains("plain"), "{err}");
+        assert!(
+            err.contains("cargo-auditable") && err.contains("plain"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use anyhow::{Context, ensure};
 use serde_json::Value;
 
 use super::{Options, Registry, image_reference, manifest_digest, sbom_digest};
-use crate::cmd::{self, run};
+use crate::cmd::{self, run, stdout as output};
 use crate::tools;
 
 /// Publishes the release to a loopback registry, then proves it is there:
@@ -42,9 +42,13 @@ pub(crate) fn against_loopback_registry() -> anyhow::Result<()> {
             pushed == built,
             "{reference}: the registry serves manifest {pushed}, built was {built}"
         );
-        let referrers: Value = serde_json::from_str(&output(
-            Command::new(&oras).args(["discover", "--plain-http", "--format", "json", &reference]),
-        )?)
+        let referrers: Value = serde_json::from_str(&output(Command::new(&oras).args([
+            "discover",
+            "--plain-http",
+            "--format",
+            "json",
+            &reference,
+        ]))?)
         .context("oras discover: not JSON")?;
         let sbom = sbom_referrer(&referrers).with_context(|| {
             format!("oras discover {reference}: no CycloneDX referrer in {referrers}")
@@ -60,7 +64,10 @@ pub(crate) fn against_loopback_registry() -> anyhow::Result<()> {
     run(Command::new("sha256sum")
         .args(["--check", "--strict", "SHA256SUMS"])
         .current_dir(super::assets_dir()))?;
-    println!("registry: release round trip through {} passed", registry.host());
+    println!(
+        "registry: release round trip through {} passed",
+        registry.host()
+    );
     Ok(())
 }
 
@@ -84,7 +91,10 @@ fn chart_round_trip(registry: &str) -> anyhow::Result<()> {
     std::fs::create_dir_all(&pulled)?;
     let version = crate::chart::publish::chart_version()?;
     run(Command::new(&helm)
-        .args(["pull", &format!("oci://{registry}/charts/cloud-controller-manager")])
+        .args([
+            "pull",
+            &format!("oci://{registry}/charts/cloud-controller-manager"),
+        ])
         .args(["--version", &version, "--plain-http", "--destination"])
         .arg(&pulled))?;
     let package = pulled.join(format!("cloud-controller-manager-{version}.tgz"));
@@ -109,20 +119,6 @@ fn chart_round_trip(registry: &str) -> anyhow::Result<()> {
         from_tree.lines().count()
     );
     Ok(())
-}
-
-fn output(cmd: &mut Command) -> anyhow::Result<String> {
-    let shown = format!("{cmd:?}");
-    let out = cmd
-        .output()
-        .with_context(|| format!("could not start {shown}"))?;
-    ensure!(
-        out.status.success(),
-        "{shown} failed ({}): {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
-    String::from_utf8(out.stdout).with_context(|| format!("{shown}: output not UTF-8"))
 }
 
 #[cfg(test)]

@@ -55,8 +55,8 @@ impl Tool {
             return Ok(binary);
         }
         let root = self.root();
-        let scratch = crate::tools::machine_cache()
-            .join(format!("{}-{}.build", self.krate, self.version));
+        let scratch =
+            crate::tools::machine_cache().join(format!("{}-{}.build", self.krate, self.version));
         println!(
             "xtask: building {} {} from crates.io (cached in {}; minutes the first time)",
             self.krate,
@@ -86,7 +86,10 @@ mod tests {
     fn each_tool_has_its_own_versioned_place_in_the_machine_cache() {
         let deny = CARGO_DENY.path();
         let auditable = CARGO_AUDITABLE.path();
-        assert!(deny.ends_with("cargo-deny-0.20.2/bin/cargo-deny"), "{deny:?}");
+        assert!(
+            deny.ends_with("cargo-deny-0.20.2/bin/cargo-deny"),
+            "{deny:?}"
+        );
         assert!(
             auditable.ends_with("cargo-auditable-0.7.7/bin/cargo-auditable"),
             "{auditable:?}"

@@ -350,12 +350,14 @@ mod tests {
     #[test]
     fn upstreams_ccm_is_built_and_stamped_at_its_pinned_release() {
         assert_eq!(UPSTREAM_AWS_CCM.version, UPSTREAM_AWS);
-        assert!(UPSTREAM_AWS_CCM.ldflags.ends_with(&format!("={UPSTREAM_AWS}")));
         assert!(
             UPSTREAM_AWS_CCM
-                .path()
-                .ends_with(format!("control-plane/aws-cloud-controller-manager-{UPSTREAM_AWS}/aws-cloud-controller-manager"))
+                .ldflags
+                .ends_with(&format!("={UPSTREAM_AWS}"))
         );
+        assert!(UPSTREAM_AWS_CCM.path().ends_with(format!(
+            "control-plane/aws-cloud-controller-manager-{UPSTREAM_AWS}/aws-cloud-controller-manager"
+        )));
     }
 
     #[test]
