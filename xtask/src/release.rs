@@ -164,7 +164,7 @@ fn publish(options: &Options) -> anyhow::Result<()> {
         println!("\nrelease: {step}");
         match step {
             Step::Task(args) => {
-                crate::run_task(std::iter::once("xtask").chain(args.iter().map(String::as_str)))?
+                crate::run_task(std::iter::once("xtask").chain(args.iter().map(String::as_str)))?;
             }
             Step::Tool(args) => {
                 let program = match args[0].as_str() {
