@@ -21,6 +21,9 @@ use oci::Metadata;
 /// The media type of each image's SBOM (CycloneDX JSON).
 pub(crate) const SBOM_MEDIA_TYPE: &str = sbom::MEDIA_TYPE;
 
+/// The SBOM's file name beside each image's layout.
+pub(crate) const SBOM_FILE_NAME: &str = sbom::FILE_NAME;
+
 /// The providers `--provider` accepts: every binary crate
 /// `cmd/<provider>-cloud-controller-manager`, in name order, so that a
 /// provider `cargo xtask new-provider` made has its image at once;

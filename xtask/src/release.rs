@@ -241,7 +241,7 @@ fn assets(options: &Options) -> anyhow::Result<()> {
             package(&provider),
             env!("CARGO_PKG_VERSION")
         );
-        copy(&built.join("sbom.cdx.json"), &dir.join(sbom))?;
+        copy(&built.join(crate::image::SBOM_FILE_NAME), &dir.join(sbom))?;
         let digest = manifest_digest(&built.join("oci"))?;
         images.push_str(&format!(
             "{}@{digest}\n",

@@ -104,7 +104,7 @@ fn chart_round_trip(registry: &str) -> anyhow::Result<()> {
             Command::new(&helm)
                 .args(["template", "ccm"])
                 .arg(chart)
-                .args(["--namespace", "kube-system", "-f"])
+                .args(["--namespace", crate::chart::render::NAMESPACE, "-f"])
                 .arg(&values),
         )
     };
