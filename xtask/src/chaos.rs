@@ -77,17 +77,11 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         }
     }
     let wanted = |name: &str| options.only.is_empty() || options.only.iter().any(|o| o == name);
-    run(cargo().args([
-        "build",
-        "--locked",
-        "-p",
+    crate::cmd::build_bins(&[
         "fake-cloud-controller-manager",
-        "-p",
         "ccm-provider-fake",
-        "-p",
         "ccm-chaos",
-        "--bins",
-    ]))?;
+    ])?;
     let bin = target_dir().join("debug");
     let out = target_dir().join("chaos");
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;

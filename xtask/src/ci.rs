@@ -13,32 +13,31 @@ use crate::tools;
 /// Builds as a fresh machine does, once: no incremental caches, test
 /// binaries without debug info (CI's disk is finite: the run warns up front
 /// when the disk looks too small, and prints the most it took at the end).
-/// Installs missing tools, then runs: cargo fmt --check, clippy (warnings denied),
-/// rustdoc of the interface crate (warnings denied), `cargo deny check licenses
-/// bans sources` (deny.toml; cargo-deny built once per machine and cached
-/// outside the clone), actionlint over the GitHub workflows (built from the
-/// Go module proxy, cached likewise), every test in the workspace,
+/// What a fresh machine builds from source (kube-apiserver and etcd from
+/// their Go modules, output in target/ci/control-plane.log; actionlint and
+/// oras from the Go module proxy; cargo-deny and cargo-auditable from
+/// crates.io) is built in the background at idle CPU priority from the
+/// start, cached by version outside the clone, and joined by the first step
+/// that needs it. Then runs: cargo fmt --check, clippy (warnings denied),
+/// rustdoc of the interface crate (warnings denied), every binary and test
+/// of the workspace built once and every test run, `cargo deny check
+/// licenses bans sources` (deny.toml), actionlint over the GitHub workflows,
 /// `cargo xtask new-provider` into a copy of the workspace (three generated
 /// providers built, linted and tested, the conformance suite included),
 /// `cargo xtask chaos --quick` (the reliability suites' bounded variant),
-/// the real-cluster suites (tier 5: kube-apiserver and etcd built from their Go
-/// modules, cached by version outside the clone, on a fresh machine built in
-/// the background from the start of the run, its output in
-/// target/ci/control-plane.log; the test API server's contract
-/// suite and every end-to-end suite against them, the CCMs under the chart's
-/// RBAC), `cargo xtask sandbox --check`, `cargo xtask chart`,
-/// `cargo xtask monitoring` (the alert rules and dashboard against a real
-/// Prometheus),
-/// `cargo xtask image --check` for each provider's image (their release
-/// compile started in the background at idle CPU priority after
-/// new-provider, so it uses the CPU the suites in between leave idle; its
-/// output in target/ci/images-compile.log; the second,
-/// reproducibility compile for the AWS binary only: --no-rebuild for the
-/// others, whose second compile would check the same toolchain, flags and
-/// link for minutes each), `cargo xtask release --loopback` (every image
-/// with its SBOM as referrer, and the chart, pushed to a docker-registry on
-/// loopback and read back with skopeo, oras and helm), and `cargo xtask
-/// bench --against-upstream --quick` (ours at 20 nodes, held to upstream's committed figures).
+/// the real-cluster suites (tier 5: the test API server's contract suite
+/// and every end-to-end suite against the real control plane, the CCMs
+/// under the chart's RBAC), `cargo xtask sandbox --check`, `cargo xtask
+/// chart`, `cargo xtask monitoring` (the alert rules and dashboard against
+/// a real Prometheus), `cargo xtask image --check` for each provider's image
+/// (their release compile started in the background at idle CPU priority
+/// after new-provider, so it uses the CPU the suites in between leave idle;
+/// its output in target/ci/images-compile.log; the second, reproducibility
+/// compile for the AWS binary only), `cargo xtask release --loopback`
+/// (every image with its SBOM as referrer, and the chart, pushed to a
+/// docker-registry on loopback and read back with skopeo, oras and helm),
+/// and `cargo xtask bench --against-upstream --quick` (ours at 20 nodes,
+/// held to upstream's committed figures).
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub(crate) struct Options {
@@ -113,20 +112,15 @@ fn actionlint() -> anyhow::Result<()> {
         .arg("-verbose"))
 }
 
-/// Waits for the control plane's background build; on failure, says why
-/// with the end of its log.
-fn join_control_plane(
-    build: std::thread::JoinHandle<anyhow::Result<tools::control_plane::ControlPlane>>,
-    log: &std::path::Path,
-) -> anyhow::Result<()> {
-    let built = build
-        .join()
-        .map_err(|_| anyhow::anyhow!("the control plane's build thread panicked"))?;
-    if let Err(err) = built {
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        let tail = lines[lines.len().saturating_sub(40)..].join("\n");
-        anyhow::bail!("{err:#}\nthe end of {}:\n{tail}", log.display());
+/// What later steps use that a fresh machine builds from source, minutes
+/// each: cargo-deny and cargo-auditable from crates.io, actionlint and oras
+/// from the Go module proxy (with the real cluster's steps only).
+fn build_tools(real_cluster: bool) -> anyhow::Result<()> {
+    tools::cargo_install::CARGO_DENY.ensure()?;
+    tools::cargo_install::CARGO_AUDITABLE.ensure()?;
+    if real_cluster {
+        tools::go_install::ACTIONLINT.ensure()?;
+        tools::go_install::ORAS.ensure()?;
     }
     Ok(())
 }
@@ -175,12 +169,13 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         disk: LowWater::start(&crate::cmd::repo_root()),
     };
     steps.time("rust components", tools::ensure_rust)?;
-    // A fresh machine's Go build (kube-apiserver and etcd, about 6 minutes
-    // alone) runs beside the Rust compile, and is joined before the suites
-    // that need it; a cached one returns at once.
+    // A fresh machine's Go build (kube-apiserver and etcd, about 14 minutes
+    // alone) and its tool builds run in the background at idle priority
+    // beside the Rust compile and the tests, each joined before the first
+    // step that needs it; cached, they return at once.
     let control_plane_log = crate::cmd::target_dir().join("ci/control-plane.log");
-    let control_plane =
-        real_cluster.then(|| tools::control_plane::prebuild(control_plane_log.clone()));
+    let control_plane = real_cluster.then(|| tools::control_plane::prebuild(control_plane_log));
+    let built_tools = tools::background::spawn("tools", None, move || build_tools(real_cluster));
     steps.time("fmt", || run(cargo().args(["fmt", "--all", "--check"])))?;
     steps.time("clippy", || {
         run(cargo().args([
@@ -198,18 +193,23 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
             .args(["doc", "--no-deps", "--locked", "-p", "ccm-cloud-provider"])
             .env("RUSTDOCFLAGS", "-D warnings"))
     })?;
-    steps.time("cargo deny", deny)?;
-    if real_cluster {
-        steps.time("actionlint", actionlint)?;
-    }
     steps.time("e2e tools", tools::ensure_e2e)?;
     steps.time("tests", || {
+        // Every binary and test at once, with the features `cargo test
+        // --workspace` resolves: the tasks after it start these binaries.
+        run(cargo().args(["build", "--workspace", "--bins", "--tests", "--locked"]))?;
+        crate::cmd::workspace_built();
         run(tools::kubectl::point_at(cargo().args([
             "test",
             "--workspace",
             "--locked",
         ])))
     })?;
+    steps.time("tools (joined)", || built_tools.join())?;
+    steps.time("cargo deny", deny)?;
+    if real_cluster {
+        steps.time("actionlint", actionlint)?;
+    }
     steps.time("new-provider", crate::new_provider::check)?;
     // The rest until the images mostly waits on processes and timers: the
     // images' release compile uses the idle CPU meanwhile.
@@ -220,9 +220,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     )?;
     steps.time("chaos --quick", || task(CHAOS))?;
     if let Some(build) = control_plane {
-        steps.time("control plane (joined)", || {
-            join_control_plane(build, &control_plane_log)
-        })?;
+        steps.time("control plane (joined)", || build.join().map(drop))?;
         steps.time("real kube-apiserver suites", crate::cluster::run_suites)?;
     }
     steps.time("sandbox --check", || task(SANDBOX))?;

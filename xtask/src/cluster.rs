@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use crate::cmd::{cargo, run, target_dir};
+use crate::cmd::{cargo, target_dir};
 use crate::tools::control_plane::{self, ControlPlane};
 
 /// The real kube-apiserver and etcd on loopback (built from Go modules) until Ctrl-C.
@@ -64,14 +64,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
 
 /// The `real-cluster` binary, built on demand.
 fn real_cluster_binary() -> anyhow::Result<PathBuf> {
-    run(cargo().args([
-        "build",
-        "--locked",
-        "-p",
-        "ccm-test-support",
-        "--bin",
-        "real-cluster",
-    ]))?;
+    crate::cmd::build_bins(&["ccm-test-support"])?;
     Ok(target_dir().join("debug").join("real-cluster"))
 }
 

@@ -42,6 +42,34 @@ pub(crate) fn build_once() {
     ONE_SHOT.store(true, Ordering::Relaxed);
 }
 
+/// Set by `cargo xtask ci` once it has built the binaries and tests of the
+/// whole workspace: the tasks it runs next start those binaries rather than
+/// building their few packages again (see [`build_bins`]).
+static WORKSPACE_BUILT: AtomicBool = AtomicBool::new(false);
+
+/// Says that every binary of the workspace is built, with the features
+/// `cargo test --workspace` resolves: [`build_bins`] builds nothing more.
+pub(crate) fn workspace_built() {
+    WORKSPACE_BUILT.store(true, Ordering::Relaxed);
+}
+
+/// Builds the debug binaries of `packages`, unless [`workspace_built`] was
+/// called. A build of a few packages resolves their dependencies' features
+/// for those alone: after the workspace's build it would compile much of
+/// the tree again (minutes in CI), and overwrite binaries in `target/debug`
+/// that the workspace's tests start.
+pub(crate) fn build_bins(packages: &[&str]) -> anyhow::Result<()> {
+    if WORKSPACE_BUILT.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let mut build = cargo();
+    build.args(["build", "--locked", "--bins"]);
+    for package in packages {
+        build.args(["-p", package]);
+    }
+    run(&mut build)
+}
+
 /// The cargo that runs us, so rustup's toolchain choice carries through.
 pub(crate) fn cargo() -> Command {
     cargo_through(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))

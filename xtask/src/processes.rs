@@ -15,14 +15,7 @@ use crate::http;
 /// Builds the test API server and the fake CCM (debug), the two binaries
 /// the sandbox, the chart's RBAC check and the monitoring run start.
 pub(crate) fn build_sandbox_binaries() -> anyhow::Result<()> {
-    crate::cmd::run(crate::cmd::cargo().args([
-        "build",
-        "--quiet",
-        "-p",
-        "ccm-test-apiserver",
-        "-p",
-        "fake-cloud-controller-manager",
-    ]))
+    crate::cmd::build_bins(&["ccm-test-apiserver", "fake-cloud-controller-manager"])
 }
 
 pub(crate) struct Processes {

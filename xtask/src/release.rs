@@ -24,7 +24,7 @@ pub(crate) use registry::Registry;
 /// and its SBOM pushed as the image's OCI referrer with `oras cp -r` (from
 /// the image's layout, where the SBOM already refers to the image). Then
 /// the chart, checked and pushed to oci://REGISTRY/charts. Last, the
-/// release's files under target/release/: each SBOM, the chart's package,
+/// release's files under target/dist/: each SBOM, the chart's package,
 /// IMAGES (each pushed reference with its digest) and SHA256SUMS over them,
 /// which the workflow attaches to the GitHub release.
 ///
@@ -59,7 +59,7 @@ enum Step {
     Task(Vec<String>),
     /// A tool's command line.
     Tool(Vec<String>),
-    /// target/release/'s files: SBOMs, the chart, IMAGES, SHA256SUMS.
+    /// target/dist/'s files: SBOMs, the chart, IMAGES, SHA256SUMS.
     Assets,
 }
 
@@ -70,7 +70,7 @@ impl std::fmt::Display for Step {
             Self::Tool(args) => write!(f, "{}", args.join(" ")),
             Self::Assets => write!(
                 f,
-                "write target/release/: each SBOM, the chart package, IMAGES and SHA256SUMS"
+                "write target/dist/: each SBOM, the chart package, IMAGES and SHA256SUMS"
             ),
         }
     }
@@ -220,9 +220,12 @@ fn login(registry: &str, oras: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `target/release`: the files the GitHub release carries.
+/// `target/dist`: the files the GitHub release carries. Not cargo's
+/// `target/release`: clearing that would delete the host half of every
+/// release build (build scripts, proc macros) and cost the next image
+/// build a full compile.
 pub(crate) fn assets_dir() -> PathBuf {
-    cmd::target_dir().join("release")
+    cmd::target_dir().join("dist")
 }
 
 /// Writes the release's files: each provider's SBOM, the chart package,
@@ -315,6 +318,19 @@ mod tests {
         match crate::parse_task(&[&["release"], args].concat()).unwrap() {
             crate::Task::Release(options) => options,
             other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_release_files_stay_out_of_cargos_profile_directories() {
+        let dir = assets_dir();
+        for profile in ["debug", "release"] {
+            assert!(
+                !cmd::target_dir().join(profile).starts_with(&dir)
+                    && !dir.starts_with(cmd::target_dir().join(profile)),
+                "{} would clear or be cleared with cargo's {profile} profile",
+                dir.display()
+            );
         }
     }
 

@@ -7,6 +7,7 @@
 //! ([`dir`]), where tests look for them.
 
 pub(crate) mod apt;
+pub(crate) mod background;
 pub(crate) mod cargo_install;
 pub(crate) mod control_plane;
 pub(crate) mod go_install;

@@ -42,11 +42,14 @@ pub(crate) fn ensure() -> anyhow::Result<ControlPlane> {
     ensure_with(None)
 }
 
-/// Starts [`ensure`] on a thread of its own, Go's output written to `log`
-/// instead of the terminal: CI overlaps a fresh machine's Go build with
-/// its Rust compile, whose single-crate stretches leave a core idle.
-pub(crate) fn prebuild(log: PathBuf) -> std::thread::JoinHandle<anyhow::Result<ControlPlane>> {
-    std::thread::spawn(move || ensure_with(Some(log)))
+/// Starts [`ensure`] in the background at idle priority, Go's output
+/// written to `log` instead of the terminal: CI overlaps a fresh machine's
+/// Go build with its Rust compile, whose single-crate stretches leave a
+/// core idle, and its first test runs.
+pub(crate) fn prebuild(log: PathBuf) -> crate::tools::background::Build<ControlPlane> {
+    crate::tools::background::spawn("control plane", Some(log.clone()), move || {
+        ensure_with(Some(log))
+    })
 }
 
 fn ensure_with(log: Option<PathBuf>) -> anyhow::Result<ControlPlane> {
