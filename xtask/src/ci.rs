@@ -18,9 +18,12 @@ use crate::tools;
 /// oras from the Go module proxy; cargo-deny and cargo-auditable from
 /// crates.io) is built in the background at idle CPU priority from the
 /// start, cached by version outside the clone, and joined by the first step
-/// that needs it. Then runs: cargo fmt --check, clippy (warnings denied),
-/// rustdoc of the interface crate (warnings denied), every binary and test
-/// of the workspace built once and every test run, `cargo deny check
+/// that needs it. Then runs: cargo fmt --check, rustdoc of the interface
+/// crate (warnings denied), every target of the workspace built once with
+/// clippy linting it as it compiles (clippy-driver as the workspace's
+/// compiler, warnings denied: as `cargo clippy --workspace --all-targets --
+/// -D warnings`, without compiling the dependencies a second time for its
+/// check), every test run, `cargo deny check
 /// licenses bans sources` (deny.toml), actionlint over the GitHub workflows,
 /// `cargo xtask new-provider` into a copy of the workspace (three generated
 /// providers built, linted and tested, the conformance suite included),
@@ -177,28 +180,22 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     let control_plane = real_cluster.then(|| tools::control_plane::prebuild(control_plane_log));
     let built_tools = tools::background::spawn("tools", None, move || build_tools(real_cluster));
     steps.time("fmt", || run(cargo().args(["fmt", "--all", "--check"])))?;
-    steps.time("clippy", || {
-        run(cargo().args([
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--locked",
-            "--",
-            "-D",
-            "warnings",
-        ]))
-    })?;
     steps.time("rustdoc", || {
         run(cargo()
             .args(["doc", "--no-deps", "--locked", "-p", "ccm-cloud-provider"])
             .env("RUSTDOCFLAGS", "-D warnings"))
     })?;
     steps.time("e2e tools", tools::ensure_e2e)?;
-    steps.time("tests", || {
-        // Every binary and test at once, with the features `cargo test
-        // --workspace` resolves: the tasks after it start these binaries.
-        run(cargo().args(["build", "--workspace", "--bins", "--tests", "--locked"]))?;
+    // Every target at once, with the features `cargo test --workspace`
+    // resolves (the tasks after it start these binaries), clippy linting
+    // the workspace's crates as they compile.
+    steps.time("build and clippy", || {
+        crate::cmd::lint_while_building()?;
+        run(cargo().args(["build", "--workspace", "--all-targets", "--locked"]))?;
         crate::cmd::workspace_built();
+        Ok(())
+    })?;
+    steps.time("tests", || {
         run(tools::kubectl::point_at(cargo().args([
             "test",
             "--workspace",
