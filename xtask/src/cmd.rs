@@ -90,7 +90,7 @@ const CLIPPY_ARGS: &str = "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__";
 /// rustc alone. Every cargo of the run must carry it: cargo rebuilds a
 /// crate whose wrapper changed.
 pub(crate) fn lint_while_building() -> anyhow::Result<()> {
-    let cargo = PathBuf::from(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let cargo = cargo_program();
     let driver = cargo.with_file_name("clippy-driver");
     if !driver.is_file() {
         bail!(
@@ -102,9 +102,15 @@ pub(crate) fn lint_while_building() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The cargo binary that runs us (`CARGO`, set by the `cargo run` that
+/// started xtask), else `cargo` from `PATH`.
+pub(crate) fn cargo_program() -> PathBuf {
+    std::env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from)
+}
+
 /// The cargo that runs us, so rustup's toolchain choice carries through.
 pub(crate) fn cargo() -> Command {
-    let mut cmd = cargo_through(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let mut cmd = cargo_through(cargo_program());
     if let Some(driver) = LINTER.get() {
         cmd.env("RUSTC_WORKSPACE_WRAPPER", driver)
             .env("CLIPPY_ARGS", CLIPPY_ARGS);

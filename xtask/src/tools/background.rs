@@ -58,12 +58,7 @@ impl<T> Build<T> {
 /// on its thread id): it and what it starts run only on CPU no other
 /// process wants.
 fn idle_priority() -> anyhow::Result<()> {
-    let link = std::fs::read_link("/proc/thread-self").context("reading /proc/thread-self")?;
-    let tid = link
-        .file_name()
-        .and_then(|name| name.to_str())
-        .with_context(|| format!("/proc/thread-self points at {}", link.display()))?
-        .to_owned();
+    let tid = this_thread_id()?;
     let status = Command::new("chrt")
         .args(["--idle", "--pid", "0", &tid])
         .stdout(Stdio::null())
@@ -75,14 +70,22 @@ fn idle_priority() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The calling thread's id, from `/proc/thread-self` (`<pid>/task/<tid>`).
+fn this_thread_id() -> anyhow::Result<String> {
+    let link = std::fs::read_link("/proc/thread-self").context("reading /proc/thread-self")?;
+    link.file_name()
+        .and_then(|name| name.to_str())
+        .map(str::to_owned)
+        .with_context(|| format!("/proc/thread-self points at {}", link.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     /// The thread's policy as `chrt --pid` reports it.
     fn policy_of_this_thread() -> String {
-        let link = std::fs::read_link("/proc/thread-self").unwrap();
-        let tid = link.file_name().unwrap().to_str().unwrap().to_owned();
+        let tid = this_thread_id().unwrap();
         let out = Command::new("chrt").args(["--pid", &tid]).output().unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     }

@@ -64,8 +64,7 @@ impl Tool {
             root.display()
         );
         std::fs::create_dir_all(&root).with_context(|| format!("creating {}", root.display()))?;
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let built = run(Command::new(cargo)
+        let built = run(Command::new(crate::cmd::cargo_program())
             .args(["install", "--locked", "--quiet", self.krate, "--version"])
             .arg(self.version)
             .arg("--root")
