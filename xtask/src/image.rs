@@ -99,7 +99,7 @@ pub(crate) struct Options {
     /// With --check: leave out the second compile (the rest of the checks
     /// still run). CI recompiles one provider's binary, not all three: the
     /// second compile re-runs only the binary crate and the link, which
-    /// every provider shares, and costs minutes each.
+    /// every provider shares, and costs about a minute each.
     #[arg(long, requires = "check", verbatim_doc_comment)]
     no_rebuild: bool,
     /// Copy the image to REF (for example docker://registry/name:tag) with

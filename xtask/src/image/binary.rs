@@ -177,8 +177,8 @@ impl Drop for Background {
 }
 
 /// Compiles the provider's binary crate a second time, from scratch (its
-/// own artifacts removed; dependencies are reused), relinking it with LTO
-/// over every crate: for `--check` to compare with the first build.
+/// own artifacts removed; dependencies are reused) and relinks it: for
+/// `--check` to compare with the first build.
 pub(crate) fn rebuild(
     provider: &str,
     meta: &Metadata,
