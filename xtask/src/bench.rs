@@ -11,6 +11,7 @@ mod against_upstream;
 mod call_counts;
 mod driver;
 mod harness;
+mod heap;
 mod machine;
 mod measurements;
 mod plot;

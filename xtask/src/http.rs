@@ -85,12 +85,20 @@ pub(crate) fn get_https_as(
     path: &str,
     token: Option<&str>,
 ) -> anyhow::Result<Response> {
-    let tcp = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
-        .with_context(|| format!("connecting to {addr}"))?;
-    tcp.set_read_timeout(Some(Duration::from_secs(30)))?;
-    let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
-    let connection = rustls::ClientConnection::new(tls::config()?, name)?;
-    let mut stream = rustls::StreamOwned::new(connection, tcp);
+    let (status, body) = get_https_bytes(addr, path, token)?;
+    Ok(Response {
+        status,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+/// [`get_https_as`] for a binary body: the status code and the body's bytes.
+pub(crate) fn get_https_bytes(
+    addr: SocketAddr,
+    path: &str,
+    token: Option<&str>,
+) -> anyhow::Result<(u16, Vec<u8>)> {
+    let mut stream = connect_https(addr)?;
     let head = format!(
         "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nUser-Agent: xtask\r\n{}\r\n",
         authorization(token)
@@ -103,7 +111,7 @@ pub(crate) fn get_https_as(
         Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof && !raw.is_empty() => {}
         Err(err) => return Err(err).with_context(|| format!("reading from {addr}")),
     }
-    parse(&raw)
+    parse_bytes(&raw)
 }
 
 /// A TLS connection to a loopback HTTPS server, to send many requests on.
@@ -127,10 +135,20 @@ fn authorization(token: Option<&str>) -> String {
 }
 
 fn parse(raw: &[u8]) -> anyhow::Result<Response> {
-    let text = String::from_utf8_lossy(raw);
-    let Some((head, body)) = text.split_once("\r\n\r\n") else {
+    let (status, body) = parse_bytes(raw)?;
+    Ok(Response {
+        status,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+/// The status code and body (chunks joined) of a whole response.
+fn parse_bytes(raw: &[u8]) -> anyhow::Result<(u16, Vec<u8>)> {
+    let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") else {
         bail!("malformed HTTP response")
     };
+    let head = String::from_utf8_lossy(&raw[..end]);
+    let body = &raw[end + 4..];
     let status = head
         .split_whitespace()
         .nth(1)
@@ -143,21 +161,26 @@ fn parse(raw: &[u8]) -> anyhow::Result<Response> {
     let body = if chunked {
         dechunk(body)?
     } else {
-        body.to_owned()
+        body.to_vec()
     };
-    Ok(Response { status, body })
+    Ok((status, body))
 }
 
-fn dechunk(mut body: &str) -> anyhow::Result<String> {
-    let mut out = String::new();
+fn dechunk(mut body: &[u8]) -> anyhow::Result<Vec<u8>> {
+    let mut out = Vec::new();
     loop {
-        let (size, rest) = body.split_once("\r\n").context("truncated chunk")?;
+        let line = body
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .context("truncated chunk")?;
+        let size = String::from_utf8_lossy(&body[..line]);
         let size = usize::from_str_radix(size.split(';').next().unwrap_or("").trim(), 16)
             .context("bad chunk size")?;
+        let rest = &body[line + 2..];
         if size == 0 {
             return Ok(out);
         }
-        out.push_str(rest.get(..size).context("truncated chunk")?);
+        out.extend_from_slice(rest.get(..size).context("truncated chunk")?);
         body = rest.get(size + 2..).unwrap_or_default();
     }
 }
@@ -172,6 +195,11 @@ mod tests {
         assert_eq!((plain.status, plain.body.as_str()), (200, "ok"));
         let chunked = parse(b"HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n").unwrap();
         assert_eq!((chunked.status, chunked.body.as_str()), (503, "abcde"));
+        let binary = parse_bytes(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n\x1f\x8b\r\n0\r\n\r\n",
+        )
+        .unwrap();
+        assert_eq!(binary, (200, vec![0x1f, 0x8b]));
     }
 
     #[test]

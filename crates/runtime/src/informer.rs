@@ -1,6 +1,9 @@
 //! One watch and one cache per resource kind, shared by every controller.
 
+mod lean;
 mod relist;
+
+pub use lean::Lean;
 
 use std::fmt::Debug;
 use std::sync::Arc;
@@ -10,7 +13,7 @@ use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use kube::Resource;
 use kube::api::Api;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
@@ -45,6 +48,8 @@ pub enum InformerError {
 ///
 /// # Guarantees
 /// - One list+watch per informer, however many controllers subscribe.
+/// - The cache and subscribers hold each object as [`Lean::lean`] leaves
+///   it: the fields controllers read.
 /// - Subscribers receive every object that is created or changes (from the
 ///   cache, after it is updated); hooks additionally see deletions and
 ///   relists.
@@ -157,7 +162,13 @@ where
     /// went away are dropped.
     fn publish(&self, event: &watcher::Event<K>) {
         let objects: Vec<Arc<K>> = match event {
-            watcher::Event::Apply(object) => vec![Arc::new(object.clone())],
+            // The cache applied this event just before: share its copy
+            // rather than keep a second one for each change in flight.
+            watcher::Event::Apply(object) => vec![
+                self.reader
+                    .get(&ObjectRef::from(object))
+                    .unwrap_or_else(|| Arc::new(object.clone())),
+            ],
             watcher::Event::InitDone => self.reader.state(),
             _ => return,
         };
@@ -193,7 +204,10 @@ where
     ///
     /// # Errors
     /// [`InformerError::AlreadyStarted`] when called twice.
-    pub async fn run(&self, shutdown: CancellationToken) -> Result<(), InformerError> {
+    pub async fn run(&self, shutdown: CancellationToken) -> Result<(), InformerError>
+    where
+        K: Lean,
+    {
         let kind = K::kind(&()).into_owned();
         let writer = self
             .writer
@@ -205,6 +219,7 @@ where
         let events = relist::restarting(kind.clone(), move || {
             watcher(api.clone(), watcher::Config::default()).default_backoff()
         })
+        .modify(K::lean)
         .reflect(writer)
         .for_each(|event| {
             match event {

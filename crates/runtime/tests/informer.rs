@@ -8,7 +8,8 @@ use ccm_runtime::controller::{self, ControllerConfig, Triggers};
 use ccm_runtime::{Action, Informers, Metrics, WatchEvent};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::ObjectRef;
 use test_apiserver::TestApiServer;
 use tokio_util::sync::CancellationToken;
 
@@ -100,6 +101,81 @@ async fn one_watch_per_kind_however_many_controllers_subscribe() {
         stats.count(test_apiserver::Verb::List, "nodes"),
         1,
         "one list"
+    );
+    shutdown.cancel();
+    run.await.unwrap().unwrap();
+}
+
+/// A real node's status carries what no controller reads; the cache keeps
+/// none of it, and subscribers get the cache's own copy of each change.
+#[tokio::test]
+async fn the_cache_keeps_lean_nodes_and_subscribers_share_its_copy() {
+    let server = TestApiServer::start().await.unwrap();
+    let informers = Arc::new(Informers::new(server.client()));
+    let nodes = informers.nodes();
+    let mut subscriber = nodes.subscribe().unwrap();
+    let shutdown = CancellationToken::new();
+    let run = run_informers(&informers, &shutdown);
+    nodes.wait_until_ready().await;
+
+    let api: Api<Node> = Api::all(server.client());
+    let mut applied = node("n1");
+    applied.metadata.annotations = Some(
+        [
+            (
+                "kubectl.kubernetes.io/last-applied-configuration".to_owned(),
+                "{\"kind\":\"Node\"}".to_owned(),
+            ),
+            ("example.com/kept".to_owned(), "yes".to_owned()),
+        ]
+        .into(),
+    );
+    api.create(&PostParams::default(), &applied).await.unwrap();
+    let status = serde_json::json!({"status": {
+        "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+        "images": [{"names": ["registry.k8s.io/pause:3.10"], "sizeBytes": 320_368}],
+        "capacity": {"cpu": "2"},
+        "volumesInUse": ["kubernetes.io/csi/ebs^vol-1"]
+    }});
+    api.patch_status("n1", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+    let stored = api.get_status("n1").await.unwrap();
+    assert!(
+        stored
+            .status
+            .as_ref()
+            .and_then(|s| s.images.as_ref())
+            .is_some(),
+        "the API server keeps the images"
+    );
+
+    let latest = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let node = futures::StreamExt::next(&mut subscriber).await.unwrap();
+            if node
+                .status
+                .as_ref()
+                .and_then(|s| s.addresses.as_ref())
+                .is_some()
+            {
+                return node;
+            }
+        }
+    })
+    .await
+    .expect("the subscriber sees the status change");
+    let cached = nodes.store().get(&ObjectRef::new("n1")).unwrap();
+    assert!(Arc::ptr_eq(&latest, &cached), "one copy, shared");
+    let status = cached.status.as_ref().unwrap();
+    assert_eq!(status.addresses.as_ref().unwrap()[0].address, "10.0.0.1");
+    assert_eq!(
+        (&status.images, &status.capacity, &status.volumes_in_use),
+        (&None, &None, &None)
+    );
+    assert_eq!(
+        cached.metadata.annotations,
+        Some([("example.com/kept".to_owned(), "yes".to_owned())].into())
     );
     shutdown.cancel();
     run.await.unwrap().unwrap();

@@ -138,6 +138,9 @@ pub(crate) struct Series {
     pub(crate) total: usize,
     /// Seconds since the first registration → nodes initialized.
     pub(crate) points: Vec<(f64, u64)>,
+    /// Seconds since the first registration → the CCM's resident memory
+    /// (VmRSS), in MiB.
+    pub(crate) rss: Vec<(f64, f64)>,
 }
 
 /// Whether the scenario ran to its end.
@@ -251,6 +254,7 @@ impl Scenario {
             "series": self.series.as_ref().map(|s| json!({
                 "label": s.label, "total": s.total,
                 "points": s.points.iter().map(|(t, n)| json!([t, n])).collect::<Vec<_>>(),
+                "rss_mib": s.rss.iter().map(|(t, m)| json!([t, m])).collect::<Vec<_>>(),
             })),
         })
     }

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::super::driver::{self, NodeCensus};
 use super::super::harness::{BATCH_SIZE, Binaries, Cluster, KubeApiQps};
+use super::super::heap::{self, HeapProfile};
 use super::super::measurements::{Metrics, RequestLog, Usage, calls_between};
 use super::super::upstream;
 use super::{Figure, Scenario, Series, Status, note_lease_loss, write_figures};
@@ -51,6 +52,7 @@ fn measure(
     let api = cluster.api;
     let start = Instant::now();
     let mut points = vec![(0.0, 0)];
+    let mut rss = Vec::new();
     let mut last = before.clone();
     let mut registered_after = None;
     let failed = AtomicBool::new(false);
@@ -70,6 +72,9 @@ fn measure(
             &stop,
             |t, m| {
                 points.push((t, m.nodes_initialized()));
+                if let Ok(usage) = Usage::read(ccm.pid) {
+                    rss.push((t, usage.rss_kib as f64 / 1024.0));
+                }
                 last = m.clone();
             },
         );
@@ -167,6 +172,13 @@ fn measure(
             (usage.cpu_seconds * 100.0).round() / 100.0,
             "s",
         ));
+        // Only now: symbolizing the profile maps the binary's symbol
+        // tables into the CCM, some 40 MiB of resident memory the peak
+        // above must not include.
+        match heap::read(ccm.metrics) {
+            Ok(heap) => note_heap(&mut scenario, &heap, usage),
+            Err(err) => scenario.note(format!("The heap profile could not be read: {err:#}")),
+        }
     }
     scenario.compare(&calls, &upstream::burst(nodes, elapsed, qps.qps()), None);
     targets(&mut scenario, nodes, &outcome, metadata_calls, &log, census);
@@ -178,9 +190,35 @@ fn measure(
         panel: qps_panel(qps),
         total: nodes,
         points,
+        rss,
     });
     cluster.stop_ccm()?;
     Ok(scenario)
+}
+
+/// How many allocation sites a burst's heap note names.
+const HEAP_SITES: usize = 8;
+
+/// The heap profile taken once every node was initialized, as a figure and
+/// a note naming the largest allocation sites.
+fn note_heap(scenario: &mut Scenario, heap: &HeapProfile, usage: Usage) {
+    let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
+    scenario.figure(Figure::new(
+        "CCM live heap once every node was initialized (jemalloc's estimate)",
+        (mib(heap.total) * 10.0).round() / 10.0,
+        "MiB",
+    ));
+    let sites = heap
+        .top(HEAP_SITES)
+        .iter()
+        .map(|(site, bytes)| format!("`{site}` {:.1} MiB", mib(*bytes)))
+        .collect::<Vec<_>>()
+        .join("; ");
+    scenario.note(format!(
+        "Heap once every node was initialized: {:.1} MiB live, resident {:.1} MiB. By allocation site: {sites}.",
+        mib(heap.total),
+        usage.rss_kib as f64 / 1024.0
+    ));
 }
 
 /// The plot panel of a QPS setting.
