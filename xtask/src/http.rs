@@ -17,6 +17,16 @@ pub(crate) struct Response {
     pub(crate) body: String,
 }
 
+impl Response {
+    /// A response whose body is read as text.
+    fn text((status, body): (u16, Vec<u8>)) -> Self {
+        Self {
+            status,
+            body: String::from_utf8_lossy(&body).into_owned(),
+        }
+    }
+}
+
 /// `http://host:port` → the socket address.
 pub(crate) fn address(url: &str) -> anyhow::Result<SocketAddr> {
     let rest = url
@@ -85,11 +95,7 @@ pub(crate) fn get_https_as(
     path: &str,
     token: Option<&str>,
 ) -> anyhow::Result<Response> {
-    let (status, body) = get_https_bytes(addr, path, token)?;
-    Ok(Response {
-        status,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    })
+    get_https_bytes(addr, path, token).map(Response::text)
 }
 
 /// [`get_https_as`] for a binary body: the status code and the body's bytes.
@@ -135,11 +141,7 @@ fn authorization(token: Option<&str>) -> String {
 }
 
 fn parse(raw: &[u8]) -> anyhow::Result<Response> {
-    let (status, body) = parse_bytes(raw)?;
-    Ok(Response {
-        status,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    })
+    parse_bytes(raw).map(Response::text)
 }
 
 /// The status code and body (chunks joined) of a whole response.

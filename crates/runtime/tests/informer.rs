@@ -33,6 +33,36 @@ fn run_informers(
     tokio::spawn(async move { informers.run(shutdown).await })
 }
 
+/// A test API server, its Node informer running and ready, one subscriber,
+/// and a client for nodes.
+struct NodeWatch {
+    server: TestApiServer,
+    nodes: Arc<ccm_runtime::Informer<Node>>,
+    subscriber: ccm_runtime::Changes<Node>,
+    shutdown: CancellationToken,
+    run: tokio::task::JoinHandle<Result<(), ccm_runtime::InformerError>>,
+    api: Api<Node>,
+}
+
+async fn watching_nodes() -> NodeWatch {
+    let server = TestApiServer::start().await.unwrap();
+    let informers = Arc::new(Informers::new(server.client()));
+    let nodes = informers.nodes();
+    let subscriber = nodes.subscribe().unwrap();
+    let shutdown = CancellationToken::new();
+    let run = run_informers(&informers, &shutdown);
+    nodes.wait_until_ready().await;
+    let api = Api::all(server.client());
+    NodeWatch {
+        server,
+        nodes,
+        subscriber,
+        shutdown,
+        run,
+        api,
+    }
+}
+
 #[tokio::test]
 async fn one_watch_per_kind_however_many_controllers_subscribe() {
     let server = TestApiServer::start().await.unwrap();
@@ -110,15 +140,14 @@ async fn one_watch_per_kind_however_many_controllers_subscribe() {
 /// none of it, and subscribers get the cache's own copy of each change.
 #[tokio::test]
 async fn the_cache_keeps_lean_nodes_and_subscribers_share_its_copy() {
-    let server = TestApiServer::start().await.unwrap();
-    let informers = Arc::new(Informers::new(server.client()));
-    let nodes = informers.nodes();
-    let mut subscriber = nodes.subscribe().unwrap();
-    let shutdown = CancellationToken::new();
-    let run = run_informers(&informers, &shutdown);
-    nodes.wait_until_ready().await;
-
-    let api: Api<Node> = Api::all(server.client());
+    let NodeWatch {
+        server: _server,
+        nodes,
+        mut subscriber,
+        shutdown,
+        run,
+        api,
+    } = watching_nodes().await;
     let mut applied = node("n1");
     applied.metadata.annotations = Some(
         [
@@ -416,15 +445,14 @@ async fn a_reconcile_that_never_ends_is_the_longest_running_until_shutdown() {
 /// crash points: new Services waited for the 100 s resync).
 #[tokio::test]
 async fn a_subscriber_that_reads_late_still_sees_every_change_after_a_deletion() {
-    let server = TestApiServer::start().await.unwrap();
-    let informers = Arc::new(Informers::new(server.client()));
-    let nodes = informers.nodes();
-    let mut subscriber = nodes.subscribe().unwrap();
-    let shutdown = CancellationToken::new();
-    let run = run_informers(&informers, &shutdown);
-    nodes.wait_until_ready().await;
-
-    let api: Api<Node> = Api::all(server.client());
+    let NodeWatch {
+        server: _server,
+        nodes,
+        mut subscriber,
+        shutdown,
+        run,
+        api,
+    } = watching_nodes().await;
     api.create(&PostParams::default(), &node("gone"))
         .await
         .unwrap();

@@ -74,8 +74,9 @@ pub(crate) struct HeapProfile {
 /// Frames that only carry an allocation along: the allocator and its
 /// profiler, the standard library, containers, (de)serialization, clones
 /// of API types, and the async runtime's task and stream machinery (a
-/// spawned task is charged to the code that spawned it).
-const PLUMBING: [&str; 35] = [
+/// spawned task is charged to the code that spawned it). Matched after a
+/// qualified path's leading `<` (and `&mut `).
+const PLUMBING: [&str; 22] = [
     "_rjem",
     "je_",
     "prof_",
@@ -83,38 +84,26 @@ const PLUMBING: [&str; 35] = [
     "__rust",
     "__rdl",
     "alloc::",
-    "<alloc::",
     "core::",
-    "<core::",
     "std::",
-    "<std::",
     "hashbrown::",
-    "<hashbrown::",
     "serde::",
-    "<serde::",
     "serde_core::",
-    "<serde_core::",
     "serde_json::",
-    "<serde_json::",
-    "<&mut serde_json::",
-    "<k8s_openapi::",
+    "k8s_openapi::",
     "tokio::runtime::",
-    "<tokio::runtime::",
     "tracing::",
-    "<tracing::",
-    "<tracing_subscriber::",
+    "tracing_subscriber::",
     "futures_util::",
-    "<futures_util::",
     "futures_core::",
-    "<futures_core::",
-    "<S as futures_core::",
+    "S as futures_core::",
     "bytes::",
-    "<bytes::",
-    "<kube_runtime::utils::",
+    "kube_runtime::utils::",
 ];
 
 fn is_plumbing(name: &str) -> bool {
-    name.is_empty() || PLUMBING.iter().any(|prefix| name.starts_with(prefix))
+    let path = name.trim_start_matches('<').trim_start_matches("&mut ");
+    name.is_empty() || PLUMBING.iter().any(|prefix| path.starts_with(prefix))
 }
 
 /// Reads the heap profile of the CCM serving `addr` and sums it by site.
