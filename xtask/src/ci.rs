@@ -34,9 +34,10 @@ use crate::tools;
 /// chart`, `cargo xtask monitoring` (the alert rules and dashboard against
 /// a real Prometheus), `cargo xtask image --check` for each provider's image
 /// (their release compile started in the background at idle CPU priority
-/// after new-provider, so it uses the CPU the suites in between leave idle;
-/// its output in target/ci/images-compile.log; the second, reproducibility
-/// compile for the AWS binary only), `cargo xtask release --loopback`
+/// before the workspace's build, so it uses every stretch of CPU the build,
+/// the tests and the suites leave idle; its output in
+/// target/ci/images-compile.log; the second, reproducibility compile for
+/// the AWS binary only), `cargo xtask release --loopback`
 /// (every image with its SBOM as referrer, and the chart, pushed to a
 /// docker-registry on loopback and read back with skopeo, oras and helm),
 /// and `cargo xtask bench --against-upstream --quick` (ours at 20 nodes,
@@ -116,11 +117,11 @@ fn actionlint() -> anyhow::Result<()> {
 }
 
 /// What later steps use that a fresh machine builds from source, minutes
-/// each: cargo-deny and cargo-auditable from crates.io, actionlint and oras
-/// from the Go module proxy (with the real cluster's steps only).
+/// each: cargo-deny from crates.io, actionlint and oras from the Go module
+/// proxy (with the real cluster's steps only). cargo-auditable is not here:
+/// the images' compile needs it first, in the foreground.
 fn build_tools(real_cluster: bool) -> anyhow::Result<()> {
     tools::cargo_install::CARGO_DENY.ensure()?;
-    tools::cargo_install::CARGO_AUDITABLE.ensure()?;
     if real_cluster {
         tools::go_install::ACTIONLINT.ensure()?;
         tools::go_install::ORAS.ensure()?;
@@ -186,6 +187,16 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
             .env("RUSTDOCFLAGS", "-D warnings"))
     })?;
     steps.time("e2e tools", tools::ensure_e2e)?;
+    // The images' release compile is the longest piece of work CI does
+    // (about 26 minutes of two cores alone). At idle priority from here it
+    // takes only CPU no other step wants: the build's single-crate and link
+    // stretches, the tests and suites waiting on timers and processes.
+    // Started after new-provider instead, it left 14 minutes to wait for.
+    steps.time("image tools", tools::ensure_image)?;
+    let images = crate::image::binary::Background::start(
+        &crate::image::metadata(REBUILT)?,
+        &crate::cmd::target_dir().join("ci/images-compile.log"),
+    )?;
     // Every target at once, with the features `cargo test --workspace`
     // resolves (the tasks after it start these binaries), clippy linting
     // the workspace's crates as they compile.
@@ -208,13 +219,6 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         steps.time("actionlint", actionlint)?;
     }
     steps.time("new-provider", crate::new_provider::check)?;
-    // The rest until the images mostly waits on processes and timers: the
-    // images' release compile uses the idle CPU meanwhile.
-    steps.time("image tools", tools::ensure_image)?;
-    let images = crate::image::binary::Background::start(
-        &crate::image::metadata(REBUILT)?,
-        &crate::cmd::target_dir().join("ci/images-compile.log"),
-    )?;
     steps.time("chaos --quick", || task(CHAOS))?;
     if let Some(build) = control_plane {
         steps.time("control plane (joined)", || build.join().map(drop))?;

@@ -102,9 +102,10 @@ fn compile(meta: &Metadata) -> anyhow::Result<Command> {
 }
 
 /// [`build`]'s compile running in the background at idle CPU priority
-/// (`chrt --idle`): `cargo xtask ci` runs it beside suites that mostly wait
-/// on processes and timers, which it does not slow (the scheduler gives it
-/// only CPU no one else wants). The images' own step then finds the
+/// (`chrt --idle`): `cargo xtask ci` runs it beside the workspace's debug
+/// build and the suites, which it barely slows (the scheduler gives it only
+/// CPU no one else wants: a crate compiled alone, a link, a suite waiting
+/// on processes and timers). The images' own step then finds the
 /// binaries built, or waits for the rest. Dropped unjoined (a step before
 /// the images failed), it is killed.
 pub(crate) struct Background {
