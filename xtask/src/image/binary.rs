@@ -103,9 +103,10 @@ fn compile(meta: &Metadata) -> anyhow::Result<Command> {
 
 /// [`build`]'s compile running in the background at idle CPU priority
 /// (`chrt --idle`): `cargo xtask ci` runs it beside the workspace's debug
-/// build and the suites, which it barely slows (the scheduler gives it only
-/// CPU no one else wants: a crate compiled alone, a link, a suite waiting
-/// on processes and timers). The images' own step then finds the
+/// build and the suites. The scheduler gives it only CPU no one else wants
+/// (a crate compiled alone, a link, a suite waiting on processes and
+/// timers); the steps beside it still slow a little, as they share caches
+/// and memory bandwidth. The images' own step then finds the
 /// binaries built, or waits for the rest. Dropped unjoined (a step before
 /// the images failed), it is killed.
 pub(crate) struct Background {
