@@ -21,12 +21,24 @@ struct Request<T, K> {
     reply: oneshot::Sender<Result<T, CloudError>>,
 }
 
+/// How many windows a batch stays open at most while requests stream in.
+pub const STREAM_WINDOWS: u32 = 10;
+
+/// Requests closer together than `window / STREAM_GAP_DIVISOR` are a stream.
+const STREAM_GAP_DIVISOR: u32 = 4;
+
 /// Turns concurrent single-node lookups into batch calls.
 ///
 /// # Guarantees
 /// - Requests arriving within `window` of the first request of a batch, or
 ///   while every call slot is busy, share one call, up to `max_batch` nodes:
 ///   a burst of N lookups costs ceil(N / max_batch) calls.
+/// - While requests keep streaming in (each within a quarter window of the
+///   last), the batch stays open past `window` until it is full, for at
+///   most [`STREAM_WINDOWS`] windows: a burst that arrives over seconds
+///   (nodes registering, a watch delivering them) still fills its calls,
+///   instead of a call per window with whatever the window caught.
+/// - A lone request waits one `window`.
 /// - At most `concurrency` batch calls run at once.
 /// - When a call fails as a whole, every node in it gets that error.
 #[derive(Debug)]
@@ -90,12 +102,19 @@ async fn drive<T: Send + 'static, K: Send + 'static>(
     window: Duration,
     slots: Arc<Semaphore>,
 ) {
+    let gap = window / STREAM_GAP_DIVISOR;
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
-        let deadline = tokio::time::Instant::now() + window;
+        let opened = tokio::time::Instant::now();
+        let latest = opened + window * STREAM_WINDOWS;
+        let mut deadline = opened + window;
         while batch.len() < max_batch {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(request)) => batch.push(request),
+                Ok(Some(request)) => {
+                    batch.push(request);
+                    let streaming = tokio::time::Instant::now() + gap;
+                    deadline = deadline.max(streaming).min(latest);
+                }
                 Ok(None) | Err(_) => break,
             }
         }

@@ -34,7 +34,9 @@ mod quiescence;
 mod stalls;
 
 pub use backoff::FailureBackoff;
-pub use batcher::{AnswerLost, Answers, BatchCall, Batcher, BatcherStopped, lookup_all};
+pub use batcher::{
+    AnswerLost, Answers, BatchCall, Batcher, BatcherStopped, STREAM_WINDOWS, lookup_all,
+};
 pub use cloud::{AlwaysLeader, Fence, Fenced, MeteredCloud};
 pub use context::{Context, Informers};
 pub use error::{ReconcileError, Retry};

@@ -4,7 +4,7 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ccm_runtime::{BatchCall, Batcher, lookup_all};
+use ccm_runtime::{BatchCall, Batcher, STREAM_WINDOWS, lookup_all};
 use cloud_provider::k8s_openapi::api::core::v1::Node;
 use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use cloud_provider::{CloudError, InstanceMetadata, Instances};
@@ -78,6 +78,75 @@ async fn a_lone_lookup_waits_one_window_then_goes_alone() {
     batcher.lookup(node("solo")).await.unwrap();
     assert_eq!(start.elapsed(), WINDOW);
     assert_eq!(cloud.calls()[0].batch_size, Some(1));
+}
+
+/// `n` lookups, one every `every`, each answered with how long it waited
+/// from its own start.
+async fn stream(
+    batcher: &Batcher<InstanceMetadata>,
+    n: usize,
+    every: Duration,
+) -> Vec<(Duration, Result<InstanceMetadata, CloudError>)> {
+    let mut lookups = Vec::new();
+    for i in 0..n {
+        let batcher = batcher.clone();
+        lookups.push(tokio::spawn(async move {
+            let start = tokio::time::Instant::now();
+            let result = batcher.lookup(node(&format!("s-{i}"))).await;
+            (start.elapsed(), result)
+        }));
+        tokio::time::sleep(every).await;
+    }
+    let mut answers = Vec::new();
+    for lookup in lookups {
+        answers.push(lookup.await.unwrap());
+    }
+    answers
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_of_lookups_fills_its_batches() {
+    // 500 a second: a window catches 50, a batch holds 100.
+    let cloud = auto_cloud(100);
+    let batcher = spawn_batcher(&cloud, 1);
+    let answers = stream(&batcher, 1000, Duration::from_millis(2)).await;
+    assert!(answers.iter().all(|(_, r)| r.is_ok()));
+    let sizes: Vec<_> = cloud.calls().iter().map(|c| c.batch_size).collect();
+    assert_eq!(sizes, [Some(100); 10], "ceil(1000 / 100) full calls");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stream_holds_a_batch_open_ten_windows_at_most() {
+    let cloud = auto_cloud(1000);
+    let batcher = Batcher::spawn(
+        metadata_call(&cloud),
+        NonZeroUsize::new(1000).unwrap(),
+        WINDOW,
+        NonZeroUsize::MIN,
+    );
+    // 100 a second, endlessly as far as one batch can tell.
+    let answers = stream(&batcher, 150, Duration::from_millis(10)).await;
+    assert_eq!(
+        answers[0].0,
+        WINDOW * STREAM_WINDOWS,
+        "the first waited the cap"
+    );
+    let first_call = cloud.calls()[0].batch_size.unwrap();
+    assert!(
+        (100..=101).contains(&first_call),
+        "the first call took what arrived in 1 s: {first_call}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_trickle_does_not_hold_a_batch_open() {
+    // One every 60 ms: farther apart than a stream's quarter window.
+    let cloud = auto_cloud(100);
+    let batcher = spawn_batcher(&cloud, 1);
+    let answers = stream(&batcher, 4, Duration::from_millis(60)).await;
+    assert_eq!(answers[0].0, WINDOW, "the first waited one window");
+    let sizes: Vec<_> = cloud.calls().iter().map(|c| c.batch_size).collect();
+    assert_eq!(sizes, [Some(2), Some(2)]);
 }
 
 #[tokio::test(start_paused = true)]
