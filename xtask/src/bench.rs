@@ -28,24 +28,34 @@ use crate::cmd::{self, cargo, repo_root, run};
 use crate::timestamp;
 use harness::{Binaries, KubeApiQps};
 use machine::Machine;
-use scenarios::{Scale, Scenario, Status, burst, established, routes};
+use scenarios::{Large, Scale, Scenario, Status, burst, established, routes};
 
 /// The CCM at scale against the test API server; figures vs upstream's algorithm.
 ///
-/// Builds fake-cloud-controller-manager and test-apiserver in release mode and
-/// runs them as processes, the fake cloud answering like a real one (50 ms a
-/// call, 20 calls/s, batches of 200), through these scenarios:
+/// Builds fake-cloud-controller-manager, fake-cloud and test-apiserver in
+/// release mode and runs them as processes, the fake cloud answering like a
+/// real one (50 ms a call, 20 calls/s, batches of 200) from its own process
+/// (so the CCM's memory figures are its own), through these scenarios:
+///
+///   At 5,000 nodes and 1,000 Services:
 ///
 ///   1. bursts of new nodes (at upstream's default --kube-api-qps and raised)
 ///   6. a route burst          5. LoadBalancer Services created at once
 ///   2. a steady state         3. a heartbeat storm        4. node churn
+///   4. kept up for 30 minutes (1 with --quick): its memory's slope
+///
+///   At 10,000 nodes and 2,000 Services (full runs only): 1 at the raised
+///   QPS, then 5, 2, 3 and 4.
+///
+///   Then:
+///
 ///   7. the admission webhook at 500 reviews/s
 ///   8. Rancher, 9. AWS and DigitalOcean API calls per operation (budgets)
 ///
 /// Each reports its figures and its cloud calls next to those upstream's Go
 /// controllers would make for the same work. Writes target/bench/report.md,
 /// report.json and node-initialization.svg (process logs in target/bench/runs/).
-/// The full run takes 30 minutes or more.
+/// The full run takes an hour or more.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub(crate) struct Options {
@@ -85,6 +95,8 @@ enum Only {
     Routes,
     /// The scenarios on an established cluster (5, 2, 3, 4).
     Cluster,
+    /// 1, 5, 2, 3 and 4 at 10,000 nodes and 2,000 Services (full runs).
+    Large,
     /// The admission webhook at 500 reviews/s (7).
     Admission,
     /// Rancher API calls per operation against upstream's (8).
@@ -102,10 +114,16 @@ impl Options {
         }
     }
 
-    /// `--publish` with a partial run other than `--only admission`,
-    /// `--only rancher` or `--only budgets` is refused: the published
+    /// Refuses `--only large` with `--quick` (the large cluster has no
+    /// quick size), and `--publish` with a partial run other than `--only
+    /// admission`, `--only rancher` or `--only budgets`: the published
     /// report is the full benchmark's.
-    fn check_publish(&self) -> anyhow::Result<()> {
+    fn check(&self) -> anyhow::Result<()> {
+        if self.quick && self.only == Some(Only::Large) {
+            anyhow::bail!(
+                "--only large: the large cluster runs at full size only, not with --quick"
+            );
+        }
         let own_page = |only| matches!(only, Only::Admission | Only::Rancher | Only::Budgets);
         if self.publish && self.only.is_some_and(|only| !own_page(only)) {
             anyhow::bail!(
@@ -139,7 +157,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         };
         return against_upstream::main(plan, &commit());
     }
-    options.check_publish()?;
+    options.check()?;
     let out = cmd::target_dir().join("bench");
     for (only, page) in [
         (Only::Rancher, &call_counts::RANCHER),
@@ -155,16 +173,20 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
             "build",
             "--release",
             "--quiet",
+            "--bins",
             "-p",
             "ccm-test-apiserver",
             "-p",
             "fake-cloud-controller-manager",
+            "-p",
+            "ccm-provider-fake",
         ]))?;
     }
     let target = cmd::target_dir();
     let binaries = Binaries {
         api_server: target.join("release/test-apiserver"),
         ccm: target.join("release/fake-cloud-controller-manager"),
+        cloud: target.join("release/fake-cloud"),
     };
     let runs = out.join("runs");
     if runs.exists() {
@@ -199,10 +221,20 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
             }
         }
     }
+    let large = scale.large.filter(|_| options.runs(Only::Large));
+    if let Some(large) = large {
+        let qps = KubeApiQps::RAISED;
+        let dir = runs.join(format!("burst-{}-{}", large.nodes, qps.id()));
+        let scenario = burst::run(&binaries, &dir, large.nodes, qps);
+        progress(&scenario);
+        results.push(scenario);
+    }
     let groups = [
         (options.runs(Only::Routes), Group::Routes),
         (options.runs(Only::Cluster), Group::Established),
-    ];
+    ]
+    .into_iter()
+    .chain(large.map(|l| (true, Group::Large(l))));
     for (wanted, group) in groups {
         if !wanted {
             continue;
@@ -304,6 +336,8 @@ enum Group {
     Routes,
     /// Scenarios 5, 2, 3 and 4.
     Established,
+    /// Scenarios 5, 2, 3 and 4 at the large size.
+    Large(Large),
 }
 
 impl Group {
@@ -311,6 +345,7 @@ impl Group {
         match self {
             Self::Routes => "the route burst",
             Self::Established => "every scenario on the established cluster",
+            Self::Large(_) => "every scenario on the large established cluster",
         }
     }
 
@@ -331,6 +366,10 @@ impl Group {
             Self::Established => {
                 let dir = runs.join(format!("cluster-{}", qps.id()));
                 established::run(binaries, &dir, scale, qps)
+            }
+            Self::Large(large) => {
+                let dir = runs.join(format!("cluster-{}-{}", large.nodes, qps.id()));
+                established::run(binaries, &dir, &scale.at(large), qps)
             }
         };
         match scenarios {
@@ -435,28 +474,41 @@ mod tests {
     fn quick_runs_and_partial_runs_cannot_be_published() {
         let err = parse(&["--quick", "--publish"]).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::ArgumentConflict);
-        for group in ["bursts", "routes", "cluster"] {
+        for group in ["bursts", "routes", "cluster", "large"] {
             let partial = parse(&["--only", group, "--publish"]).unwrap();
-            assert!(partial.check_publish().is_err(), "{group}");
+            assert!(partial.check().is_err(), "{group}");
         }
         for own in ["admission", "rancher", "budgets"] {
             let page = parse(&["--only", own, "--publish"]).unwrap();
-            page.check_publish().unwrap();
+            page.check().unwrap();
         }
         let full = parse(&["--publish"]).unwrap();
-        full.check_publish().unwrap();
+        full.check().unwrap();
         assert!(full.publish && full.scale().is_full());
         assert!(
             [
                 Only::Bursts,
                 Only::Routes,
                 Only::Cluster,
+                Only::Large,
                 Only::Admission,
                 Only::Rancher
             ]
             .into_iter()
             .all(|g| full.runs(g))
         );
+    }
+
+    #[test]
+    fn the_large_cluster_is_full_size_only() {
+        let quick = parse(&["--quick", "--only", "large"]).unwrap();
+        assert!(quick.check().is_err());
+        assert!(quick.scale().large.is_none());
+        let full = parse(&["--only", "large"]).unwrap();
+        full.check().unwrap();
+        let large = full.scale().large.unwrap();
+        assert_eq!((large.nodes, large.services), (10_000, 2_000));
+        assert!(full.runs(Only::Large) && !full.runs(Only::Cluster));
     }
 
     #[test]

@@ -1,8 +1,9 @@
-//! The processes under test: the test API server and the CCM, started with
-//! xtask's [`Processes`] (stopped with SIGTERM, also on error), with the fake
-//! cloud configured to behave like a real one.
+//! The processes under test: the test API server, the fake cloud as its own
+//! process (configured to behave like a real cloud, so the CCM's memory is
+//! its own) and the CCM, started with xtask's [`Processes`] (stopped with
+//! SIGTERM, also on error).
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -12,8 +13,8 @@ use super::driver;
 use super::measurements::{self, Metrics};
 use crate::processes::Processes;
 
-/// The fake cloud: about 50 ms a call, 20 calls/s before it answers
-/// Throttled, and the batch size AWS and DigitalOcean declare.
+/// The fake cloud server's config: about 50 ms a call, 20 calls/s before
+/// it answers Throttled, and the batch size AWS and DigitalOcean declare.
 pub(crate) const CLOUD_CONFIG: &str = "\
 # The fake cloud of `cargo xtask bench`: behaves like a real cloud API.
 [settings]
@@ -102,7 +103,12 @@ impl KubeApiQps {
 pub(crate) struct Binaries {
     pub(crate) api_server: PathBuf,
     pub(crate) ccm: PathBuf,
+    /// The fake cloud's server, `fake-cloud`.
+    pub(crate) cloud: PathBuf,
 }
+
+/// How long the fake cloud's server may take to accept connections.
+const CLOUD_START: Duration = Duration::from_secs(10);
 
 /// A running API server, and the CCM once started.
 pub(crate) struct Cluster {
@@ -126,15 +132,22 @@ pub(crate) struct Ccm {
 const CCM: &str = "fake-cloud-controller-manager";
 
 impl Cluster {
-    /// Starts the test API server in `dir` (logs, kubeconfig, cloud config),
-    /// seeded with `nodes` fresh kubelet registrations with pod CIDRs.
+    /// Starts the test API server in `dir` (logs, kubeconfig, cloud
+    /// configs), seeded with `nodes` fresh kubelet registrations with pod
+    /// CIDRs, and the fake cloud's server.
     pub(crate) fn start(dir: &Path, binaries: &Binaries, nodes: usize) -> anyhow::Result<Self> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let kubeconfig = dir.join("kubeconfig");
-        let cloud_config = dir.join("cloud.toml");
-        std::fs::write(&cloud_config, CLOUD_CONFIG)?;
         let mut processes = Processes::new(dir);
         let api = processes.start_api_server(&binaries.api_server, &kubeconfig, nodes, 0)?;
+        let cloud = start_cloud(&mut processes, dir, &binaries.cloud)?;
+        let cloud_config = dir.join("cloud.toml");
+        std::fs::write(
+            &cloud_config,
+            format!(
+                "# The CCM's cloud config: the bench's fake cloud server.\n[server]\nurl = \"http://{cloud}\"\n"
+            ),
+        )?;
         Ok(Self {
             dir: dir.to_owned(),
             processes,
@@ -149,8 +162,8 @@ impl Cluster {
     /// An API server with `nodes` nodes, initialized by a CCM that runs only
     /// the cloud-node controller, fast, and is then stopped. With pod CIDRs,
     /// the nodes are the test API server's seeded ones; without, the driver
-    /// registers them. The fake cloud forgets everything with that CCM, so
-    /// the next one starts with no route and no load balancer.
+    /// registers them. That CCM makes no route and no load balancer, so the
+    /// next one starts with none in the fake cloud.
     pub(crate) fn prepared(
         dir: &Path,
         binaries: &Binaries,
@@ -258,6 +271,33 @@ impl Cluster {
                 None => err,
             })
     }
+}
+
+/// Starts the fake cloud's server (`fake-cloud`, its config
+/// [`CLOUD_CONFIG`]) on a free loopback port and returns its address once
+/// it accepts connections.
+fn start_cloud(processes: &mut Processes, dir: &Path, binary: &Path) -> anyhow::Result<SocketAddr> {
+    let config = dir.join("fake-cloud.toml");
+    std::fs::write(&config, CLOUD_CONFIG)?;
+    let addr = TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    let mut command = std::process::Command::new(binary);
+    command
+        .args(["--listen", &addr.to_string(), "--cloud-config"])
+        .arg(&config)
+        .stdin(std::process::Stdio::null());
+    processes.start("fake-cloud", &mut command)?;
+    let deadline = Instant::now() + CLOUD_START;
+    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+        processes.check_alive()?;
+        if Instant::now() > deadline {
+            bail!(
+                "the fake cloud did not accept connections within {CLOUD_START:?}; see {}",
+                dir.join("fake-cloud.log").display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(addr)
 }
 
 /// The last ERROR line of a log, without terminal colours.

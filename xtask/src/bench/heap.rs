@@ -14,6 +14,8 @@ use std::net::SocketAddr;
 use anyhow::{Context, ensure};
 use prost::Message;
 
+use super::measurements::Usage;
+use super::scenarios::{Figure, Scenario};
 use crate::http;
 
 /// The parts of pprof's `Profile` message (profile.proto) read here.
@@ -60,6 +62,31 @@ struct Function {
     /// An index into the string table.
     #[prost(int64, tag = "2")]
     name: i64,
+}
+
+/// How many allocation sites a heap note names.
+const NOTED_SITES: usize = 8;
+
+/// A heap profile taken `when` ("once every node was initialized"), as a
+/// figure and a note naming the largest allocation sites.
+pub(crate) fn note(scenario: &mut Scenario, heap: &HeapProfile, usage: Usage, when: &str) {
+    let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
+    scenario.figure(Figure::new(
+        format!("CCM live heap {when} (jemalloc's estimate)"),
+        (mib(heap.total) * 10.0).round() / 10.0,
+        "MiB",
+    ));
+    let sites = heap
+        .top(NOTED_SITES)
+        .iter()
+        .map(|(site, bytes)| format!("`{site}` {:.1} MiB", mib(*bytes)))
+        .collect::<Vec<_>>()
+        .join("; ");
+    scenario.note(format!(
+        "Heap {when}: {:.1} MiB live, resident {:.1} MiB. By allocation site: {sites}.",
+        mib(heap.total),
+        usage.rss_kib as f64 / 1024.0
+    ));
 }
 
 /// Live heap bytes by allocation site, largest first.

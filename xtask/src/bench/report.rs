@@ -45,7 +45,7 @@ pub(crate) fn markdown(run: &Run<'_>, scenarios: &[Scenario], plotted: bool) -> 
     let _ = writeln!(out, "# Scale benchmark\n");
     let _ = writeln!(
         out,
-        "`cargo xtask bench{}`: {} run of {}, commit {}, {:.0} min. Release builds of `fake-cloud-controller-manager` and `test-apiserver`, as separate processes on this machine.\n",
+        "`cargo xtask bench{}`: {} run of {}, commit {}, {:.0} min. Release builds of `fake-cloud-controller-manager`, `fake-cloud` and `test-apiserver`, as separate processes on this machine.\n",
         if run.mode == "quick" { " --quick" } else { "" },
         run.mode,
         run.started,
@@ -78,7 +78,7 @@ fn setup(out: &mut String) {
     let _ = writeln!(
         out,
         "## Setup\n\n\
-         - The fake cloud behaves like a real one: 50 ms per call, 20 calls/s with `Throttled` beyond (burst 20), batches of up to 200 nodes (what the AWS and DigitalOcean providers declare), an instance for any node name.\n\
+         - The fake cloud behaves like a real one: 50 ms per call, 20 calls/s with `Throttled` beyond (burst 20), batches of up to 200 nodes (what the AWS and DigitalOcean providers declare), an instance for any node name. It runs as its own process (`fake-cloud`, which the CCM reaches over loopback HTTP through its `[server]` cloud config), so the CCM's memory figures are the CCM's alone.\n\
          - The CCM runs with upstream's default flags plus `--kubeconfig`, `--cloud-config`, `--cluster-cidr=10.0.0.0/8`, `--bind-address`/`--secure-port`; each scenario says which `--kube-api-qps` it ran with.\n\
          - Nodes register as kubelets do (`node.cloudprovider.kubernetes.io/uninitialized:NoSchedule`, a Hostname address, Ready=True). The driver's own API requests (user agent `xtask`) are left out of the write counts.\n\
          - \"Upstream\" is the number of cloud calls upstream's Go controllers (k8s.io/cloud-provider) make for the same work at their default flags, computed from their algorithm: one `InstanceMetadata` per node at initialization and per node at each 5-minute status refresh; one `InstanceExists` per not-Ready node every 5 s; `UpdateLoadBalancer` for every load balancer at each node-set sync; a `ListRoutes` every 10 s. A node-set sync is upstream's `syncNodes`, which runs on node additions, deletions and changes of a node's exclusion label or provider ID (never on heartbeats; the 100 s informer resync replays unchanged nodes, which it ignores) and updates every load balancer whose node set changed. Failures and retries are not counted, so upstream's figures are lower bounds. Our counts include every call that reached the cloud, throttled ones too.\n"

@@ -33,6 +33,47 @@ pub(crate) struct Scale {
     pub(crate) heartbeat_rounds: u32,
     /// Seconds of admission reviews at 500/s.
     pub(crate) admission_seconds: u32,
+    /// How long the established cluster's churn is kept up to see whether
+    /// memory grows; `None` skips it.
+    pub(crate) soak: Option<Duration>,
+    /// The large cluster: a burst of its nodes at the raised QPS, and the
+    /// established cluster's scenarios at its size. Full runs only.
+    pub(crate) large: Option<Large>,
+}
+
+/// The large cluster's size.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Large {
+    pub(crate) nodes: usize,
+    pub(crate) services: usize,
+}
+
+/// The peak RSS targets, in MiB.
+pub(crate) mod rss_limit {
+    /// A burst of 5,000 nodes, at either QPS.
+    pub(crate) const BURST_5000: f64 = 96.0;
+    /// The established cluster of 5,000 nodes and 1,000 Services.
+    pub(crate) const STEADY_5000: f64 = 48.0;
+    /// Anything at 10,000 nodes and 2,000 Services.
+    pub(crate) const LARGE: f64 = 128.0;
+
+    /// The target for a cluster of `nodes` nodes, when one is set.
+    pub(crate) fn established(nodes: usize) -> Option<f64> {
+        match nodes {
+            5000 => Some(STEADY_5000),
+            10_000 => Some(LARGE),
+            _ => None,
+        }
+    }
+
+    /// The target for a burst of `nodes` nodes, when one is set.
+    pub(crate) fn burst(nodes: usize) -> Option<f64> {
+        match nodes {
+            5000 => Some(BURST_5000),
+            10_000 => Some(LARGE),
+            _ => None,
+        }
+    }
 }
 
 /// How often kubelet posts its Ready condition in the heartbeat storm.
@@ -54,6 +95,11 @@ impl Scale {
         steady_window: Duration::from_secs(600),
         heartbeat_rounds: 6,
         admission_seconds: 60,
+        soak: Some(Duration::from_secs(30 * 60)),
+        large: Some(Large {
+            nodes: 10_000,
+            services: 2_000,
+        }),
     };
 
     pub(crate) const QUICK: Self = Self {
@@ -66,7 +112,20 @@ impl Scale {
         steady_window: Duration::from_secs(20),
         heartbeat_rounds: 2,
         admission_seconds: 10,
+        soak: Some(Duration::from_secs(60)),
+        large: None,
     };
+
+    /// The established cluster at the large size, all else alike.
+    pub(crate) fn at(self, large: Large) -> Self {
+        Self {
+            nodes: large.nodes,
+            services: large.services,
+            soak: None,
+            large: None,
+            ..self
+        }
+    }
 }
 
 /// One figure a scenario reports.

@@ -1,0 +1,123 @@
+//! Node churn kept up for a long window: each change is made as soon as the
+//! last converged, and the CCM's resident memory is sampled at every
+//! convergence, so a leak (state kept for nodes that are gone) shows as a
+//! slope.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+use super::super::super::measurements::{Metrics, Usage};
+use super::super::{Figure, Scenario};
+use super::Established;
+
+/// The fitted line may rise this much per hour at most.
+const SLOPE_LIMIT_MIB_PER_HOUR: f64 = 2.0;
+
+impl Established {
+    /// Churn rounds until the soak window has passed (each round bounded by
+    /// its own timeout), then the memory's slope.
+    pub(super) fn soak(&mut self, scenario: &mut Scenario) -> anyhow::Result<()> {
+        let window = self.scale.soak.context("no soak window at this size")?;
+        let ccm = self.ccm()?;
+        let start = Instant::now();
+        let first = Usage::read(ccm.pid)?;
+        let mut samples = Vec::new();
+        let mut longest = Duration::ZERO;
+        while start.elapsed() < window {
+            let before = Metrics::read(ccm.metrics)?;
+            let round = self.churn_round(&before)?;
+            let Some(took) = round.converged else {
+                bail!(
+                    "round {} had not converged; {:.0} s into the soak",
+                    samples.len() + 1,
+                    start.elapsed().as_secs_f64()
+                );
+            };
+            longest = longest.max(took);
+            let rss = Usage::read(ccm.pid)?.rss_kib as f64 / 1024.0;
+            samples.push((start.elapsed().as_secs_f64() / 3600.0, rss));
+        }
+        let usage = Usage::read(ccm.pid)?;
+        let round = |x: f64| (x * 10.0).round() / 10.0;
+        scenario.figure(Figure::seconds("soak", start.elapsed().as_secs_f64()));
+        scenario.figure(Figure::new("churn rounds", samples.len() as u64, ""));
+        scenario.figure(Figure::seconds(
+            "longest round until converged",
+            longest.as_secs_f64(),
+        ));
+        scenario.figure(Figure::new(
+            "CCM RSS before the soak",
+            round(first.rss_kib as f64 / 1024.0),
+            "MiB",
+        ));
+        let rss: Vec<f64> = samples.iter().map(|(_, r)| *r).collect();
+        scenario.figure(Figure::new(
+            "CCM RSS at each convergence",
+            rss.iter()
+                .map(|r| format!("{r:.1}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            "MiB",
+        ));
+        scenario.figure(Figure::new(
+            "CCM peak RSS since its start (VmHWM)",
+            round(usage.peak_rss_kib as f64 / 1024.0),
+            "MiB",
+        ));
+        // The first round warms up (the first churn's allocations); the
+        // slope is fitted to the rest.
+        let Some(slope) = samples.get(1..).and_then(slope) else {
+            scenario.note("Too few rounds after the first to fit a slope.");
+            return Ok(());
+        };
+        scenario.figure(Figure::new(
+            "RSS slope, least squares over the rounds after the first",
+            (slope * 100.0).round() / 100.0,
+            "MiB/h",
+        ));
+        if self.scale.is_full() {
+            scenario.target(
+                "CCM RSS flat under churn (slope of the fitted line)",
+                format!("≤ {SLOPE_LIMIT_MIB_PER_HOUR:.0} MiB per hour"),
+                format!("{slope:.2} MiB per hour"),
+                slope <= SLOPE_LIMIT_MIB_PER_HOUR,
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The least-squares slope of `points` (x, y); `None` for fewer than 3
+/// points or no spread in x.
+fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    if points.len() < 3 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let mean_x = points.iter().map(|(x, _)| x).sum::<f64>() / n;
+    let mean_y = points.iter().map(|(_, y)| y).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|(x, _)| (x - mean_x).powi(2)).sum();
+    let sxy: f64 = points
+        .iter()
+        .map(|(x, y)| (x - mean_x) * (y - mean_y))
+        .sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_slope_is_the_fitted_lines() {
+        let rising: Vec<(f64, f64)> = (0..5)
+            .map(|i| (f64::from(i), 40.0 + 2.0 * f64::from(i)))
+            .collect();
+        assert!((slope(&rising).unwrap() - 2.0).abs() < 1e-9);
+        let flat = [(0.0, 40.0), (1.0, 41.0), (2.0, 40.0), (3.0, 41.0)];
+        assert!(slope(&flat).unwrap().abs() < 0.5);
+        assert_eq!(slope(&[(0.0, 1.0), (1.0, 2.0)]), None);
+        assert_eq!(slope(&[(1.0, 1.0), (1.0, 2.0), (1.0, 3.0)]), None);
+    }
+}
