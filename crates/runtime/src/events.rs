@@ -1,6 +1,11 @@
 //! Kubernetes events on the objects controllers act on, correlated as
 //! client-go's event recorder (`tools/record`) correlates them, so a CCM
 //! writes no more Events than upstream's for the same happenings.
+//!
+//! Each series is remembered by its Event's name and count alone (about a
+//! hundred bytes), not by a kube-runtime `Recorder` with its own cache of
+//! the whole Event (some 6 KiB each: 2,000 series of a thousand new
+//! Services kept 12 MiB).
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -8,8 +13,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
+use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::runtime::events::{EventType, Reporter};
 use parking_lot::Mutex;
+use serde_json::json;
 use tokio::time::Instant;
 
 /// Distinct events (object and message) and groups of similar events
@@ -26,6 +37,10 @@ const AGGREGATE_MAX_MESSAGES: usize = 10;
 const AGGREGATE_WINDOW: Duration = Duration::from_secs(600);
 /// client-go's `EventAggregatorByReasonMessageFunc` prefix.
 const COMBINED_PREFIX: &str = "(combined from similar events): ";
+/// A repeat within this long of the last is counted on its series (as
+/// kube-runtime's recorder and client-go's events broadcaster count it);
+/// later, it starts a new Event.
+const SERIES_WINDOW: Duration = Duration::from_secs(6 * 60);
 
 /// `note` cut to what kube-apiserver accepts, ending in `...` when cut, as
 /// client-go's event recorder does.
@@ -70,13 +85,27 @@ struct Similar {
     last: Instant,
 }
 
-/// One Event series: kube-runtime's recorder, whose cache turns a repeat
-/// into a series patch, and the reference as first published (a repeat
-/// keeps it, as client-go's patch keeps `involvedObject`).
-#[derive(Clone)]
+/// One Event series: the Event it was created as, how often it happened,
+/// and when last.
+#[derive(Debug, Clone)]
 struct Series {
-    recorder: Recorder,
-    object: ObjectReference,
+    name: String,
+    namespace: String,
+    count: i32,
+    last: Instant,
+}
+
+/// What publishing an event takes.
+#[derive(Debug)]
+enum Publish {
+    /// A new Event.
+    Create(Box<Event>),
+    /// A repeat: the series' count and the time it was observed.
+    Count {
+        name: String,
+        namespace: String,
+        count: i32,
+    },
 }
 
 #[derive(Default)]
@@ -88,20 +117,70 @@ struct Correlator {
     similar: HashMap<u64, Similar>,
 }
 
+/// What a new Event is published with.
+struct NewEvent<'a> {
+    reporter: &'a Reporter,
+    object: &'a ObjectReference,
+    type_: EventType,
+    reason: &'a str,
+}
+
+impl NewEvent<'_> {
+    /// The Event, named as kube-runtime's recorder names it: the object's
+    /// name and the time in hexadecimal nanoseconds.
+    fn build(&self, note: String, now: Timestamp) -> Event {
+        let object = self.object;
+        Event {
+            action: Some(self.reason.to_owned()),
+            reason: Some(self.reason.to_owned()),
+            event_time: Some(MicroTime(now)),
+            regarding: Some(object.clone()),
+            note: Some(note),
+            metadata: ObjectMeta {
+                namespace: Some(namespace_of(object)),
+                name: Some(format!(
+                    "{}.{:x}",
+                    object.name.as_deref().unwrap_or(&self.reporter.controller),
+                    now.as_nanosecond()
+                )),
+                ..ObjectMeta::default()
+            },
+            reporting_controller: Some(self.reporter.controller.clone()),
+            reporting_instance: Some(
+                self.reporter
+                    .instance
+                    .clone()
+                    .unwrap_or_else(|| self.reporter.controller.clone()),
+            ),
+            type_: Some(
+                match self.type_ {
+                    EventType::Normal => "Normal",
+                    EventType::Warning => "Warning",
+                }
+                .to_owned(),
+            ),
+            ..Event::default()
+        }
+    }
+}
+
+/// The namespace an Event about `object` goes in: the object's, or
+/// `default` for a cluster-scoped object.
+fn namespace_of(object: &ObjectReference) -> String {
+    object
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "default".to_owned())
+}
+
 impl Correlator {
-    /// The series `note` joins, and the note to publish: the note itself, or
-    /// the combined note once its group has seen too many distinct ones.
-    fn correlate(
-        &mut self,
-        new_recorder: impl FnOnce() -> Recorder,
-        object: &ObjectReference,
-        type_: EventType,
-        reason: &str,
-        note: String,
-        now: Instant,
-    ) -> (Series, String) {
-        let kind = matches!(type_, EventType::Warning);
-        let group = hash_of((object_key(object), kind, reason));
+    /// What publishing `note` takes: a new Event, or a count on the series
+    /// it repeats; the note is itself, or the combined note once its group
+    /// has seen too many distinct ones.
+    fn correlate(&mut self, event: &NewEvent<'_>, note: String, now: Instant) -> Publish {
+        let object = event.object;
+        let kind = matches!(event.type_, EventType::Warning);
+        let group = hash_of((object_key(object), kind, event.reason));
         if self.similar.len() >= MAX_REMEMBERED && !self.similar.contains_key(&group) {
             self.similar.clear();
         }
@@ -123,18 +202,41 @@ impl Correlator {
                 fit_note(format!("{COMBINED_PREFIX}{note}")),
             )
         };
-        if self.series.len() >= MAX_REMEMBERED && !self.series.contains_key(&identity) {
-            self.series.clear();
+        if let Some(series) = self.series.get_mut(&identity)
+            && now.duration_since(series.last) < SERIES_WINDOW
+        {
+            series.count += 1;
+            series.last = now;
+            return Publish::Count {
+                name: series.name.clone(),
+                namespace: series.namespace.clone(),
+                count: series.count,
+            };
         }
-        let series = self
-            .series
-            .entry(identity)
-            .or_insert_with(|| Series {
-                recorder: new_recorder(),
-                object: object.clone(),
-            })
-            .clone();
-        (series, note)
+        if self.series.len() >= MAX_REMEMBERED {
+            self.series
+                .retain(|_, s| now.duration_since(s.last) < SERIES_WINDOW);
+            if self.series.len() >= MAX_REMEMBERED {
+                self.series.clear();
+            }
+        }
+        let created = event.build(note, Timestamp::now());
+        self.series.insert(
+            identity,
+            Series {
+                name: created.metadata.name.clone().unwrap_or_default(),
+                namespace: namespace_of(object),
+                count: 1,
+                last: now,
+            },
+        );
+        Publish::Create(Box::new(created))
+    }
+
+    /// Forgets the series an Event could not be created for, so its repeat
+    /// creates it rather than counting on an Event that does not exist.
+    fn forget(&mut self, name: &str) {
+        self.series.retain(|_, s| s.name != name);
     }
 }
 
@@ -201,22 +303,44 @@ impl Events {
         reason: &str,
         note: String,
     ) {
-        let (series, note) = self.correlator.lock().correlate(
-            || Recorder::new(self.client.clone(), self.reporter.clone()),
+        let new = NewEvent {
+            reporter: &self.reporter,
             object,
             type_,
             reason,
-            fit_note(note),
-            Instant::now(),
-        );
-        let event = Event {
-            type_,
-            reason: reason.into(),
-            note: Some(note),
-            action: reason.into(),
-            secondary: None,
         };
-        if let Err(err) = series.recorder.publish(&event, &series.object).await {
+        let publish = self
+            .correlator
+            .lock()
+            .correlate(&new, fit_note(note), Instant::now());
+        let failed = match publish {
+            Publish::Create(event) => {
+                let namespace = event.metadata.namespace.clone().unwrap_or_default();
+                let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
+                let created = api.create(&PostParams::default(), &event).await;
+                if created.is_err()
+                    && let Some(name) = &event.metadata.name
+                {
+                    self.correlator.lock().forget(name);
+                }
+                created.err()
+            }
+            Publish::Count {
+                name,
+                namespace,
+                count,
+            } => {
+                let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
+                let series = json!({"series": {
+                    "count": count,
+                    "lastObservedTime": MicroTime(Timestamp::now()),
+                }});
+                api.patch(&name, &PatchParams::default(), &Patch::Merge(&series))
+                    .await
+                    .err()
+            }
+        };
+        if let Some(err) = failed {
             tracing::warn!(reason, object = ?object.name, error = %err, "could not publish event");
         }
     }
@@ -224,7 +348,80 @@ impl Events {
 
 #[cfg(test)]
 mod tests {
-    use super::{MAX_NOTE_BYTES, fit_note};
+    use super::*;
+
+    fn reporter() -> Reporter {
+        Reporter {
+            controller: "service-controller".into(),
+            instance: None,
+        }
+    }
+
+    fn service() -> ObjectReference {
+        ObjectReference {
+            kind: Some("Service".into()),
+            name: Some("lb-1".into()),
+            namespace: Some("default".into()),
+            ..ObjectReference::default()
+        }
+    }
+
+    fn created(publish: &Publish) -> String {
+        match publish {
+            Publish::Create(event) => event.metadata.name.clone().unwrap(),
+            Publish::Count { .. } => panic!("expected a new Event, got {publish:?}"),
+        }
+    }
+
+    #[test]
+    fn a_repeat_counts_on_its_series_until_the_window_passes() {
+        let (reporter, object) = (reporter(), service());
+        let event = NewEvent {
+            reporter: &reporter,
+            object: &object,
+            type_: EventType::Normal,
+            reason: "EnsuredLoadBalancer",
+        };
+        let mut correlator = Correlator::default();
+        let start = Instant::now();
+        let first = created(&correlator.correlate(&event, "Ensured".into(), start));
+        match correlator.correlate(&event, "Ensured".into(), start + Duration::from_secs(60)) {
+            Publish::Count { name, count, .. } => {
+                assert_eq!((name.as_str(), count), (first.as_str(), 2));
+            }
+            other => panic!("expected a count, got {other:?}"),
+        }
+        let later = start + Duration::from_secs(60) + SERIES_WINDOW;
+        let second = created(&correlator.correlate(&event, "Ensured".into(), later));
+        assert_ne!(first, second, "a repeat after the window is a new Event");
+        correlator.forget(&second);
+        created(&correlator.correlate(&event, "Ensured".into(), later));
+    }
+
+    #[test]
+    fn a_series_is_remembered_in_a_hundred_bytes() {
+        assert!(size_of::<Series>() <= 72, "{}", size_of::<Series>());
+        let (reporter, object) = (reporter(), service());
+        let event = NewEvent {
+            reporter: &reporter,
+            object: &object,
+            type_: EventType::Warning,
+            reason: "SyncLoadBalancerFailed",
+        };
+        let Publish::Create(built) =
+            Correlator::default().correlate(&event, "no".into(), Instant::now())
+        else {
+            panic!("a first event is created");
+        };
+        assert_eq!(built.metadata.namespace.as_deref(), Some("default"));
+        assert!(built.metadata.name.unwrap().starts_with("lb-1."));
+        assert_eq!(built.type_.as_deref(), Some("Warning"));
+        assert_eq!(
+            built.reporting_instance.as_deref(),
+            Some("service-controller")
+        );
+        assert_eq!(built.regarding, Some(object));
+    }
 
     #[test]
     fn notes_are_cut_to_what_kube_apiserver_accepts() {

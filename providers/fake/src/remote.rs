@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use cloud_provider::fence::{FencedBody, Request};
-use cloud_provider::k8s_openapi::api::core::v1::{Node, PersistentVolume, Service};
+use cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec, PersistentVolume, Service};
+use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use cloud_provider::{
     BatchResult, CloudError, CloudProvider, EnsuredLoadBalancer, InitContext, InstanceMetadata,
     Instances, Inventory, LoadBalancer, LoadBalancerStatus, OwnedResource, Route, Routes, Volumes,
@@ -173,16 +174,33 @@ fn plain<T>(p: Plain<T>) -> T {
     p.0
 }
 
+/// What the fake cloud reads of a node: its name and provider ID. Nothing
+/// else crosses the wire, so a load-balancer call over 10,000 nodes stays a
+/// few hundred KiB, not megabytes of Node objects.
+fn slim(node: &Node) -> Node {
+    Node {
+        metadata: ObjectMeta {
+            name: node.metadata.name.clone(),
+            ..ObjectMeta::default()
+        },
+        spec: node.spec.as_ref().map(|spec| NodeSpec {
+            provider_id: spec.provider_id.clone(),
+            ..NodeSpec::default()
+        }),
+        status: None,
+    }
+}
+
 fn nodes_only(nodes: &[Arc<Node>]) -> Args {
     Args {
-        nodes: nodes.iter().map(|n| Node::clone(n)).collect(),
+        nodes: nodes.iter().map(|n| slim(n)).collect(),
         ..Args::default()
     }
 }
 
 fn one_node(node: &Node) -> Args {
     Args {
-        nodes: vec![node.clone()],
+        nodes: vec![slim(node)],
         ..Args::default()
     }
 }
@@ -191,7 +209,7 @@ fn for_service(cluster: &str, service: &Service, nodes: &[Arc<Node>]) -> Args {
     Args {
         cluster: Some(cluster.to_owned()),
         service: Some(service.clone()),
-        nodes: nodes.iter().map(|n| Node::clone(n)).collect(),
+        nodes: nodes.iter().map(|n| slim(n)).collect(),
         ..Args::default()
     }
 }
@@ -430,5 +448,37 @@ impl Inventory for RemoteCloud {
             ..Args::default()
         };
         self.single(Operation::DeleteOwned, args).await.map(plain)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_a_nodes_name_and_provider_id_cross_the_wire() {
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": "n1", "labels": {"zone": "a"}, "annotations": {"a": "b"}},
+            "spec": {"providerID": "fake://n1", "podCIDR": "10.0.0.0/24", "taints": [{"key": "k", "effect": "NoSchedule"}]},
+            "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.1"}], "conditions": [{"type": "Ready", "status": "True"}]}
+        }))
+        .unwrap();
+        let args = nodes_only(&[Arc::new(node)]);
+        assert_eq!(
+            serde_json::to_value(&args.nodes).unwrap(),
+            json!([{"metadata": {"name": "n1"}, "spec": {"providerID": "fake://n1"}}])
+        );
+        let bare = Node {
+            metadata: ObjectMeta {
+                name: Some("n2".into()),
+                ..ObjectMeta::default()
+            },
+            ..Node::default()
+        };
+        assert_eq!(
+            serde_json::to_value(one_node(&bare).nodes).unwrap(),
+            json!([{"metadata": {"name": "n2"}}])
+        );
     }
 }

@@ -22,6 +22,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post, put};
 use parking_lot::Mutex;
 use tokio::net::TcpListener;
@@ -66,8 +67,15 @@ fn router(shared: Arc<Shared>) -> Router {
                 .get(handlers::trap_status)
                 .delete(handlers::release),
         )
+        // A call names every node a load balancer serves: at 10,000 nodes
+        // that is near axum's default limit of 2 MB; clusters the fake
+        // cloud stands in for are bounded well below this.
+        .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(shared)
 }
+
+/// The largest request body the server reads.
+const MAX_BODY: usize = 64 << 20;
 
 /// Whether `addr` is loopback: the server refuses to listen anywhere else.
 pub fn is_loopback(addr: &SocketAddr) -> bool {
