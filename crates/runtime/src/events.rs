@@ -373,15 +373,25 @@ mod tests {
         }
     }
 
+    /// An event of `type_` and `reason` on `object`.
+    fn new_event<'a>(
+        reporter: &'a Reporter,
+        object: &'a ObjectReference,
+        type_: EventType,
+        reason: &'a str,
+    ) -> NewEvent<'a> {
+        NewEvent {
+            reporter,
+            object,
+            type_,
+            reason,
+        }
+    }
+
     #[test]
     fn a_repeat_counts_on_its_series_until_the_window_passes() {
         let (reporter, object) = (reporter(), service());
-        let event = NewEvent {
-            reporter: &reporter,
-            object: &object,
-            type_: EventType::Normal,
-            reason: "EnsuredLoadBalancer",
-        };
+        let event = new_event(&reporter, &object, EventType::Normal, "EnsuredLoadBalancer");
         let mut correlator = Correlator::default();
         let start = Instant::now();
         let first = created(&correlator.correlate(&event, "Ensured".into(), start));
@@ -402,12 +412,12 @@ mod tests {
     fn a_series_is_remembered_in_a_hundred_bytes() {
         assert!(size_of::<Series>() <= 72, "{}", size_of::<Series>());
         let (reporter, object) = (reporter(), service());
-        let event = NewEvent {
-            reporter: &reporter,
-            object: &object,
-            type_: EventType::Warning,
-            reason: "SyncLoadBalancerFailed",
-        };
+        let event = new_event(
+            &reporter,
+            &object,
+            EventType::Warning,
+            "SyncLoadBalancerFailed",
+        );
         let Publish::Create(built) =
             Correlator::default().correlate(&event, "no".into(), Instant::now())
         else {
