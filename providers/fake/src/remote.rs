@@ -467,7 +467,7 @@ mod tests {
         let args = nodes_only(&[Arc::new(node)]);
         assert_eq!(
             serde_json::to_value(&args.nodes).unwrap(),
-            json!([{"metadata": {"name": "n1"}, "spec": {"providerID": "fake://n1"}}])
+            json!([{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "spec": {"providerID": "fake://n1"}}])
         );
         let bare = Node {
             metadata: ObjectMeta {
@@ -478,7 +478,7 @@ mod tests {
         };
         assert_eq!(
             serde_json::to_value(one_node(&bare).nodes).unwrap(),
-            json!([{"metadata": {"name": "n2"}}])
+            json!([{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"}}])
         );
     }
 }
