@@ -495,28 +495,34 @@ impl Established {
 
     /// Waits `how_long`, failing as soon as a process exits.
     fn wait(&mut self, how_long: Duration) -> anyhow::Result<()> {
-        let until = Instant::now() + how_long;
-        loop {
-            self.cluster.check_alive()?;
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(());
-            }
-            std::thread::sleep(left.min(Duration::from_secs(1)));
-        }
+        self.wait_checking(how_long, || Ok(()))
     }
 
     /// [`Established::wait`], sampling `pid`'s resident memory every
     /// [`RSS_SAMPLE_EVERY`]; returns the largest sample, in KiB.
     fn wait_sampling(&mut self, how_long: Duration, pid: u32) -> anyhow::Result<u64> {
-        let until = Instant::now() + how_long;
         let mut largest = 0;
+        self.wait_checking(how_long, || {
+            largest = largest.max(Usage::read(pid)?.rss_kib);
+            Ok(())
+        })?;
+        Ok(largest)
+    }
+
+    /// Waits `how_long`, checking every [`RSS_SAMPLE_EVERY`] (and at the
+    /// end) that every process is alive and running `each`.
+    fn wait_checking(
+        &mut self,
+        how_long: Duration,
+        mut each: impl FnMut() -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let until = Instant::now() + how_long;
         loop {
             self.cluster.check_alive()?;
-            largest = largest.max(Usage::read(pid)?.rss_kib);
+            each()?;
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Ok(largest);
+                return Ok(());
             }
             std::thread::sleep(left.min(RSS_SAMPLE_EVERY));
         }

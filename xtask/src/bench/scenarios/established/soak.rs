@@ -39,7 +39,7 @@ impl Established {
             samples.push((start.elapsed().as_secs_f64() / 3600.0, rss));
         }
         let usage = Usage::read(ccm.pid)?;
-        let round = |x: f64| (x * 10.0).round() / 10.0;
+        let tenth = |x: f64| (x * 10.0).round() / 10.0;
         scenario.figure(Figure::seconds("soak", start.elapsed().as_secs_f64()));
         scenario.figure(Figure::new("churn rounds", samples.len() as u64, ""));
         scenario.figure(Figure::seconds(
@@ -48,7 +48,7 @@ impl Established {
         ));
         scenario.figure(Figure::new(
             "CCM RSS before the soak",
-            round(first.rss_kib as f64 / 1024.0),
+            tenth(first.rss_kib as f64 / 1024.0),
             "MiB",
         ));
         let rss: Vec<f64> = samples.iter().map(|(_, r)| *r).collect();
@@ -62,7 +62,7 @@ impl Established {
         ));
         scenario.figure(Figure::new(
             "CCM peak RSS since its start (VmHWM)",
-            round(usage.peak_rss_kib as f64 / 1024.0),
+            tenth(usage.peak_rss_kib as f64 / 1024.0),
             "MiB",
         ));
         // The first round warms up (the first churn's allocations); the
