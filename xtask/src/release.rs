@@ -12,21 +12,24 @@ use anyhow::{Context, ensure};
 
 use crate::cmd::{self, run};
 use crate::digest::sha256_hex;
+use crate::image::Platform;
 use crate::image::binary::package;
 use crate::tools;
 
 pub(crate) use registry::Registry;
 
-/// Publishes every provider's image with its SBOM, and the chart.
+/// Publishes every provider's image with its SBOMs, and the chart.
 ///
-/// For each provider: its image built and checked (`cargo xtask image
-/// --check --no-rebuild`), pushed with skopeo to REGISTRY/<binary>:<version>,
-/// and its SBOM pushed as the image's OCI referrer with `oras cp -r` (from
-/// the image's layout, where the SBOM already refers to the image). Then
-/// the chart, checked and pushed to oci://REGISTRY/charts. Last, the
-/// release's files under target/dist/: each SBOM, the chart's package,
-/// IMAGES (each pushed reference with its digest) and SHA256SUMS over them,
-/// which the workflow attaches to the GitHub release.
+/// For each provider: its multi-platform image built and checked (`cargo
+/// xtask image --platform … --check --no-rebuild`), the image index and
+/// every platform's image pushed with skopeo (`copy --all`) to
+/// REGISTRY/<binary>:<version>, and each platform's SBOM pushed as the OCI
+/// referrer of that platform's image with `oras cp -r` (from the image's
+/// layout, where each SBOM already refers to its image). Then the chart,
+/// checked and pushed to oci://REGISTRY/charts. Last, the release's files
+/// under target/dist/: each SBOM, the chart's package, IMAGES (each pushed
+/// reference with its index's digest) and SHA256SUMS over them, which the
+/// workflow attaches to the GitHub release.
 ///
 /// With RELEASE_REGISTRY_USER and RELEASE_REGISTRY_PASSWORD set, skopeo,
 /// oras and helm first log in to the registry's host (the password goes
@@ -45,6 +48,18 @@ pub(crate) struct Options {
     /// Print every step and run none.
     #[arg(long)]
     dry_run: bool,
+    /// Publish only this provider's image (repeatable; default: every
+    /// provider's).
+    #[arg(long = "provider", value_name = "PROVIDER", value_parser = crate::image::provider_name, verbatim_doc_comment)]
+    providers: Vec<String>,
+    /// The platforms each image holds, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_parser = Platform::parse,
+        default_value = Platform::DEFAULT
+    )]
+    platform: Vec<Platform>,
     /// Publish to a docker-registry started on loopback instead, then read
     /// everything back: each image's manifest and SBOM referrer (skopeo,
     /// oras), the chart (helm pull and template), SHA256SUMS. CI runs this.
@@ -98,6 +113,26 @@ fn layout(provider: &str) -> String {
     )
 }
 
+impl Options {
+    /// The providers to publish: those named, else every one.
+    fn providers(&self) -> Vec<String> {
+        if self.providers.is_empty() {
+            crate::image::providers()
+        } else {
+            self.providers.clone()
+        }
+    }
+
+    /// `--platform`'s value as `cargo xtask image` takes it.
+    fn platforms(&self) -> String {
+        crate::image::platform::distinct(&self.platform)
+            .iter()
+            .map(|p| p.name())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
 fn plan(options: &Options, providers: &[String]) -> Vec<Step> {
     let strings = |args: &[&str]| args.iter().map(|&a| a.to_owned()).collect::<Vec<_>>();
     let mut steps = Vec::new();
@@ -108,10 +143,12 @@ fn plan(options: &Options, providers: &[String]) -> Vec<Step> {
             "image",
             "--provider",
             provider,
+            "--platform",
+            &options.platforms(),
             "--check",
             "--no-rebuild",
         ])));
-        let mut skopeo = strings(&["skopeo", "copy"]);
+        let mut skopeo = strings(&["skopeo", "copy", "--all"]);
         if options.plain_http {
             skopeo.push("--dest-tls-verify=false".into());
         }
@@ -136,13 +173,13 @@ fn plan(options: &Options, providers: &[String]) -> Vec<Step> {
 
 pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     if options.loopback {
-        return verify::against_loopback_registry();
+        return verify::against_loopback_registry(options);
     }
     publish(options)
 }
 
 fn publish(options: &Options) -> anyhow::Result<()> {
-    let steps = plan(options, &crate::image::providers());
+    let steps = plan(options, &options.providers());
     println!(
         "release {} to {}: {} steps",
         env!("CARGO_PKG_VERSION"),
@@ -237,15 +274,23 @@ fn assets(options: &Options) -> anyhow::Result<()> {
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut images = String::new();
-    for provider in crate::image::providers() {
+    for provider in options.providers() {
         let built = cmd::target_dir().join("images").join(&provider);
-        let sbom = format!(
-            "{}-{}.sbom.cdx.json",
-            package(&provider),
-            env!("CARGO_PKG_VERSION")
-        );
-        copy(&built.join(crate::image::SBOM_FILE_NAME), &dir.join(sbom))?;
-        let digest = manifest_digest(&built.join("oci"))?;
+        for platform in crate::image::platform::distinct(&options.platform) {
+            let sbom = format!(
+                "{}-{}-{}.sbom.cdx.json",
+                package(&provider),
+                env!("CARGO_PKG_VERSION"),
+                platform.dir_name()
+            );
+            copy(
+                &built
+                    .join(platform.dir_name())
+                    .join(crate::image::SBOM_FILE_NAME),
+                &dir.join(sbom),
+            )?;
+        }
+        let digest = index_digest(&built.join("oci"))?;
         images.push_str(&format!(
             "{}@{digest}\n",
             image_reference(&options.registry, &provider)
@@ -268,29 +313,46 @@ fn copy(from: &Path, to: &Path) -> anyhow::Result<()> {
         .with_context(|| format!("copying {} to {}", from.display(), to.display()))
 }
 
-/// The digest of the image manifest an image layout's `index.json` lists
-/// first (the image; its SBOM's manifest follows).
-pub(crate) fn manifest_digest(layout: &Path) -> anyhow::Result<String> {
-    listed_digest(layout, 0)
-}
-
-/// The digest of the SBOM's artifact manifest in an image layout.
-pub(crate) fn sbom_digest(layout: &Path) -> anyhow::Result<String> {
-    listed_digest(layout, 1)
-}
-
-fn listed_digest(layout: &Path, position: usize) -> anyhow::Result<String> {
-    let index: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(layout.join("index.json"))
-            .with_context(|| format!("reading {}/index.json", layout.display()))?,
-    )?;
-    let digest = index["manifests"][position]["digest"].as_str();
+/// The digest of the image index an image layout's `index.json` lists
+/// first (the image; each platform's manifest and SBOM follow).
+pub(crate) fn index_digest(layout: &Path) -> anyhow::Result<String> {
+    let listed = listed(layout)?;
+    let digest = listed["manifests"][0]["digest"].as_str();
     ensure!(
         digest.is_some_and(|d| d.starts_with("sha256:")),
-        "{}/index.json lists no manifest at {position}",
+        "{}/index.json lists no manifest",
         layout.display()
     );
     Ok(digest.unwrap_or_default().to_owned())
+}
+
+/// Each SBOM artifact manifest in an image layout, by the digest of the
+/// platform image it refers to: `(image, sbom)`.
+pub(crate) fn sbom_digests(layout: &Path) -> anyhow::Result<Vec<(String, String)>> {
+    let listed = listed(layout)?;
+    let mut found = Vec::new();
+    for entry in listed["manifests"].as_array().into_iter().flatten() {
+        if entry["artifactType"] != crate::image::SBOM_MEDIA_TYPE {
+            continue;
+        }
+        let digest = entry["digest"].as_str().unwrap_or_default();
+        let blob = layout
+            .join("blobs/sha256")
+            .join(digest.trim_start_matches("sha256:"));
+        let artifact: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(&blob).with_context(|| format!("reading {}", blob.display()))?,
+        )?;
+        let subject = artifact["subject"]["digest"].as_str().unwrap_or_default();
+        found.push((subject.to_owned(), digest.to_owned()));
+    }
+    Ok(found)
+}
+
+fn listed(layout: &Path) -> anyhow::Result<serde_json::Value> {
+    Ok(serde_json::from_slice(
+        &std::fs::read(layout.join("index.json"))
+            .with_context(|| format!("reading {}/index.json", layout.display()))?,
+    )?)
 }
 
 /// `sha256sum`'s format over every file in `dir`, by name.
@@ -342,11 +404,11 @@ mod tests {
         assert_eq!(shown.len(), 3 * 2 + 2, "{shown:#?}");
         assert_eq!(
             shown[0],
-            "cargo xtask image --provider aws --check --no-rebuild"
+            "cargo xtask image --provider aws --platform linux/amd64,linux/arm64 --check --no-rebuild"
         );
         let version = env!("CARGO_PKG_VERSION");
         assert!(
-            shown[1].starts_with("skopeo copy oci:")
+            shown[1].starts_with("skopeo copy --all oci:")
                 && shown[1].ends_with(&format!(
                     "/images/aws/oci:{version} docker://ghcr.io/rust-ccm/aws-cloud-controller-manager:{version}"
                 )),
@@ -372,6 +434,33 @@ mod tests {
                 crate::parse_task(&args).unwrap();
             }
         }
+    }
+
+    #[test]
+    fn providers_and_platforms_narrow_the_release() {
+        let narrowed = options(&[
+            "--provider",
+            "fake",
+            "--platform",
+            "linux/arm64,linux/amd64",
+        ]);
+        assert_eq!(narrowed.providers(), vec!["fake".to_owned()]);
+        assert_eq!(narrowed.platforms(), "linux/amd64,linux/arm64");
+        let amd64 = options(&["--platform=linux/amd64", "--loopback"]);
+        assert_eq!(amd64.platforms(), "linux/amd64");
+        assert_eq!(amd64.providers(), crate::image::providers());
+        let steps = plan(&amd64, &amd64.providers());
+        assert!(
+            steps[0]
+                .to_string()
+                .contains("--platform linux/amd64 --check"),
+            "{}",
+            steps[0]
+        );
+        assert!(
+            crate::parse_task(&["release", "--provider", "gcp"]).is_err(),
+            "an unknown provider is refused"
+        );
     }
 
     #[test]

@@ -8,12 +8,13 @@ pub(crate) mod status;
 pub(crate) mod volumes;
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
 use crate::cmd::target_dir;
+use crate::image::Platform;
 use crate::processes::Processes;
 use access::Access;
 use status::Status;
@@ -59,11 +60,49 @@ fn cloud_config_text() -> String {
 }
 
 pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
+    run(options, None)
+}
+
+/// `sandbox --check` with `binary`, a fake-cloud-controller-manager built
+/// for `platform`, as the CCM: an image's binary, under qemu's user-mode
+/// emulator when this machine does not run `platform` (`cargo xtask image
+/// --check` proves the arm64 binary so).
+pub(crate) fn check_binary(binary: &Path, platform: Platform) -> anyhow::Result<()> {
+    let options = Options {
+        nodes: 3,
+        services: 1,
+        check: true,
+        timeout: 300,
+    };
+    println!(
+        "\nsandbox --check with {} ({}{})",
+        binary.display(),
+        platform.name(),
+        if platform.is_host() {
+            String::new()
+        } else {
+            format!(", under {}", crate::tools::zig::QEMU)
+        }
+    );
+    run(&options, Some((binary, platform)))
+}
+
+/// The sandbox, with the debug fake-cloud-controller-manager as its CCM or
+/// with `ccm`.
+fn run(options: &Options, ccm: Option<(&Path, Platform)>) -> anyhow::Result<()> {
     let timeout = Duration::from_secs(options.timeout);
     crate::processes::build_sandbox_binaries()?;
     let target = target_dir();
-    let dir = target.join("sandbox");
+    let dir = match ccm {
+        None => target.join("sandbox"),
+        Some((_, platform)) => target.join(format!("sandbox-{}", platform.dir_name())),
+    };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let ccm_binary = match ccm {
+        None => target.join("debug/fake-cloud-controller-manager"),
+        Some((binary, platform)) if platform.is_host() => binary.to_owned(),
+        Some((binary, _)) => under_qemu(&dir, binary)?,
+    };
     let kubeconfig = dir.join("kubeconfig");
     let cloud_config = dir.join("cloud.toml");
     std::fs::write(&cloud_config, cloud_config_text())?;
@@ -80,11 +119,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     )?;
     access.grant(api)?;
     volumes::seed(api, Some(access.admin_token()))?;
-    let metrics = processes.start_ccm(
-        &target.join("debug/fake-cloud-controller-manager"),
-        &kubeconfig,
-        &cloud_config,
-    )?;
+    let metrics = processes.start_ccm(&ccm_binary, &kubeconfig, &cloud_config)?;
     println!("API server  {api}");
     println!(
         "CCM         /metrics on https://{metrics}/metrics, log in {}",
@@ -142,6 +177,24 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         }
         std::thread::sleep(Duration::from_secs(1));
     }
+}
+
+/// A script in `dir` that runs `binary` under qemu-aarch64 with the
+/// arguments it is given.
+fn under_qemu(dir: &Path, binary: &Path) -> anyhow::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let script = dir.join("ccm-under-qemu");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nexec {} '{}' \"$@\"\n",
+            crate::tools::zig::QEMU,
+            binary.display()
+        ),
+    )
+    .with_context(|| format!("writing {}", script.display()))?;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))?;
+    Ok(script)
 }
 
 /// The CCM's `/metrics` answers 401 to a request without a token: the

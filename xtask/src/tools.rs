@@ -21,6 +21,7 @@ pub(crate) mod prometheus;
 mod rust;
 pub(crate) mod skopeo;
 pub(crate) mod umoci;
+pub(crate) mod zig;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,12 +44,18 @@ pub(crate) fn ensure_rust() -> anyhow::Result<()> {
 }
 
 /// Installs what the image checks use, when missing: the musl target and
-/// tools, cargo-auditable, skopeo and umoci.
-pub(crate) fn ensure_image() -> anyhow::Result<()> {
+/// tools, cargo-auditable, skopeo and umoci; with `arm64`, also the arm64
+/// cross toolchain and qemu.
+pub(crate) fn ensure_image(arm64: bool) -> anyhow::Result<()> {
     musl::ensure()?;
     cargo_install::CARGO_AUDITABLE.ensure()?;
     skopeo::ensure()?;
-    umoci::ensure()
+    umoci::ensure()?;
+    if arm64 {
+        zig::ensure()?;
+        zig::ensure_qemu()?;
+    }
+    Ok(())
 }
 
 /// `$XDG_CACHE_HOME/rust-ccm` (else `~/.cache/rust-ccm`): tools that take

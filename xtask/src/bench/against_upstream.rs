@@ -48,7 +48,12 @@ pub(crate) fn main(plan: Plan, commit: &str) -> anyhow::Result<()> {
         apt::install(&["iproute2"])?;
     }
     let plane = control_plane::ensure()?;
-    let ours = binary::build("aws", &crate::image::metadata("aws")?)?.0;
+    let ours = binary::build(
+        "aws",
+        &crate::image::metadata("aws")?,
+        crate::image::Platform::Amd64,
+    )?
+    .0;
     // As `cargo test --workspace` builds it (CI's tests step): a build of
     // the one package would resolve the AWS SDK's features differently and
     // compile it again, for minutes.

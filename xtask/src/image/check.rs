@@ -11,6 +11,7 @@ use anyhow::{Context, bail, ensure};
 use serde_json::Value;
 
 use super::oci::Metadata;
+use super::platform::Platform;
 use crate::cmd::stdout as output;
 use crate::timestamp::rfc3339;
 
@@ -19,6 +20,7 @@ use crate::timestamp::rfc3339;
 pub(crate) fn skopeo(
     archive: &Path,
     meta: &Metadata,
+    platform: Platform,
     manifest_digest: &str,
     diff_id: &str,
 ) -> anyhow::Result<()> {
@@ -35,17 +37,21 @@ pub(crate) fn skopeo(
             );
         }
         ensure!(
-            inspected["Os"] == "linux" && inspected["Architecture"] == "amd64",
-            "skopeo inspect {reference}: platform {}/{}",
+            inspected["Os"] == "linux" && inspected["Architecture"] == platform.architecture(),
+            "skopeo inspect {reference}: platform {}/{}, expected {}",
             inspected["Os"],
-            inspected["Architecture"]
+            inspected["Architecture"],
+            platform.name()
         );
         let layers = inspected["Layers"].as_array().map(Vec::len);
         ensure!(
             layers == Some(1),
             "skopeo inspect {reference}: {layers:?} layers, expected one"
         );
-        println!("skopeo inspect {transport}: labels, platform and layer as built");
+        println!(
+            "skopeo inspect {transport} ({}): labels, platform and layer as built",
+            platform.name()
+        );
     }
     // The OCI transport keeps the manifest as written, so its digest is the
     // image's; docker-archive describes the uncompressed layer instead.
@@ -68,9 +74,16 @@ pub(crate) fn skopeo(
     Ok(())
 }
 
-/// `umoci unpack` of the layout into `bundle`, then the unpacked binary's
-/// `--version`; the runtime config umoci derives must run it as user 65532.
-pub(crate) fn umoci(layout: &Path, bundle: &Path, meta: &Metadata) -> anyhow::Result<()> {
+/// `umoci unpack` of `platform`'s image in the layout into `bundle`, then
+/// the unpacked binary's `--version` (under qemu for a platform this
+/// machine does not run); the runtime config umoci derives must run it as
+/// user 65532.
+pub(crate) fn umoci(
+    layout: &Path,
+    bundle: &Path,
+    meta: &Metadata,
+    platform: Platform,
+) -> anyhow::Result<()> {
     if bundle.exists() {
         std::fs::remove_dir_all(bundle)
             .with_context(|| format!("removing {}", bundle.display()))?;
@@ -78,7 +91,11 @@ pub(crate) fn umoci(layout: &Path, bundle: &Path, meta: &Metadata) -> anyhow::Re
     output(
         Command::new("umoci")
             .args(["unpack", "--rootless", "--image"])
-            .arg(format!("{}:{}", layout.display(), meta.version))
+            .arg(format!(
+                "{}:{}",
+                layout.display(),
+                super::index::platform_tag(meta, platform)
+            ))
             .arg(bundle),
     )?;
     let runtime: Value = serde_json::from_slice(
@@ -96,7 +113,7 @@ pub(crate) fn umoci(layout: &Path, bundle: &Path, meta: &Metadata) -> anyhow::Re
         runtime["process"]["args"]
     );
     let binary = bundle.join("rootfs").join("bin").join(&meta.binary_name);
-    let version = output(Command::new(&binary).arg("--version"))?;
+    let version = output(runner(&binary, platform).arg("--version"))?;
     // The compiler's version follows; its exact text is rustc's.
     let expected = format!(
         "{} {} (provider {}; commit {}; built {}; rustc ",
@@ -113,26 +130,44 @@ pub(crate) fn umoci(layout: &Path, bundle: &Path, meta: &Metadata) -> anyhow::Re
         version.trim()
     );
     println!(
-        "umoci unpack: runs as 65532; {} --version: {}",
+        "umoci unpack ({}): runs as 65532; {} --version{}: {}",
+        platform.name(),
         meta.binary_name,
+        if platform.is_host() {
+            String::new()
+        } else {
+            format!(" under {}", crate::tools::zig::QEMU)
+        },
         version.trim()
     );
     Ok(())
 }
 
+/// A command that runs `binary`, built for `platform`: itself, or under
+/// qemu's user-mode emulator.
+pub(crate) fn runner(binary: &Path, platform: Platform) -> Command {
+    if platform.is_host() {
+        Command::new(binary)
+    } else {
+        let mut qemu = Command::new(crate::tools::zig::QEMU);
+        qemu.arg(binary);
+        qemu
+    }
+}
+
 /// The SBOM lists every crate the binary's package, and each workspace
 /// crate it depends on, depend on directly (normal dependencies, as
-/// `cargo metadata` resolves them for the musl target), each at the resolved
+/// `cargo metadata` resolves them for the platform's target), each at the resolved
 /// version; for the AWS binary, `aws-sdk-ec2` among them. Returns a line
 /// saying so.
-pub(crate) fn sbom(sbom: &[u8], package: &str) -> anyhow::Result<String> {
+pub(crate) fn sbom(sbom: &[u8], package: &str, platform: Platform) -> anyhow::Result<String> {
     let listed = super::sbom::crates(sbom)?;
     let metadata: Value = serde_json::from_str(&output(crate::cmd::cargo().args([
         "metadata",
         "--format-version=1",
         "--locked",
         "--filter-platform",
-        crate::tools::musl::TARGET,
+        platform.target(),
     ]))?)
     .context("cargo metadata: not JSON")?;
     let expected = direct_dependencies(&metadata, package)?;
@@ -156,7 +191,8 @@ pub(crate) fn sbom(sbom: &[u8], package: &str) -> anyhow::Result<String> {
         .map(|(name, version)| format!("{name} {version}"))
         .collect();
     Ok(format!(
-        "SBOM: {} crates, the {} direct dependencies of {package} and its workspace crates at their resolved versions{}",
+        "SBOM ({}): {} crates, the {} direct dependencies of {package} and its workspace crates at their resolved versions{}",
+        platform.name(),
         listed.len(),
         expected.len(),
         if sdk.is_empty() {

@@ -1,14 +1,10 @@
-//! The OCI image around the layer: config, manifest, index, and the two
-//! ways to hand it over, an OCI layout directory and one tar that is both an
-//! oci-archive and a docker-archive (`manifest.json` beside the OCI files,
-//! pointing at the same blobs, as `docker save` writes since Docker 25).
-//!
-//! The layout directory also holds the image's SBOM as an OCI 1.1 referrer:
-//! an artifact manifest (`artifactType` CycloneDX) whose `subject` is the
-//! image's manifest, listed in `index.json` beside it, so that `oras cp -r`
-//! or `skopeo`/`regctl` with referrers carry both to a registry. The tar
-//! holds the image alone: an oci-archive with two manifests would need a
-//! reference on every command line that reads it.
+//! One platform's OCI image around its layer: config, manifest, its SBOM
+//! as an OCI 1.1 referrer (an artifact manifest, `artifactType` CycloneDX,
+//! whose `subject` is the image's manifest), and one tar of the image alone
+//! that is both an oci-archive and a docker-archive (`manifest.json` beside
+//! the OCI files, pointing at the same blobs, as `docker save` writes since
+//! Docker 25). The layout directory of every platform together, with the
+//! image index, is [`super::index`]'s.
 //!
 //! JSON is written through `serde_json::Value`, whose objects are sorted
 //! maps, so key order never depends on insertion or hashing.
@@ -21,11 +17,13 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::layer::{self, Layer};
+use super::platform::Platform;
 use super::tarball::{self, Entry, Tree};
 use crate::digest::sha256_hex;
 use crate::timestamp::rfc3339;
 
 const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+pub(crate) const INDEX: &str = "application/vnd.oci.image.index.v1+json";
 const CONFIG: &str = "application/vnd.oci.image.config.v1+json";
 const LAYER: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
 /// The empty config an artifact manifest points at (OCI 1.1).
@@ -96,12 +94,14 @@ pub(crate) struct Image {
     pub(crate) referrer_digest: String,
     /// `sha256:…` of the manifest: the image's digest.
     pub(crate) manifest_digest: String,
+    /// The manifest's descriptor (media type, digest, size).
+    pub(crate) manifest_descriptor: Value,
+    /// The SBOM's artifact manifest's descriptor, with its `artifactType`.
+    pub(crate) referrer_descriptor: Value,
     /// The compressed layer's size.
     pub(crate) layer_size: usize,
     /// `index.json` of the tar: the image.
     index: Vec<u8>,
-    /// `index.json` of the layout directory: the image and its SBOM.
-    layout_index: Vec<u8>,
     docker_manifest: Vec<u8>,
 }
 
@@ -109,7 +109,7 @@ pub(crate) struct Image {
 /// keeps maps in insertion order (its `preserve_order` feature, which other
 /// crates in a workspace build may turn on): the bytes, and so the digests,
 /// never depend on how xtask was built.
-fn to_json(value: &Value) -> Vec<u8> {
+pub(crate) fn to_json(value: &Value) -> Vec<u8> {
     canonical(value).to_string().into_bytes()
 }
 
@@ -129,15 +129,23 @@ fn descriptor(media_type: &str, bytes: &[u8]) -> Value {
     json!({ "mediaType": media_type, "digest": format!("sha256:{}", sha256_hex(bytes)), "size": bytes.len() })
 }
 
-/// Assembles the image of `layer`, described by `meta`, with `sbom` (CycloneDX
-/// JSON) as its referrer.
-pub(crate) fn assemble(meta: &Metadata, layer: &Layer, sbom: &[u8]) -> Image {
+/// The OCI `platform` of an index entry or a config: `architecture`, `os`
+/// and, for arm64, `variant`.
+pub(crate) fn platform_fields(platform: Platform) -> Value {
+    let mut fields = json!({ "architecture": platform.architecture(), "os": "linux" });
+    if let Some(variant) = platform.variant() {
+        fields["variant"] = json!(variant);
+    }
+    fields
+}
+
+/// Assembles the `platform` image of `layer`, described by `meta`, with
+/// `sbom` (CycloneDX JSON) as its referrer.
+pub(crate) fn assemble(meta: &Metadata, platform: Platform, layer: &Layer, sbom: &[u8]) -> Image {
     let labels = meta.labels();
     let created = rfc3339(meta.created);
-    let config = to_json(&json!({
+    let mut config = json!({
         "created": created,
-        "architecture": "amd64",
-        "os": "linux",
         "config": {
             "User": format!("{0}:{0}", layer::USER_ID),
             "Entrypoint": [format!("/bin/{}", meta.binary_name)],
@@ -147,8 +155,13 @@ pub(crate) fn assemble(meta: &Metadata, layer: &Layer, sbom: &[u8]) -> Image {
             "Labels": labels,
         },
         "rootfs": { "type": "layers", "diff_ids": [layer.diff_id] },
-        "history": [{ "created": created, "created_by": format!("cargo xtask image --provider {}", meta.provider) }],
-    }));
+        "history": [{ "created": created, "created_by": format!("cargo xtask image --provider {} --platform {}", meta.provider, platform.name()) }],
+    });
+    if let (Value::Object(config), Value::Object(fields)) = (&mut config, platform_fields(platform))
+    {
+        config.extend(fields);
+    }
+    let config = to_json(&config);
     let manifest = to_json(&json!({
         "schemaVersion": 2,
         "mediaType": MANIFEST,
@@ -156,7 +169,8 @@ pub(crate) fn assemble(meta: &Metadata, layer: &Layer, sbom: &[u8]) -> Image {
         "layers": [descriptor(LAYER, &layer.compressed)],
         "annotations": labels,
     }));
-    let mut manifest_entry = descriptor(MANIFEST, &manifest);
+    let manifest_descriptor = descriptor(MANIFEST, &manifest);
+    let mut manifest_entry = manifest_descriptor.clone();
     manifest_entry["annotations"] = json!({
         "io.containerd.image.name": meta.reference(),
         "org.opencontainers.image.ref.name": meta.version,
@@ -164,15 +178,7 @@ pub(crate) fn assemble(meta: &Metadata, layer: &Layer, sbom: &[u8]) -> Image {
     let referrer = referrer(&manifest, sbom, &created);
     let mut referrer_entry = descriptor(MANIFEST, &referrer.manifest);
     referrer_entry["artifactType"] = json!(super::sbom::MEDIA_TYPE);
-    let index_of = |manifests: Value| {
-        to_json(&json!({
-            "schemaVersion": 2,
-            "mediaType": "application/vnd.oci.image.index.v1+json",
-            "manifests": manifests,
-        }))
-    };
-    let index = index_of(json!([manifest_entry]));
-    let layout_index = index_of(json!([manifest_entry, referrer_entry]));
+    let index = index_of(&json!([manifest_entry]));
     let blob_path = |bytes: &[u8]| format!("blobs/sha256/{}", sha256_hex(bytes));
     let docker_manifest = to_json(&json!([{
         "Config": blob_path(&config),
@@ -192,11 +198,21 @@ pub(crate) fn assemble(meta: &Metadata, layer: &Layer, sbom: &[u8]) -> Image {
             .map(|b| (sha256_hex(&b), b))
             .collect(),
         manifest_digest,
+        manifest_descriptor,
+        referrer_descriptor: referrer_entry,
         layer_size: layer.compressed.len(),
         index,
-        layout_index,
         docker_manifest,
     }
+}
+
+/// An OCI `index.json` (or image index blob) listing `manifests`.
+pub(crate) fn index_of(manifests: &Value) -> Vec<u8> {
+    to_json(&json!({
+        "schemaVersion": 2,
+        "mediaType": INDEX,
+        "manifests": manifests,
+    }))
 }
 
 /// An SBOM as an artifact: its blob, the empty config, and the manifest
@@ -228,49 +244,15 @@ fn referrer(image_manifest: &[u8], sbom: &[u8], created: &str) -> Referrer {
 }
 
 impl Image {
-    /// The OCI layout: `oci-layout`, `index.json`, `blobs/sha256/*`; with
-    /// `referrers`, the SBOM's artifact too.
-    fn layout(&self, referrers: bool) -> Tree {
-        let file = |data: &[u8]| Entry::File {
-            mode: 0o644,
-            data: data.to_vec(),
-        };
-        let mut tree = Tree::new();
-        tarball::insert(
-            &mut tree,
-            "oci-layout",
-            file(br#"{"imageLayoutVersion":"1.0.0"}"#),
-        );
-        let index = if referrers {
-            &self.layout_index
-        } else {
-            &self.index
-        };
-        tarball::insert(&mut tree, "index.json", file(index));
-        let referrer_blobs = self.referrer_blobs.iter().filter(|_| referrers);
-        for (hex, bytes) in self.blobs.iter().chain(referrer_blobs) {
-            tarball::insert(&mut tree, &format!("blobs/sha256/{hex}"), file(bytes));
-        }
-        tree
-    }
-
-    /// Writes the OCI layout under `dir`, which must not exist.
-    pub(crate) fn write_layout(&self, dir: &Path) -> anyhow::Result<()> {
-        for (path, entry) in self.layout(true) {
-            let target = dir.join(&path);
-            match entry {
-                Entry::Dir { .. } => std::fs::create_dir_all(&target),
-                Entry::File { data, .. } => std::fs::create_dir_all(target.parent().unwrap_or(dir))
-                    .and_then(|()| std::fs::write(&target, data)),
-            }
-            .with_context(|| format!("writing {}", target.display()))?;
-        }
-        Ok(())
+    /// The OCI layout of the image alone: `oci-layout`, `index.json`,
+    /// `blobs/sha256/*`.
+    fn layout(&self) -> Tree {
+        layout_tree(&self.index, self.blobs.iter())
     }
 
     /// The tar that loads as an oci-archive and as a docker-archive.
     pub(crate) fn archive(&self) -> anyhow::Result<Vec<u8>> {
-        let mut tree = self.layout(false);
+        let mut tree = self.layout();
         tarball::insert(
             &mut tree,
             "manifest.json",
@@ -282,10 +264,51 @@ impl Image {
         tarball::archive(&tree)
     }
 
+    /// Every blob of the image, then its SBOM referrer's.
+    pub(crate) fn all_blobs(&self) -> impl Iterator<Item = (&String, &Vec<u8>)> {
+        self.blobs.iter().chain(self.referrer_blobs.iter())
+    }
+
     /// Bytes a node pulls: every blob of the image (not the SBOM's).
     pub(crate) fn compressed_size(&self) -> usize {
         self.blobs.values().map(Vec::len).sum()
     }
+}
+
+/// An OCI layout: `oci-layout`, `index` as `index.json`, and `blobs`.
+pub(crate) fn layout_tree<'a>(
+    index: &[u8],
+    blobs: impl Iterator<Item = (&'a String, &'a Vec<u8>)>,
+) -> Tree {
+    let file = |data: &[u8]| Entry::File {
+        mode: 0o644,
+        data: data.to_vec(),
+    };
+    let mut tree = Tree::new();
+    tarball::insert(
+        &mut tree,
+        "oci-layout",
+        file(br#"{"imageLayoutVersion":"1.0.0"}"#),
+    );
+    tarball::insert(&mut tree, "index.json", file(index));
+    for (hex, bytes) in blobs {
+        tarball::insert(&mut tree, &format!("blobs/sha256/{hex}"), file(bytes));
+    }
+    tree
+}
+
+/// Writes `tree` under `dir`, which must not exist.
+pub(crate) fn write_tree(tree: Tree, dir: &Path) -> anyhow::Result<()> {
+    for (path, entry) in tree {
+        let target = dir.join(&path);
+        match entry {
+            Entry::Dir { .. } => std::fs::create_dir_all(&target),
+            Entry::File { data, .. } => std::fs::create_dir_all(target.parent().unwrap_or(dir))
+                .and_then(|()| std::fs::write(&target, data)),
+        }
+        .with_context(|| format!("writing {}", target.display()))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -307,7 +330,7 @@ mod tests {
 
     #[test]
     fn the_manifest_points_at_the_config_and_layer_blobs() {
-        let image = assemble(&meta(), &layer(), SBOM);
+        let image = assemble(&meta(), Platform::Amd64, &layer(), SBOM);
         let manifest_hex = image.manifest_digest.trim_start_matches("sha256:");
         let manifest: Value = serde_json::from_slice(&image.blobs[manifest_hex]).unwrap();
         let config_hex = manifest["config"]["digest"]
@@ -336,7 +359,7 @@ mod tests {
 
     #[test]
     fn label_keys_are_serialized_in_sorted_order() {
-        let image = assemble(&meta(), &layer(), SBOM);
+        let image = assemble(&meta(), Platform::Amd64, &layer(), SBOM);
         let config = image
             .blobs
             .values()
@@ -353,7 +376,7 @@ mod tests {
 
     #[test]
     fn the_archive_is_an_oci_layout_plus_a_docker_manifest() {
-        let image = assemble(&meta(), &layer(), SBOM);
+        let image = assemble(&meta(), Platform::Amd64, &layer(), SBOM);
         let bytes = image.archive().unwrap();
         let mut archive = tar::Archive::new(bytes.as_slice());
         let paths: Vec<String> = archive
@@ -380,44 +403,11 @@ mod tests {
             "registry.example/fake-cloud-controller-manager:0.1.0"
         );
         assert_eq!(
-            assemble(&meta(), &layer(), SBOM).archive().unwrap(),
+            assemble(&meta(), Platform::Amd64, &layer(), SBOM)
+                .archive()
+                .unwrap(),
             bytes,
             "two assemblies differ"
         );
-    }
-
-    #[test]
-    fn the_layout_lists_the_sbom_as_a_referrer_of_the_image_and_the_tar_does_not() {
-        let image = assemble(&meta(), &layer(), SBOM);
-        let layout: Value = serde_json::from_slice(&image.layout_index).unwrap();
-        let manifests = layout["manifests"].as_array().unwrap();
-        assert_eq!(manifests.len(), 2);
-        assert_eq!(manifests[0]["digest"], image.manifest_digest.as_str());
-        assert_eq!(manifests[1]["digest"], image.referrer_digest.as_str());
-        assert_eq!(
-            manifests[1]["artifactType"],
-            "application/vnd.cyclonedx+json"
-        );
-        let hex = image.referrer_digest.trim_start_matches("sha256:");
-        let artifact: Value = serde_json::from_slice(&image.referrer_blobs[hex]).unwrap();
-        assert_eq!(
-            artifact["subject"]["digest"],
-            image.manifest_digest.as_str()
-        );
-        assert_eq!(artifact["config"]["mediaType"], EMPTY);
-        let sbom_hex = artifact["layers"][0]["digest"]
-            .as_str()
-            .unwrap()
-            .trim_start_matches("sha256:");
-        assert_eq!(image.referrer_blobs[sbom_hex], SBOM);
-        let tar_index: Value = serde_json::from_slice(&image.index).unwrap();
-        assert_eq!(tar_index["manifests"].as_array().unwrap().len(), 1);
-        assert!(
-            !image.blobs.contains_key(sbom_hex),
-            "the SBOM is not counted in the image's size"
-        );
-        let dir = tempfile::tempdir().unwrap();
-        image.write_layout(&dir.path().join("oci")).unwrap();
-        assert!(dir.path().join("oci/blobs/sha256").join(hex).is_file());
     }
 }

@@ -7,27 +7,31 @@ use std::process::Command;
 use anyhow::{Context, ensure};
 use serde_json::Value;
 
-use super::{Options, Registry, image_reference, manifest_digest, sbom_digest};
+use super::{Options, Registry, image_reference, index_digest, sbom_digests};
 use crate::cmd::{self, run, stdout as output};
 use crate::tools;
 
 /// Publishes the release to a loopback registry, then proves it is there:
-/// `skopeo inspect --raw` of each image gives the manifest built here (its
-/// digest), `oras discover` finds the image's SBOM, as built here, as its
+/// `skopeo inspect --raw` of each image gives the image index built here
+/// (its digest), listing every platform asked for, `oras discover` of each
+/// platform's image finds that image's SBOM, as built here, as its
 /// referrer,
 /// `helm pull` of the chart renders the same manifests as the working
 /// tree, and `sha256sum -c` accepts the release's SHA256SUMS.
-pub(crate) fn against_loopback_registry() -> anyhow::Result<()> {
+pub(crate) fn against_loopback_registry(asked: &Options) -> anyhow::Result<()> {
     let registry = Registry::start(&cmd::target_dir().join("ci/registry"))?;
     let options = Options {
         registry: format!("{}/rust-ccm", registry.host()),
         plain_http: true,
         dry_run: false,
         loopback: false,
+        providers: asked.providers.clone(),
+        platform: asked.platform.clone(),
     };
     super::publish(&options)?;
     let oras = tools::go_install::ORAS.ensure()?;
-    for provider in crate::image::providers() {
+    let platforms = crate::image::platform::distinct(&options.platform);
+    for provider in options.providers() {
         let reference = image_reference(&options.registry, &provider);
         let layout = cmd::target_dir().join("images").join(&provider).join("oci");
         let raw = output(Command::new("skopeo").args([
@@ -37,28 +41,54 @@ pub(crate) fn against_loopback_registry() -> anyhow::Result<()> {
             &format!("docker://{reference}"),
         ]))?;
         let pushed = format!("sha256:{}", crate::digest::sha256_hex(raw.as_bytes()));
-        let built = manifest_digest(&layout)?;
+        let built = index_digest(&layout)?;
         ensure!(
             pushed == built,
-            "{reference}: the registry serves manifest {pushed}, built was {built}"
+            "{reference}: the registry serves {pushed}, built was the index {built}"
         );
-        let referrers: Value = serde_json::from_str(&output(Command::new(&oras).args([
-            "discover",
-            "--plain-http",
-            "--format",
-            "json",
-            &reference,
-        ]))?)
-        .context("oras discover: not JSON")?;
-        let sbom = sbom_referrer(&referrers).with_context(|| {
-            format!("oras discover {reference}: no CycloneDX referrer in {referrers}")
-        })?;
-        let built_sbom = sbom_digest(&layout)?;
+        let index: Value = serde_json::from_str(&raw).context("skopeo inspect --raw: not JSON")?;
+        let listed = platforms_listed(&index);
+        let expected: Vec<String> = platforms.iter().map(|p| p.name()).collect();
         ensure!(
-            sbom == built_sbom,
-            "{reference}: the registry's SBOM referrer is {sbom}, built was {built_sbom}"
+            listed == expected,
+            "{reference}: the registry's index lists {listed:?}, expected {expected:?}"
         );
-        println!("registry: {reference} is {pushed}; its SBOM referrer is {sbom}");
+        println!(
+            "registry: {reference} is the image index {pushed}, listing {}",
+            listed.join(" and ")
+        );
+        let built_sboms = sbom_digests(&layout)?;
+        ensure!(
+            built_sboms.len() == platforms.len(),
+            "{}: {} SBOMs for {} platforms",
+            layout.display(),
+            built_sboms.len(),
+            platforms.len()
+        );
+        for (image, built_sbom) in built_sboms {
+            let by_digest = format!(
+                "{}@{image}",
+                reference
+                    .rsplit_once(':')
+                    .map_or(&*reference, |(repo, _)| repo)
+            );
+            let referrers: Value = serde_json::from_str(&output(Command::new(&oras).args([
+                "discover",
+                "--plain-http",
+                "--format",
+                "json",
+                &by_digest,
+            ]))?)
+            .context("oras discover: not JSON")?;
+            let sbom = sbom_referrer(&referrers).with_context(|| {
+                format!("oras discover {by_digest}: no CycloneDX referrer in {referrers}")
+            })?;
+            ensure!(
+                sbom == built_sbom,
+                "{by_digest}: the registry's SBOM referrer is {sbom}, built was {built_sbom}"
+            );
+            println!("registry: {by_digest} has its SBOM referrer {sbom}");
+        }
     }
     chart_round_trip(&options.registry)?;
     run(Command::new("sha256sum")
@@ -69,6 +99,22 @@ pub(crate) fn against_loopback_registry() -> anyhow::Result<()> {
         registry.host()
     );
     Ok(())
+}
+
+/// The platforms an image index lists, as `linux/arm64`.
+fn platforms_listed(index: &Value) -> Vec<String> {
+    index["manifests"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|m| {
+            format!(
+                "{}/{}",
+                m["platform"]["os"].as_str().unwrap_or("?"),
+                m["platform"]["architecture"].as_str().unwrap_or("?")
+            )
+        })
+        .collect()
 }
 
 /// The digest of the CycloneDX artifact among `oras discover`'s referrers
@@ -135,5 +181,15 @@ mod tests {
         });
         assert_eq!(sbom_referrer(&discovered).as_deref(), Some("sha256:bb"));
         assert_eq!(sbom_referrer(&serde_json::json!({ "referrers": [] })), None);
+    }
+
+    #[test]
+    fn the_platforms_of_an_index_are_read_in_its_order() {
+        let index = serde_json::json!({ "manifests": [
+            { "platform": { "os": "linux", "architecture": "amd64" } },
+            { "platform": { "os": "linux", "architecture": "arm64", "variant": "v8" } }
+        ]});
+        assert_eq!(platforms_listed(&index), vec!["linux/amd64", "linux/arm64"]);
+        assert!(platforms_listed(&serde_json::json!({})).is_empty());
     }
 }
