@@ -74,6 +74,19 @@ pub(crate) fn dir(name: &str) -> PathBuf {
     crate::cmd::target_dir().join("tools").join(name)
 }
 
+/// `pip install` of `requirement` (`name==version`) into the virtualenv
+/// whose interpreter is `python`.
+pub(crate) fn pip_install(python: &Path, requirement: &str) -> anyhow::Result<()> {
+    crate::cmd::run(Command::new(python).args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        requirement,
+    ]))
+}
+
 /// Creates the Python virtualenv `venv` unless it exists, installing
 /// Debian's venv support first when the system Python lacks it.
 pub(crate) fn python_venv(venv: &Path) -> anyhow::Result<()> {

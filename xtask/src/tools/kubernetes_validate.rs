@@ -4,9 +4,8 @@
 //! turns rendered YAML into JSON for the chart's RBAC check.
 
 use std::path::PathBuf;
-use std::process::Command;
 
-use crate::cmd::{self, run};
+use crate::cmd;
 use crate::tools;
 
 /// The release the checks are written against: strict schemas up to
@@ -38,12 +37,5 @@ pub(crate) fn ensure() -> anyhow::Result<()> {
         return Ok(());
     }
     tools::python_venv(&tools::dir("kubernetes-validate"))?;
-    run(Command::new(&python).args([
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        &format!("kubernetes-validate=={VERSION}"),
-    ]))
+    tools::pip_install(&python, &format!("kubernetes-validate=={VERSION}"))
 }

@@ -3,9 +3,8 @@
 //! `bin/moto_server` the tests start.
 
 use std::path::Path;
-use std::process::Command;
 
-use crate::cmd::{self, run};
+use crate::cmd;
 use crate::tools;
 
 /// The moto release the tests are written against.
@@ -20,14 +19,7 @@ pub(crate) fn ensure() -> anyhow::Result<()> {
         return Ok(());
     }
     tools::python_venv(&venv)?;
-    run(Command::new(&python).args([
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        &format!("moto[server]=={VERSION}"),
-    ]))
+    tools::pip_install(&python, &format!("moto[server]=={VERSION}"))
 }
 
 /// The moto version installed in the virtualenv, if any.

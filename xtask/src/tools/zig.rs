@@ -91,14 +91,7 @@ fn zig_dir() -> anyhow::Result<PathBuf> {
                 venv.display()
             );
             crate::tools::python_venv(&venv)?;
-            run(Command::new(&python).args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                &format!("ziglang=={ZIGLANG}"),
-            ]))?;
+            crate::tools::pip_install(&python, &format!("ziglang=={ZIGLANG}"))?;
             locate().context("ziglang installed, but python cannot import it")?
         }
     };
