@@ -43,19 +43,15 @@ pub(crate) fn ensure_rust() -> anyhow::Result<()> {
     rust::ensure()
 }
 
-/// Installs what the image checks use, when missing: the musl target and
-/// tools, cargo-auditable, skopeo and umoci; with `arm64`, also the arm64
-/// cross toolchain and qemu.
-pub(crate) fn ensure_image(arm64: bool) -> anyhow::Result<()> {
+/// Installs what the amd64 image checks use, when missing: the musl
+/// target and tools, cargo-auditable, skopeo and umoci (`cargo xtask image`
+/// installs the arm64 cross toolchain and qemu itself, when asked for
+/// arm64).
+pub(crate) fn ensure_image() -> anyhow::Result<()> {
     musl::ensure()?;
     cargo_install::CARGO_AUDITABLE.ensure()?;
     skopeo::ensure()?;
-    umoci::ensure()?;
-    if arm64 {
-        zig::ensure()?;
-        zig::ensure_qemu()?;
-    }
-    Ok(())
+    umoci::ensure()
 }
 
 /// `$XDG_CACHE_HOME/rust-ccm` (else `~/.cache/rust-ccm`): tools that take
