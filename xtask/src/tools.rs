@@ -70,6 +70,16 @@ pub(crate) fn dir(name: &str) -> PathBuf {
     crate::cmd::target_dir().join("tools").join(name)
 }
 
+/// Adds rustup's standard library for `target`, when missing.
+pub(crate) fn rustup_target(target: &str) -> anyhow::Result<()> {
+    let installed =
+        crate::cmd::output("rustup", &["target", "list", "--installed"]).unwrap_or_default();
+    if !installed.lines().any(|l| l.trim() == target) {
+        crate::cmd::run(Command::new("rustup").args(["target", "add", target]))?;
+    }
+    Ok(())
+}
+
 /// `pip install` of `requirement` (`name==version`) into the virtualenv
 /// whose interpreter is `python`.
 pub(crate) fn pip_install(python: &Path, requirement: &str) -> anyhow::Result<()> {

@@ -59,9 +59,8 @@ pub(crate) fn combine(meta: &Metadata, images: &[(Platform, &Image)]) -> MultiAr
         "org.opencontainers.image.ref.name": meta.version,
     });
     let mut listed = vec![tagged];
-    for (platform, image) in images {
-        let mut entry = image.manifest_descriptor.clone();
-        entry["platform"] = oci::platform_fields(*platform);
+    for ((platform, _), entry) in images.iter().zip(&manifests) {
+        let mut entry = entry.clone();
         entry["annotations"] =
             json!({ "org.opencontainers.image.ref.name": platform_tag(meta, *platform) });
         listed.push(entry);

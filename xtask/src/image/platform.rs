@@ -16,7 +16,7 @@ impl Platform {
     pub(crate) const DEFAULT: &str = "linux/amd64,linux/arm64";
 
     /// The Rust target its binary is built for.
-    pub(crate) fn target(self) -> &'static str {
+    pub(crate) const fn target(self) -> &'static str {
         match self {
             Self::Amd64 => "x86_64-unknown-linux-musl",
             Self::Arm64 => "aarch64-unknown-linux-musl",

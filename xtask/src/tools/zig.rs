@@ -5,11 +5,10 @@
 //! built in), and Debian's `qemu-user-static` to run what it builds.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use anyhow::Context;
 
-use crate::cmd::{self, run};
+use crate::cmd;
 use crate::tools::cargo_install::Tool;
 use crate::tools::{apt, machine_cache};
 
@@ -50,11 +49,7 @@ impl Toolchain {
 /// Installs what is missing (each cached on the machine by version) and
 /// returns where it is.
 pub(crate) fn ensure() -> anyhow::Result<Toolchain> {
-    let target = crate::image::platform::Platform::Arm64.target();
-    let installed = cmd::output("rustup", &["target", "list", "--installed"]).unwrap_or_default();
-    if !installed.lines().any(|l| l.trim() == target) {
-        run(Command::new("rustup").args(["target", "add", target]))?;
-    }
+    crate::tools::rustup_target(crate::image::Platform::Arm64.target())?;
     let zigbuild = CARGO_ZIGBUILD.ensure()?;
     let zig = zig_dir()?;
     Ok(Toolchain {
