@@ -26,6 +26,7 @@ mod flags;
 mod leader_metrics;
 mod logging;
 mod migration;
+mod process_metrics;
 mod server;
 mod serving;
 mod start;

@@ -139,6 +139,9 @@ pub(crate) async fn run<F: ProviderFactory>(
         None => (None, LeaderHandle::always_leader(), None),
     };
 
+    metrics.register(|registry| {
+        registry.register_collector(Box::new(crate::process_metrics::ProcessMetrics));
+    });
     if let Some(le) = settings
         .leader_election
         .as_ref()

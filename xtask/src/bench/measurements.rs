@@ -59,6 +59,17 @@ impl Metrics {
             .sum()
     }
 
+    /// The CCM's live heap in MiB (`ccm_heap_allocated_bytes`, jemalloc's
+    /// count of bytes in live allocations); fails when it is not exported.
+    pub(crate) fn live_heap_mib(&self) -> anyhow::Result<f64> {
+        let name = "ccm_heap_allocated_bytes";
+        anyhow::ensure!(
+            self.samples.iter().any(|s| s.name == name),
+            "the CCM's /metrics has no {name}"
+        );
+        Ok(self.sum(name, &[]) / (1024.0 * 1024.0))
+    }
+
     /// Controllers that report themselves running.
     pub(crate) fn running_controllers(&self) -> usize {
         self.samples
@@ -317,6 +328,9 @@ mod tests {
         assert_eq!(m.successes("create_route"), 7);
         assert_eq!(m.nodes_initialized(), 42);
         assert_eq!(m.calls().len(), 3);
+        assert!(m.live_heap_mib().is_err(), "no heap metric, no figure");
+        let heap = Metrics::parse("ccm_heap_allocated_bytes 39845888\n# EOF\n");
+        assert_eq!(heap.live_heap_mib().unwrap(), 38.0);
     }
 
     #[test]

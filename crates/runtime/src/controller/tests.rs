@@ -216,3 +216,19 @@ async fn the_activity_counts_queued_running_and_retrying_objects() {
     let settled = quiet().settled().await.expect("quiescent after the retry");
     assert_eq!((settled.reconciles, settled.retrying), (2, 0));
 }
+
+#[test]
+fn a_drained_queue_gives_back_the_table_a_burst_grew() {
+    let mut set: std::collections::HashSet<u32> = (0..5_000).collect();
+    assert!(set.capacity() >= 5_000);
+    super::shrink_when_drained(&mut set);
+    assert!(set.capacity() >= 5_000, "not while keys wait");
+    set.clear();
+    super::shrink_when_drained(&mut set);
+    assert_eq!(set.capacity(), 0);
+    let mut small: std::collections::HashSet<u32> = (0..100).collect();
+    small.clear();
+    let kept = small.capacity();
+    super::shrink_when_drained(&mut small);
+    assert_eq!(small.capacity(), kept, "a small table is kept for reuse");
+}

@@ -277,6 +277,11 @@ impl Established {
             "%",
         ));
         memory_figures(scenario, usage);
+        scenario.figure(Figure::new(
+            "CCM live heap at the window's end (jemalloc's bytes in live allocations)",
+            (after.live_heap_mib()? * 10.0).round() / 10.0,
+            "MiB",
+        ));
         let window_rss_mib = window_rss as f64 / 1024.0;
         scenario.figure(Figure::new(
             "CCM RSS in the window, largest of 1 s samples",
