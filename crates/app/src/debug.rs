@@ -22,6 +22,9 @@ use crate::flags::debugging::Debugging;
 /// lg_prof_sample:19` (`.cargo/config.toml`): one sampled allocation per
 /// 512 KiB allocated on average, as Go's default `MemProfileRate`; a sample
 /// costs one stack walk. `--profiling=false` turns sampling off at start-up.
+/// One background thread gives freed pages back to the kernel within about
+/// a second (`background_thread:true,max_background_threads:1,
+/// dirty_decay_ms:1000`).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
