@@ -111,7 +111,16 @@ fn image(provider: &str) -> Vec<&str> {
 
 /// `cargo deny check licenses bans sources` against `deny.toml`, offline
 /// (advisories need GitHub: see `deny.toml`).
+///
+/// cargo-deny reads the whole graph through `cargo metadata`, which needs
+/// every package of the lock file on disk, those of other platforms
+/// (Windows, macOS) too, where the builds fetched the host's alone. So
+/// `cargo fetch` takes them from crates.io first. Before, the images'
+/// background compile fetched them as a side effect (cargo-auditable's own
+/// `cargo metadata`), and a run whose image compile had not yet reached
+/// that point failed here.
 fn deny() -> anyhow::Result<()> {
+    run(cargo().args(["fetch", "--locked"]))?;
     let binary = tools::cargo_install::CARGO_DENY.ensure()?;
     run(Command::new(binary)
         .current_dir(crate::cmd::repo_root())
