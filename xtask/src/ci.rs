@@ -24,7 +24,9 @@ use crate::tools;
 /// compiler, warnings denied: as `cargo clippy --workspace --all-targets --
 /// -D warnings`, without compiling the dependencies a second time for its
 /// check), every test run, `cargo deny check
-/// licenses bans sources` (deny.toml), actionlint over the GitHub workflows,
+/// licenses bans sources` (deny.toml; after `cargo fetch`, which brings
+/// every platform's packages for its `cargo metadata`), actionlint over the
+/// GitHub workflows,
 /// `cargo xtask new-provider` into a copy of the workspace (three generated
 /// providers built, linted and tested, the conformance suite included),
 /// `cargo xtask chaos --quick` (the reliability suites' bounded variant),
