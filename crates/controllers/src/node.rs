@@ -79,11 +79,22 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
     let concurrency =
         NonZeroUsize::new(settings.concurrent_node_syncs.into()).unwrap_or(NonZeroUsize::MIN);
     let taint_removal_delay = Histogram::new(exponential_buckets(0.25, 2.0, 14));
+    let refresh_counts = refresh::RefreshCounts::default();
     ctx.metrics.register(|registry| {
         registry.register(
             "node_controller_cloud_provider_taint_removal_delay_seconds",
             "Seconds from node creation until the cloud-node controller removed its uninitialized taint",
             taint_removal_delay.clone(),
+        );
+        registry.register(
+            "ccm_node_refresh_cloud_calls",
+            "Metadata calls of the cloud-node controller's periodic refresh of initialized nodes; the other instances_metadata calls initialize nodes",
+            refresh_counts.calls.clone(),
+        );
+        registry.register(
+            "ccm_node_refresh_nodes",
+            "Initialized nodes the cloud-node controller's periodic refresh looked up",
+            refresh_counts.nodes.clone(),
         );
         registry.register_collector(Box::new(uninitialized::Uninitialized {
             nodes: ctx.informers.nodes().store(),
@@ -121,6 +132,7 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
         concurrency,
         period: settings.node_status_update_frequency,
         activity: ctx.metrics.activity(),
+        counts: refresh_counts,
     };
     let shutdown = ctx.shutdown.clone();
     Started::Running(

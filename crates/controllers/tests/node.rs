@@ -486,4 +486,23 @@ async fn periodic_refresh_writes_only_nodes_whose_cloud_data_changed() {
         "refreshes use batch calls"
     );
     h.stop().await;
+    // The refresh's own calls are counted apart from initialization's: one
+    // or two calls initialized a and b, every other call was a refresh's.
+    let metrics = h.metrics.encode(None);
+    let counter = |name: &str| {
+        metrics
+            .lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|n| n.trim().parse::<usize>().ok())
+            .unwrap_or_else(|| panic!("{name} in {metrics}"))
+    };
+    let refresh_calls = counter("ccm_node_refresh_cloud_calls_total");
+    let refreshed = counter("ccm_node_refresh_nodes_total");
+    let initialization_calls = h.cloud.count(Operation::InstancesMetadata) - refresh_calls;
+    assert!(refresh_calls >= 2, "{metrics}");
+    assert!((1..=2).contains(&initialization_calls), "{metrics}");
+    assert!(
+        (refresh_calls..=2 * refresh_calls).contains(&refreshed),
+        "one batch call per pass for up to two nodes: {metrics}"
+    );
 }

@@ -10,6 +10,7 @@ use cloud_provider::{CloudError, InstanceMetadata};
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use kube::api::Api;
+use prometheus_client::metrics::counter::Counter;
 use tokio::time::MissedTickBehavior;
 
 use super::{addresses, labels};
@@ -26,6 +27,18 @@ pub(super) struct Refresh {
     pub(super) concurrency: NonZeroUsize,
     pub(super) period: Duration,
     pub(super) activity: Activity,
+    pub(super) counts: RefreshCounts,
+}
+
+/// What the refresh cost, apart from initialization: both look nodes up
+/// with `instances_metadata`, and a burst of new nodes that outlasts a
+/// period shares its window with a refresh of the nodes already done.
+#[derive(Debug, Clone, Default)]
+pub(super) struct RefreshCounts {
+    /// `ccm_node_refresh_cloud_calls`: batch metadata calls.
+    pub(super) calls: Counter,
+    /// `ccm_node_refresh_nodes`: nodes looked up.
+    pub(super) nodes: Counter,
 }
 
 impl Refresh {
@@ -53,6 +66,11 @@ impl Refresh {
             return;
         }
         let count = nodes.len();
+        // `lookup_all` makes one call per `max_batch` nodes.
+        self.counts
+            .calls
+            .inc_by(count.div_ceil(self.max_batch.get()) as u64);
+        self.counts.nodes.inc_by(count as u64);
         let answers = lookup_all(nodes, &self.call, self.max_batch, self.concurrency).await;
         let mut written = 0;
         for (node, answer) in answers {

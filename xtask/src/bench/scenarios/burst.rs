@@ -13,6 +13,8 @@ use super::{Figure, Scenario, Series, Status, note_lease_loss, rss_limit, write_
 
 /// How often initialization progress is sampled for the plot.
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+/// The CCM's count of the metadata calls its periodic refresh made.
+const REFRESH_CALLS: &str = "ccm_node_refresh_cloud_calls_total";
 
 /// Registers `nodes` nodes at once against a fresh API server and a CCM
 /// running with `qps`, and measures their initialization. A failure of the
@@ -157,6 +159,18 @@ fn measure(
         .filter(|((op, _), _)| op.ends_with("_metadata"))
         .map(|(_, n)| n)
         .sum();
+    // A burst that outlasts `--node-status-update-frequency` (5 min) shares
+    // its window with a refresh of the nodes it already initialized: upstream
+    // does that refresh too, one call per node. The CCM counts its refresh's
+    // calls apart; the target is on the rest.
+    let refresh = |metrics: &Metrics| metrics.sum(REFRESH_CALLS, &[]);
+    let refresh_calls = (refresh(&last) - refresh(&before)).max(0.0) as u64;
+    scenario.figure(Figure::new(
+        "metadata calls of the 5-minute status refresh of nodes already initialized",
+        refresh_calls,
+        "",
+    ));
+    let metadata_calls = metadata_calls.saturating_sub(refresh_calls);
     let log = RequestLog::read(api)?;
     write_figures(&mut scenario, &log, Some(nodes));
     let mut peak_rss_mib = None;
@@ -291,7 +305,7 @@ fn targets(scenario: &mut Scenario, nodes: usize, qps: KubeApiQps, measured: &Me
     let batches = nodes.div_ceil(BATCH_SIZE);
     let allowed = (1.05 * batches as f64).floor() as u64;
     scenario.target(
-        "metadata calls",
+        "metadata calls to initialize the nodes",
         format!("≤ 1.05 × ceil({nodes} / {BATCH_SIZE}) = {allowed}"),
         format!("{metadata_calls}"),
         metadata_calls <= allowed && all_initialized,
