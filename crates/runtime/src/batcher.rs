@@ -8,7 +8,7 @@ use std::time::Duration;
 use cloud_provider::k8s_openapi::api::core::v1::Node;
 use cloud_provider::{BatchResult, CloudError};
 use futures::future::BoxFuture;
-use futures::stream::{self, StreamExt};
+use futures::stream::{self, Stream, StreamExt};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 /// One batch call to the provider, such as `instances_metadata`, over keys
@@ -174,9 +174,29 @@ pub async fn lookup_all<T: Send + 'static, K: Clone + Send + 'static>(
     max_batch: NonZeroUsize,
     concurrency: NonZeroUsize,
 ) -> Answers<T, K> {
-    let chunks: Vec<Vec<K>> = nodes.chunks(max_batch.get()).map(<[_]>::to_vec).collect();
-    let answered: Vec<Answers<T, K>> = stream::iter(chunks)
-        .map(|chunk| {
+    lookup_batches(nodes, call, max_batch, concurrency)
+        .concat()
+        .await
+}
+
+/// [`lookup_all`], one batch call's nodes and answers at a time, in input
+/// order. A caller that is done with each batch before it takes the next
+/// holds the answers of at most `concurrency` calls, not of every node.
+pub fn lookup_batches<T: Send + 'static, K: Clone + Send + 'static>(
+    nodes: Vec<K>,
+    call: &BatchCall<T, K>,
+    max_batch: NonZeroUsize,
+    concurrency: NonZeroUsize,
+) -> impl Stream<Item = Answers<T, K>> + Send + 'static {
+    let mut nodes = nodes.into_iter();
+    let chunks: Vec<Vec<K>> = std::iter::from_fn(|| {
+        let chunk: Vec<K> = nodes.by_ref().take(max_batch.get()).collect();
+        (!chunk.is_empty()).then_some(chunk)
+    })
+    .collect();
+    let call = call.clone();
+    stream::iter(chunks)
+        .map(move |chunk| {
             let call = call.clone();
             async move {
                 let (tx, rx): (Vec<_>, Vec<_>) = chunk.iter().map(|_| oneshot::channel()).unzip();
@@ -192,7 +212,4 @@ pub async fn lookup_all<T: Send + 'static, K: Clone + Send + 'static>(
             }
         })
         .buffered(concurrency.get())
-        .collect()
-        .await;
-    answered.into_iter().flatten().collect()
 }

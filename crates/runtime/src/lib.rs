@@ -36,6 +36,7 @@ mod stalls;
 pub use backoff::FailureBackoff;
 pub use batcher::{
     AnswerLost, Answers, BatchCall, Batcher, BatcherStopped, STREAM_WINDOWS, lookup_all,
+    lookup_batches,
 };
 pub use cloud::{AlwaysLeader, Fence, Fenced, MeteredCloud};
 pub use context::{Context, Informers};

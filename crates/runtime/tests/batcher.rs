@@ -4,10 +4,11 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ccm_runtime::{BatchCall, Batcher, STREAM_WINDOWS, lookup_all};
+use ccm_runtime::{BatchCall, Batcher, STREAM_WINDOWS, lookup_all, lookup_batches};
 use cloud_provider::k8s_openapi::api::core::v1::Node;
 use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use cloud_provider::{CloudError, InstanceMetadata, Instances};
+use futures::StreamExt;
 use futures::future::join_all;
 use provider_fake::{FakeCloud, InjectedError, Operation};
 
@@ -209,6 +210,32 @@ async fn periodic_passes_chunk_by_batch_size() {
         .map(|c| c.batch_size.unwrap())
         .collect();
     assert_eq!(sizes, [40, 40, 20]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn batches_arrive_one_call_at_a_time_in_order() {
+    let cloud = auto_cloud(40);
+    let nodes: Vec<_> = (0..100).map(|i| node(&format!("n{i}"))).collect();
+    let mut batches = std::pin::pin!(lookup_batches(
+        nodes,
+        &metadata_call(&cloud),
+        NonZeroUsize::new(40).unwrap(),
+        NonZeroUsize::MIN,
+    ));
+    let first = batches.next().await.expect("a first batch");
+    assert_eq!(first.len(), 40);
+    assert_eq!(first[0].0.metadata.name.as_deref(), Some("n0"));
+    assert_eq!(first[39].1.as_ref().unwrap().provider_id, "fake://n39");
+    assert_eq!(
+        cloud.count(Operation::InstancesMetadata),
+        1,
+        "the first batch is handed over before the next call is made"
+    );
+    let rest: Vec<_> = batches.collect().await;
+    let sizes: Vec<_> = rest.iter().map(Vec::len).collect();
+    assert_eq!(sizes, [40, 20]);
+    assert_eq!(rest[1][19].0.metadata.name.as_deref(), Some("n99"));
+    assert_eq!(cloud.count(Operation::InstancesMetadata), 3);
 }
 
 /// 400 lookups in batches of 100, each call taking 1 s: how long they take
