@@ -67,31 +67,17 @@ impl Refresh {
             return;
         }
         let count = nodes.len();
-        // One call per `max_batch` nodes.
-        self.counts
-            .calls
-            .inc_by(count.div_ceil(self.max_batch.get()) as u64);
-        self.counts.nodes.inc_by(count as u64);
         // Each batch is applied before the next is taken, so a pass holds
         // a few calls' answers at a time rather than every node's (5,000
         // answers at once, every period, in the benchmark's cluster).
         let mut batches = lookup_batches(nodes, &self.call, self.max_batch, self.concurrency);
         let mut written = 0;
         while let Some(answers) = batches.next().await {
+            self.counts.calls.inc();
+            self.counts.nodes.inc_by(answers.len() as u64);
             for (node, answer) in answers {
-                match answer {
-                    Ok(metadata) => match self.apply(&node, &metadata).await {
-                        Ok(true) => written += 1,
-                        Ok(false) => {}
-                        Err(err) => {
-                            tracing::warn!(node = %node.name_any(), error = %err, "could not refresh node");
-                        }
-                    },
-                    // The lifecycle controller deals with vanished instances.
-                    Err(CloudError::InstanceNotFound) => {}
-                    Err(err) => {
-                        tracing::warn!(node = %node.name_any(), error = %err, "could not look node up");
-                    }
+                if self.refresh_node(&node, answer).await {
+                    written += 1;
                 }
             }
         }
@@ -100,6 +86,30 @@ impl Refresh {
             written,
             "refreshed node addresses and labels"
         );
+    }
+
+    /// Applies the cloud's answer for `node`; `true` if anything was
+    /// written. Failures are logged: the next pass tries again.
+    async fn refresh_node(
+        &self,
+        node: &Node,
+        answer: Result<InstanceMetadata, CloudError>,
+    ) -> bool {
+        match answer {
+            Ok(metadata) => match self.apply(node, &metadata).await {
+                Ok(wrote) => wrote,
+                Err(err) => {
+                    tracing::warn!(node = %node.name_any(), error = %err, "could not refresh node");
+                    false
+                }
+            },
+            // The lifecycle controller deals with vanished instances.
+            Err(CloudError::InstanceNotFound) => false,
+            Err(err) => {
+                tracing::warn!(node = %node.name_any(), error = %err, "could not look node up");
+                false
+            }
+        }
     }
 
     /// Writes the node's changed addresses and labels; `true` if anything
