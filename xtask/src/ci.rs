@@ -38,11 +38,13 @@ use crate::tools;
 /// (their release compile started in the background at idle CPU priority
 /// before the workspace's build, so it uses every stretch of CPU the build,
 /// the tests and the suites leave idle; its output in
-/// target/ci/images-compile.log; amd64 only, see [`PLATFORM`]; the second,
-/// reproducibility compile for the AWS binary only), `cargo xtask release
-/// --loopback --platform linux/amd64` (every image index with its SBOM as
-/// its image's referrer, and the chart, pushed to a docker-registry on
-/// loopback and read back with skopeo, oras and helm),
+/// target/ci/images-compile.log; amd64, and arm64 for the fake provider,
+/// whose arm64 binary then runs under qemu against the test API server,
+/// see [`MULTI_ARCH`]; the second, reproducibility compile for the AWS
+/// binary only), `cargo xtask release --loopback --platform linux/amd64`
+/// (every image index with its SBOM as its image's referrer, and the chart,
+/// pushed to a docker-registry on loopback and read back with skopeo, oras
+/// and helm) and the fake provider's release with both platforms,
 /// and `cargo xtask bench --against-upstream --quick` (ours at 20 nodes,
 /// held to upstream's committed figures).
 #[derive(Debug, clap::Args)]
@@ -72,8 +74,20 @@ const MONITORING: &[&str] = &["monitoring", "--timeout=180"];
 const CHAOS: &[&str] = &["chaos", "--quick"];
 
 /// The release, as a `v*` tag publishes it, to a registry on loopback and
-/// read back; amd64 only (see [`PLATFORM`]).
+/// read back: every provider's image for [`PLATFORM`]; then
+/// [`RELEASE_MULTI_ARCH`].
 const RELEASE: &[&str] = &["release", "--loopback", "--platform", PLATFORM];
+
+/// [`MULTI_ARCH`]'s release alone, its index with both platforms and each
+/// platform's SBOM as referrer, read back from the loopback registry.
+const RELEASE_MULTI_ARCH: &[&str] = &[
+    "release",
+    "--loopback",
+    "--provider",
+    MULTI_ARCH,
+    "--platform",
+    BOTH,
+];
 
 /// Ours alone at 20 nodes on the real control plane and moto, failing if
 /// a count goes past upstream's aws-cloud-controller-manager's committed
@@ -84,25 +98,43 @@ const AGAINST_UPSTREAM: &[&str] = &["bench", "--against-upstream", "--quick"];
 /// for byte: the largest, and the one operators of the Go CCM most use.
 const REBUILT: &str = "aws";
 
-/// The one platform CI builds images for. The arm64 images' cross build
-/// (`cargo xtask image --platform linux/arm64 --check`: cargo-zigbuild,
-/// then the binary under qemu against the test API server) is left to its
-/// own task: with the fake provider's arm64 image alone, the smallest, in
-/// it, a CI run here took 87 minutes (5,223 s; the images' compile joined
-/// after 1,235 s instead of 564, its image check took 199 s instead of 32),
-/// too near the 90 a CI run may take.
+/// The platform CI builds every provider's image for.
 const PLATFORM: &str = "linux/amd64";
 
-/// A provider's image: built for [`PLATFORM`], read by skopeo and umoci,
-/// held to the size limit; for [`REBUILT`] also rebuilt and compared byte
-/// for byte.
+/// The provider whose image CI also builds for linux/arm64 (cargo-zigbuild
+/// from PyPI's ziglang), runs under qemu-user against the test API server
+/// (`--version`, then nodes initialized and a load balancer provisioned:
+/// `sandbox::check_binary`) and publishes as a two-platform index to the
+/// loopback registry. The smallest binary: each provider's arm64 compile
+/// is minutes of two cores (the AWS SDK's alone about ten), and the cross
+/// build differs between providers only in which crates it compiles. Its
+/// arm64 binary is not compiled twice (`--no-rebuild`): the AWS amd64
+/// image's second compile is CI's reproducibility check.
+///
+/// Measured: a CI run with it took 87 minutes when CI itself took about
+/// 70 (the arm64 compile and its image check about 14 more minutes of two
+/// cores, then with a second arm64 compile), which is why it was left out
+/// for a while; CI now takes about 33.
+const MULTI_ARCH: &str = "fake";
+
+/// Both platforms, as `--platform` takes them.
+const BOTH: &str = "linux/amd64,linux/arm64";
+
+/// A provider's image: built for [`PLATFORM`] (and arm64 for
+/// [`MULTI_ARCH`]), read by skopeo and umoci, held to the size limit; for
+/// [`REBUILT`] also rebuilt and compared byte for byte.
 fn image(provider: &str) -> Vec<&str> {
+    let platforms = if provider == MULTI_ARCH {
+        BOTH
+    } else {
+        PLATFORM
+    };
     let mut args = vec![
         "image",
         "--provider",
         provider,
         "--platform",
-        PLATFORM,
+        platforms,
         "--check",
     ];
     if provider != REBUILT {
@@ -223,10 +255,17 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     // Measured: the run 77 s shorter than with the compile started after
     // new-provider (9 minutes still left to wait for at the join, and the
     // steps beside it a little slower); the machine is CPU-bound throughout.
-    steps.time("image tools", tools::ensure_image)?;
+    steps.time("image tools", || {
+        tools::ensure_image()?;
+        tools::zig::ensure()?;
+        tools::zig::ensure_qemu()
+    })?;
     let images = crate::image::binary::Background::start(
         &crate::image::metadata(REBUILT)?,
-        &[(crate::image::Platform::Amd64, REBUILT)],
+        &[
+            (crate::image::Platform::Amd64, REBUILT),
+            (crate::image::Platform::Arm64, MULTI_ARCH),
+        ],
         &crate::cmd::target_dir().join("ci/images-compile.log"),
     )?;
     // Every target at once, with the features `cargo test --workspace`
@@ -265,6 +304,9 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     }
     if real_cluster {
         steps.time("release --loopback", || task(RELEASE))?;
+        steps.time("release --loopback (both platforms)", || {
+            task(RELEASE_MULTI_ARCH)
+        })?;
         // After the images: the AWS binary it runs is theirs, already built.
         steps.time("bench --against-upstream", || task(AGAINST_UPSTREAM))?;
     }
@@ -294,14 +336,30 @@ mod tests {
             "one provider's image is checked for reproducibility"
         );
         for args in images.iter().map(|args| &args[..]).chain([RELEASE]) {
+            let both = args.contains(&MULTI_ARCH);
+            let platforms = if both { BOTH } else { PLATFORM };
             assert!(
-                args.windows(2).any(|w| w == ["--platform", PLATFORM]),
-                "{args:?} builds for {PLATFORM} alone"
+                args.windows(2).any(|w| w == ["--platform", platforms]),
+                "{args:?} builds for {platforms}"
             );
+            assert!(!both || args.contains(&"--no-rebuild"), "{args:?}");
         }
-        for args in [SANDBOX, CHART, MONITORING, CHAOS, RELEASE, AGAINST_UPSTREAM]
-            .into_iter()
-            .chain(images.iter().map(|args| &args[..]))
+        assert!(
+            RELEASE_MULTI_ARCH
+                .windows(2)
+                .any(|w| w == ["--platform", BOTH])
+        );
+        for args in [
+            SANDBOX,
+            CHART,
+            MONITORING,
+            CHAOS,
+            RELEASE,
+            RELEASE_MULTI_ARCH,
+            AGAINST_UPSTREAM,
+        ]
+        .into_iter()
+        .chain(images.iter().map(|args| &args[..]))
         {
             if let Err(err) = crate::parse_task(args) {
                 panic!("cargo xtask {}: {err}", args.join(" "));
