@@ -11,6 +11,7 @@ mod migration;
 pub(crate) mod provider;
 #[cfg(test)]
 mod provider_tests;
+mod route_period;
 mod serving;
 mod shadow;
 #[cfg(test)]
@@ -141,6 +142,10 @@ pub(crate) struct Settings {
     pub(crate) node_status_update_frequency: Duration,
     pub(crate) node_monitor_period: Duration,
     pub(crate) route_reconciliation_period: Duration,
+    /// The route controller's period without node events: the one above,
+    /// or a resync period with upstream's watch-based routes gate
+    /// (`route_period.rs`).
+    pub(crate) route_period: Duration,
     pub(crate) node_sync_period: Duration,
     /// `None` when `--leader-elect=false`.
     pub(crate) leader_election: Option<LeaderElection>,
@@ -350,6 +355,12 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
     let (feature_gates, gate_notes) =
         feature_gates::parse(generic.feature_gates.as_deref().unwrap_or_default())?;
     notes.extend(gate_notes);
+    let (route_period, resync_note) = route_period::route_period(
+        feature_gates.enabled(route_period::WATCH_BASED_ROUTES),
+        generic.route_reconciliation_period,
+        generic.min_resync_period,
+    );
+    notes.extend(resync_note);
     let logging = logging(&global, &feature_gates)?;
     let webhook = webhook_serving.validate(webhook.validate()?)?;
     for (flag, set) in [
@@ -391,6 +402,7 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         node_status_update_frequency: misc.node_status_update_frequency,
         node_monitor_period: cloud_node_lifecycle_controller.node_monitor_period,
         route_reconciliation_period: generic.route_reconciliation_period,
+        route_period,
         node_sync_period: generic.node_sync_period.unwrap_or_default(),
         leader_election,
         kube_api_qps,
@@ -470,9 +482,6 @@ fn inert_notes(generic: &generic::Generic, global: &global::Global) -> Vec<Strin
     }
     if let Some(content_type) = generic.kube_api_content_type.as_deref() {
         notes.push(format!("--kube-api-content-type={content_type}: upstream's clients may speak protobuf; this CCM always speaks JSON"));
-    }
-    if generic.min_resync_period.is_some() {
-        notes.push("--min-resync-period: upstream's informers resync their caches at random intervals from this period; the watches here never resync, as nothing here needs it".to_owned());
     }
     if global.log_flush_frequency.is_some() {
         notes.push("--log-flush-frequency: upstream buffers log lines and flushes them this often; every line is written at once here".to_owned());

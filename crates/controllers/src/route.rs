@@ -8,7 +8,10 @@
 //! so a provider that batches them pays its route-table read and instance
 //! lookup once per pass, not once per route.
 //! Passes run when a node is added or deleted or its pod CIDRs change
-//! (debounced), and every `--route-reconciliation-period` as a safety net.
+//! (debounced), and every `--route-reconciliation-period` as a safety net;
+//! with upstream's `CloudControllerManagerWatchBasedRoutesReconciliation`
+//! gate, the safety net is the informer resync instead (every 12 to 24
+//! hours by default), as upstream's route controller does with it.
 //!
 //! # Guarantees
 //! - One `list_routes` call per pass, however many nodes; passes never

@@ -20,7 +20,11 @@ pub struct ControllerSettings {
     pub node_status_update_frequency: Duration,
     /// `--node-monitor-period`.
     pub node_monitor_period: Duration,
-    /// `--route-reconciliation-period`.
+    /// The route controller's pass period without node events:
+    /// `--route-reconciliation-period`, or with upstream's
+    /// `CloudControllerManagerWatchBasedRoutesReconciliation` gate the
+    /// informer resync period (`--min-resync-period` times 1 to 2);
+    /// `Duration::MAX` for never.
     pub route_reconciliation_period: Duration,
     /// `--node-sync-period`: the service controller's full resync (zero means
     /// upstream's 100 s).

@@ -8,7 +8,11 @@ use super::upstream::{self, Gate};
 
 /// Gates that change something here; any other gate a user sets is logged
 /// once as having no effect.
-const HONOURED: [&str; 2] = ["LoggingAlphaOptions", "LoggingBetaOptions"];
+const HONOURED: [&str; 3] = [
+    "CloudControllerManagerWatchBasedRoutesReconciliation",
+    "LoggingAlphaOptions",
+    "LoggingBetaOptions",
+];
 
 /// The effective gates.
 #[derive(Debug, Clone, PartialEq, Eq)]

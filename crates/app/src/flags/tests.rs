@@ -396,6 +396,33 @@ fn feature_gates_are_checked_against_upstreams_names() {
 }
 
 #[test]
+fn the_watch_based_routes_gate_makes_the_route_period_a_resync() {
+    let s = ok(&[]);
+    assert_eq!(s.route_period, Duration::from_secs(10));
+    let s = ok(&[
+        "--feature-gates=CloudControllerManagerWatchBasedRoutesReconciliation=true",
+        "--min-resync-period=1h",
+    ]);
+    assert!(
+        (Duration::from_secs(3600)..Duration::from_secs(7200)).contains(&s.route_period),
+        "{:?}",
+        s.route_period
+    );
+    assert_eq!(
+        s.route_reconciliation_period,
+        Duration::from_secs(10),
+        "configz still shows the flag"
+    );
+    assert!(
+        !s.notes
+            .iter()
+            .any(|n| n.contains("has no effect") || n.starts_with("--min-resync-period")),
+        "{:?}",
+        s.notes
+    );
+}
+
+#[test]
 fn flags_that_mean_nothing_here_say_why_once() {
     let s = ok(&[
         "--external-cloud-volume-plugin=aws",

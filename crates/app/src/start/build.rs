@@ -183,7 +183,7 @@ pub(super) fn controller_settings(settings: &Settings) -> ControllerSettings {
         concurrent_node_syncs: settings.concurrent_node_syncs,
         node_status_update_frequency: settings.node_status_update_frequency,
         node_monitor_period: settings.node_monitor_period,
-        route_reconciliation_period: settings.route_reconciliation_period,
+        route_reconciliation_period: settings.route_period,
         node_sync_period: settings.node_sync_period,
         ..ControllerSettings::default()
     }

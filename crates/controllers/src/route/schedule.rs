@@ -207,6 +207,26 @@ mod tests {
         assert_eq!(*passes.lock().unwrap(), [secs(0.0), secs(30.0)]);
     }
 
+    /// Upstream's watch-based routes gate with `--min-resync-period=0`:
+    /// node events are the only reason for a pass, and a failed pass is
+    /// still retried.
+    #[tokio::test(start_paused = true)]
+    async fn without_a_period_only_triggers_and_retries_run_passes() {
+        let (trigger, passes) = run(Duration::MAX, vec![PassOutcome::default()]);
+        tokio::time::sleep(secs(3600.0)).await;
+        assert_eq!(*passes.lock().unwrap(), [secs(0.0)], "no periodic pass");
+        trigger.notify_one();
+        tokio::time::sleep(secs(1.0)).await;
+        assert_eq!(
+            *passes.lock().unwrap(),
+            [secs(0.0), secs(3600.0) + DEBOUNCE]
+        );
+
+        let (_, passes) = run(Duration::MAX, vec![PassOutcome::failed(None)]);
+        tokio::time::sleep(secs(6.0)).await;
+        assert_eq!(*passes.lock().unwrap(), [secs(0.0), secs(5.0)]);
+    }
+
     #[test]
     fn outcomes_add_up() {
         let a = PassOutcome::failed(Some(secs(3.0)));
