@@ -16,6 +16,8 @@
 //!   know, keeps the taint and is retried with backoff; each gets a Warning
 //!   event.
 //! - No event on success, so initialization stays within two writes.
+//! - A node without the taint costs no queue work: only tainted nodes (and
+//!   those with a write of ours still to be seen) are queued.
 
 mod addresses;
 mod labels;
@@ -113,12 +115,29 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
         name: ControllerId::CloudNode.name(),
         concurrency: 0,
     };
-    let reconciles = match controller::run(
+    // Initialized nodes, most nodes most of the time, never enter the
+    // queue: their reconcile would do nothing (but forget a superseded
+    // write, so a node with one still does). Heartbeats then cost no queue
+    // work, and a restart amid thousands of initialized nodes leaves no
+    // scheduler table sized for them all.
+    let relevant = {
+        let state = state.clone();
+        move |node: &Node| {
+            taints::has(node, UNINITIALIZED)
+                || node
+                    .metadata
+                    .uid
+                    .as_ref()
+                    .is_some_and(|uid| state.superseded.lock().contains_key(uid))
+        }
+    };
+    let reconciles = match controller::run_where(
         config,
         &informer,
         Triggers::default(),
         ctx.metrics.clone(),
         ctx.shutdown.clone(),
+        relevant,
         move |node| state.clone().reconcile(node),
     ) {
         Ok(future) => future,

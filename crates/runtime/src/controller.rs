@@ -177,16 +177,57 @@ where
     F: Fn(Arc<K>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
 {
-    let changes = informer.subscribe()?;
+    run_where(
+        config,
+        informer,
+        triggers,
+        metrics,
+        shutdown,
+        |_| true,
+        reconcile,
+    )
+}
+
+/// [`run`], for the changed objects `relevant` keeps only: the others never
+/// enter the queue (kube-runtime's scheduler keeps the table a burst grew
+/// for good, so objects that could only ever be no-ops are kept out of it).
+/// Triggers and periodic passes over every object are not filtered.
+///
+/// # Errors
+/// The informer must not be running yet (see [`Informer::subscribe`]).
+pub fn run_where<K, P, F, Fut>(
+    config: ControllerConfig,
+    informer: &Informer<K>,
+    triggers: Triggers<K>,
+    metrics: Metrics,
+    shutdown: CancellationToken,
+    relevant: P,
+    reconcile: F,
+) -> Result<impl Future<Output = ()> + Send + 'static, crate::InformerError>
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+    ObjectRef<K>: Hash + Eq,
+    P: Fn(&K) -> bool + Send + 'static,
+    F: Fn(Arc<K>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, ReconcileError>> + Send + 'static,
+{
     Ok(drive(
         config,
-        changes,
+        only(informer.subscribe()?, relevant),
         informer.store(),
         triggers,
         metrics,
         shutdown,
         reconcile,
     ))
+}
+
+/// The changes `relevant` keeps.
+fn only<K: Send + Sync + 'static>(
+    changes: impl Stream<Item = Arc<K>> + Send + 'static,
+    relevant: impl Fn(&K) -> bool + Send + 'static,
+) -> impl Stream<Item = Arc<K>> + Send + 'static {
+    changes.filter(move |obj| futures::future::ready(relevant(obj)))
 }
 
 /// [`run`] over a shared store and its subscription, however they are fed.

@@ -15,7 +15,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{ControllerConfig, Triggers, drive};
+use super::{ControllerConfig, Triggers, drive, only};
 use crate::{Action, Metrics, Quiescence, ReconcileError};
 
 /// What a scripted reconcile answers, in turn; success once the script runs
@@ -48,8 +48,14 @@ fn config_map(version: u64) -> ConfigMap {
 impl Fixture {
     /// Starts the controller on an empty, listed store.
     fn start(script: Script) -> Self {
+        Self::start_where(script, |_| true)
+    }
+
+    /// [`Fixture::start`], the changes filtered by `relevant` as
+    /// [`super::run_where`] filters them.
+    fn start_where(script: Script, relevant: fn(&ConfigMap) -> bool) -> Self {
         let (store, writer) = reflector::store_shared::<ConfigMap>(16);
-        let changes = writer.subscribe().expect("a shared store");
+        let changes = only(writer.subscribe().expect("a shared store"), relevant);
         let (events, fed) = mpsc::unbounded();
         tokio::spawn(
             fed.reflect_shared(writer)
@@ -231,4 +237,24 @@ fn a_drained_queue_gives_back_the_table_a_burst_grew() {
     let kept = small.capacity();
     super::shrink_when_drained(&mut small);
     assert_eq!(small.capacity(), kept, "a small table is kept for reuse");
+}
+
+#[tokio::test(start_paused = true)]
+async fn changes_the_filter_drops_are_never_reconciled() {
+    fn even(map: &ConfigMap) -> bool {
+        map.metadata
+            .resource_version
+            .as_deref()
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_some_and(|v| v % 2 == 0)
+    }
+    let mut fixture = Fixture::start_where(Vec::new(), even);
+    fixture.change();
+    tokio::time::sleep(secs(1)).await;
+    assert!(fixture.runs().is_empty(), "version 1 is filtered out");
+    fixture.change();
+    assert_eq!(fixture.runs_after(1).await, [secs(1)]);
+    fixture.change();
+    tokio::time::sleep(secs(5)).await;
+    assert_eq!(fixture.runs(), [secs(1)], "version 3 is filtered out");
 }
