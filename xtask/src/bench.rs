@@ -43,6 +43,7 @@ use scenarios::{Large, Scale, Scenario, Status, burst, established, routes};
 ///   6. a route burst          5. LoadBalancer Services created at once
 ///   2. a steady state         3. a heartbeat storm        4. node churn
 ///   4. kept up for 30 minutes (1 with --quick): its memory's slope
+///   2. again, the CCM restarted with upstream's watch-based routes gate
 ///
 ///   At 10,000 nodes and 2,000 Services (full runs only): 1 at the raised
 ///   QPS, then 5, 2, 3 and 4.

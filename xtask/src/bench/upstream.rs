@@ -181,6 +181,22 @@ pub(crate) fn steady(nodes: usize, window: Duration) -> Model {
     }
 }
 
+/// [`steady`] with upstream's alpha gate
+/// `CloudControllerManagerWatchBasedRoutesReconciliation`: its route
+/// controller lists routes on a node add, delete, pod-CIDR or address
+/// change and at each node-informer resync (every 12 to 24 hours at the
+/// default `--min-resync-period`), so none in a quiet window.
+pub(crate) fn steady_watch_routes(nodes: usize, window: Duration) -> Model {
+    let mut model = steady(nodes, window);
+    for call in &mut model.calls {
+        if call.operation == "ListRoutes" {
+            call.calls = 0.0;
+            call.basis = "with the gate: a list on node events and at each informer resync, every 12 to 24 h".into();
+        }
+    }
+    model
+}
+
 /// Heartbeats of every node every 10 s over `window`.
 pub(crate) fn heartbeats(nodes: usize, window: Duration) -> Model {
     let mut model = steady(nodes, window);
@@ -244,6 +260,13 @@ mod tests {
         assert_eq!(calls(&model, "InstanceMetadata"), 60_000.0);
         assert_eq!(calls(&model, "ListRoutes"), 360.0);
         assert_eq!(calls(&model, "UpdateLoadBalancer"), 0.0);
+        let gated = steady_watch_routes(5000, Duration::from_secs(3600));
+        assert_eq!(calls(&gated, "InstanceMetadata"), 60_000.0);
+        assert_eq!(
+            calls(&gated, "ListRoutes"),
+            0.0,
+            "no list without a node event"
+        );
     }
 
     #[test]

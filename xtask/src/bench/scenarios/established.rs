@@ -1,6 +1,7 @@
 //! Scenarios 5, 2, 3 and 4, in that order, on one established cluster:
 //! its load balancers created at once, then a steady window, a heartbeat
-//! storm and node churn. Its nodes have no pod CIDRs (routes are scenario
+//! storm and node churn (kept up for the soak), then the steady window
+//! again with the CCM restarted under upstream's watch-based routes gate. Its nodes have no pod CIDRs (routes are scenario
 //! 6's subject, on a cluster of its own); the route controller runs all the
 //! same and lists routes every 10 s.
 
@@ -30,6 +31,7 @@ const SETTLE: Duration = Duration::from_secs(12);
 /// A churn has converged once no load balancer was updated for this long.
 const CHURN_QUIET: Duration = Duration::from_secs(12);
 mod soak;
+mod watch_routes;
 
 /// How often the steady window samples the CCM's resident memory.
 const RSS_SAMPLE_EVERY: Duration = Duration::from_secs(1);
@@ -62,6 +64,8 @@ struct Established {
     cluster: Cluster,
     ccm: Option<Ccm>,
     scale: Scale,
+    /// The CCM's client QPS, for a restart.
+    qps: KubeApiQps,
     /// Node indices of the cluster now.
     nodes: Vec<usize>,
 }
@@ -124,6 +128,16 @@ pub(crate) fn run(
             Established::soak,
         ));
     }
+    plan.push((
+        Scenario::new(
+            format!("steady-watch-routes-{n}-{id}"),
+            format!(
+                "Steady state with upstream's watch-based route reconciliation gate: {n} nodes, {m} LoadBalancer Services"
+            ),
+            qps,
+        ),
+        Established::steady_watch_routes,
+    ));
     let mut cluster = Established::start(binaries, dir, *scale, qps)?;
     let mut done: Vec<Scenario> = Vec::new();
     let mut pending = plan.into_iter();
@@ -172,6 +186,7 @@ impl Established {
             cluster,
             ccm: Some(ccm),
             scale,
+            qps,
             nodes: (1..=scale.nodes).collect(),
         };
         established.wait(SETTLE)?;
