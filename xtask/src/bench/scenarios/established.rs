@@ -274,11 +274,7 @@ impl Established {
         let usage = Usage::read(ccm.pid)?;
         let calls = calls_between(&before, &after);
         scenario.compare(&calls, &upstream::steady(n, window), Some(window));
-        scenario.note(format!(
-            "Calls per hour are extrapolated from a {:.0}-second window (× {:.0}).",
-            window.as_secs_f64(),
-            3600.0 / window.as_secs_f64()
-        ));
+        extrapolated(scenario, window);
         let cpu = usage.cpu_seconds - usage_before.cpu_seconds;
         scenario.figure(Figure::seconds("window", window.as_secs_f64()));
         scenario.figure(Figure::new(
@@ -308,13 +304,9 @@ impl Established {
             // The targets are set for 5,000 nodes and 1,000 Services.
             return Ok(());
         }
-        let (ours, theirs) = totals(&scenario.calls);
-        let share = ours as f64 / theirs * 100.0;
-        scenario.target(
+        calls_target(
+            scenario,
             "steady-state cloud calls per hour vs upstream's algorithm",
-            "≤ 1%",
-            format!("{ours} vs {theirs:.0}: {share:.2}%"),
-            share <= 1.0,
         );
         if let Some(limit) = rss_limit::established(n) {
             scenario.target(
@@ -547,6 +539,27 @@ impl Established {
             std::thread::sleep(left.min(RSS_SAMPLE_EVERY));
         }
     }
+}
+
+/// A steady window's target: our calls at most 1% of upstream's.
+fn calls_target(scenario: &mut Scenario, what: &str) {
+    let (ours, theirs) = totals(&scenario.calls);
+    let share = ours as f64 / theirs * 100.0;
+    scenario.target(
+        what,
+        "≤ 1%",
+        format!("{ours} vs {theirs:.0}: {share:.2}%"),
+        share <= 1.0,
+    );
+}
+
+/// Says that a window's calls per hour are extrapolated from it.
+fn extrapolated(scenario: &mut Scenario, window: Duration) {
+    scenario.note(format!(
+        "Calls per hour are extrapolated from a {:.0}-second window (× {:.0}).",
+        window.as_secs_f64(),
+        3600.0 / window.as_secs_f64()
+    ));
 }
 
 fn memory_figures(scenario: &mut Scenario, usage: Usage) {

@@ -12,8 +12,8 @@ use anyhow::bail;
 
 use super::super::super::measurements::{Metrics, Usage, calls_between};
 use super::super::super::upstream;
-use super::super::{Figure, Scenario, totals};
-use super::{Established, SETTLE};
+use super::super::{Figure, Scenario};
+use super::{Established, SETTLE, calls_target, extrapolated};
 
 /// The flag the CCM is restarted with.
 const GATE: &str = "--feature-gates=CloudControllerManagerWatchBasedRoutesReconciliation=true";
@@ -71,11 +71,7 @@ impl Established {
             &upstream::steady_watch_routes(n, window),
             Some(window),
         );
-        scenario.note(format!(
-            "Calls per hour are extrapolated from a {:.0}-second window (× {:.0}).",
-            window.as_secs_f64(),
-            3600.0 / window.as_secs_f64()
-        ));
+        extrapolated(scenario, window);
         scenario.figure(Figure::seconds("window", window.as_secs_f64()));
         scenario.figure(Figure::new(
             "CCM RSS in the window, largest of 1 s samples",
@@ -90,13 +86,9 @@ impl Established {
         if !self.scale.is_full() {
             return Ok(());
         }
-        let (ours, theirs) = totals(&scenario.calls);
-        let share = ours as f64 / theirs * 100.0;
-        scenario.target(
+        calls_target(
+            scenario,
             "steady-state cloud calls per hour vs upstream's algorithm, both with the gate",
-            "≤ 1%",
-            format!("{ours} vs {theirs:.0}: {share:.2}%"),
-            share <= 1.0,
         );
         Ok(())
     }
