@@ -9,7 +9,7 @@ use super::upstream::{self, Gate};
 /// Gates that change something here; any other gate a user sets is logged
 /// once as having no effect.
 const HONOURED: [&str; 3] = [
-    "CloudControllerManagerWatchBasedRoutesReconciliation",
+    super::route_period::WATCH_BASED_ROUTES,
     "LoggingAlphaOptions",
     "LoggingBetaOptions",
 ];

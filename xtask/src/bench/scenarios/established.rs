@@ -1,9 +1,10 @@
 //! Scenarios 5, 2, 3 and 4, in that order, on one established cluster:
 //! its load balancers created at once, then a steady window, a heartbeat
 //! storm and node churn (kept up for the soak), then the steady window
-//! again with the CCM restarted under upstream's watch-based routes gate. Its nodes have no pod CIDRs (routes are scenario
-//! 6's subject, on a cluster of its own); the route controller runs all the
-//! same and lists routes every 10 s.
+//! again with the CCM restarted under upstream's watch-based routes gate.
+//! Its nodes have no pod CIDRs (routes are scenario 6's subject, on a
+//! cluster of its own); the route controller runs all the same and lists
+//! routes every 10 s (without the gate).
 
 use std::net::SocketAddr;
 use std::path::Path;
