@@ -87,6 +87,21 @@ pub(crate) struct Options {
     quiet_seconds: Option<u64>,
 }
 
+/// The pages of call counts per operation that end a full run, with the
+/// report's note pointing at each.
+const PAGES: [(Only, &call_counts::Page, &str); 2] = [
+    (
+        Only::Rancher,
+        &call_counts::RANCHER,
+        "Rancher API calls per operation, ours against upstream's: `rancher.md` beside this report.",
+    ),
+    (
+        Only::Budgets,
+        &call_counts::BUDGETS,
+        "AWS and DigitalOcean API calls per operation, ours against upstream's: `call-budgets.md` beside this report.",
+    ),
+];
+
 /// The groups of scenarios `--only` selects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Only {
@@ -160,12 +175,14 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     }
     options.check()?;
     let out = cmd::target_dir().join("bench");
-    for (only, page) in [
-        (Only::Rancher, &call_counts::RANCHER),
-        (Only::Budgets, &call_counts::BUDGETS),
-    ] {
+    for (only, page, _) in PAGES {
         if options.only == Some(only) {
             return call_counts::run(page, &out, &commit(), options.publish);
+        }
+    }
+    for (only, page, _) in PAGES {
+        if options.runs(only) {
+            page.prepare()?;
         }
     }
     let scale = options.scale();
@@ -254,13 +271,25 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         notes.push(figures.markdown());
     }
     notes.push("Upstream's real aws-cloud-controller-manager and ours side by side on the real kube-apiserver and moto: `against-upstream/` beside this report (`cargo xtask bench --against-upstream`).".to_owned());
-    if options.runs(Only::Rancher) {
-        call_counts::run(&call_counts::RANCHER, &out, &commit(), options.publish)?;
-        notes.push("Rancher API calls per operation, ours against upstream's: `rancher.md` beside this report.".to_owned());
-    }
-    if options.runs(Only::Budgets) {
-        call_counts::run(&call_counts::BUDGETS, &out, &commit(), options.publish)?;
-        notes.push("AWS and DigitalOcean API calls per operation, ours against upstream's: `call-budgets.md` beside this report.".to_owned());
+    // A page's failure must not lose the scenarios' report: it is noted,
+    // the report written, and the failure returned at the end.
+    let mut failures = Vec::new();
+    for (only, page, note) in PAGES {
+        if !options.runs(only) {
+            continue;
+        }
+        match call_counts::run(page, &out, &commit(), options.publish) {
+            Ok(()) => notes.push(note.to_owned()),
+            Err(e) => {
+                let what = e.to_string();
+                let what = what.lines().next().unwrap_or_default();
+                notes.push(format!(
+                    "`{}` failed, so `{}` was not refreshed: {what}",
+                    page.command, page.file
+                ));
+                failures.push(e);
+            }
+        }
     }
     let others = machine.others();
     let report = report::Run {
@@ -290,7 +319,10 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         }
         println!("published to {}", docs.display());
     }
-    Ok(())
+    match failures.into_iter().next() {
+        Some(e) => Err(e.context("the report is written, but a page's tests failed")),
+        None => Ok(()),
+    }
 }
 
 /// `--only admission`: the webhook's figures in `out/admission.md`, also

@@ -25,12 +25,28 @@ struct Suite {
 
 /// One page of the report: its file and the suites it holds.
 pub(super) struct Page {
-    file: &'static str,
+    pub(super) file: &'static str,
     heading: &'static str,
-    command: &'static str,
+    pub(super) command: &'static str,
     suites: &'static [Suite],
     /// Environment for the tests.
     env: &'static [(&'static str, &'static str)],
+    /// Installs what the tests run against, when missing.
+    tools: fn() -> anyhow::Result<()>,
+}
+
+impl Page {
+    /// Installs what the page's tests run against, when missing. A full
+    /// run calls it before its first scenario, so a missing tool fails in
+    /// seconds rather than after two hours of scenarios.
+    pub(super) fn prepare(&self) -> anyhow::Result<()> {
+        (self.tools)()
+    }
+}
+
+/// The Rancher suite's Cattle emulator runs inside the test.
+fn nothing_to_install() -> anyhow::Result<()> {
+    Ok(())
 }
 
 pub(super) const RANCHER: Page = Page {
@@ -44,6 +60,7 @@ pub(super) const RANCHER: Page = Page {
         about: "The provider against the Cattle emulator over HTTP, each request counted. Upstream's column is what `rancher/rancher.go` sends for the same work, counted from its code with every wait answered at its first poll (the least it can send). The Service has one port; three nodes, then four.",
     }],
     env: &[],
+    tools: nothing_to_install,
 };
 
 /// The steady state's window: upstream's 5 minutes, which hold one pass
@@ -69,10 +86,13 @@ pub(super) const BUDGETS: Page = Page {
         },
     ],
     env: &[("CALL_BUDGET_STEADY_SECONDS", STEADY_SECONDS)],
+    // moto for AWS, Prism for DigitalOcean, helm for the chart's RBAC.
+    tools: crate::tools::ensure_e2e,
 };
 
 /// Runs `page`'s suites and writes the page.
 pub(super) fn run(page: &Page, out: &Path, commit: &str, publish: bool) -> anyhow::Result<()> {
+    page.prepare()?;
     let mut text = format!(
         "# {}\n\nMeasured by `{}` at {} (commit {commit}).\n",
         page.heading,
