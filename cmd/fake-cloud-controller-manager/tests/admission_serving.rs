@@ -55,6 +55,43 @@ async fn launch(server: &ApiServer, dir: &std::path::Path, name: &str, webhook: 
         .unwrap()
 }
 
+/// The TCP ports process `pid` listens on: its sockets' inodes looked up
+/// in the kernel's table of TCP sockets (state `0A` is LISTEN).
+fn listening_ports(pid: u32) -> Vec<u16> {
+    let inodes: std::collections::HashSet<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_str()?;
+            Some(
+                target
+                    .strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_owned(),
+            )
+        })
+        .collect();
+    let mut ports: Vec<u16> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|table| std::fs::read_to_string(table).ok())
+        .flat_map(|table| {
+            table
+                .lines()
+                .skip(1)
+                .filter_map(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    let (local, state, inode) = (fields.get(1)?, fields.get(3)?, fields.get(9)?);
+                    let port = u16::from_str_radix(local.rsplit(':').next()?, 16).ok()?;
+                    (*state == "0A" && inodes.contains(*inode)).then_some(port)
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    ports.sort_unstable();
+    ports.dedup();
+    ports
+}
+
 fn webhook_args(port: u16) -> Vec<String> {
     vec![
         "--webhooks=service-annotations".to_owned(),
@@ -92,6 +129,12 @@ async fn leader_and_standby_both_answer_reviews() {
             .unwrap()
             .status();
         assert_eq!(status, 400);
+    }
+    for (ccm, webhook) in [(&first, ports[0]), (&second, ports[1])] {
+        let mut expected = [ccm.port(), webhook];
+        expected.sort_unstable();
+        let pid = ccm.pid().expect("the CCM runs");
+        assert_eq!(listening_ports(pid), expected, "health and webhook ports");
     }
     // One of the two leads, the other stands by: both answered.
     eventually("one of them to lead", WAIT, || async {
@@ -137,10 +180,12 @@ async fn no_webhook_unless_enabled_and_given_a_port() {
         .await
         .unwrap();
     }
-    assert!(
-        std::net::TcpStream::connect(("127.0.0.1", unset)).is_err(),
-        "nothing listens"
-    );
+    // Asked of each process's own sockets, not of the port: a port freed by
+    // `free_port` may be taken meanwhile by a process of another test.
+    for ccm in [&port_zero, &not_enabled] {
+        let pid = ccm.pid().expect("the CCM runs");
+        assert_eq!(listening_ports(pid), [ccm.port()], "only its health port");
+    }
     assert!(!port_zero.log().contains("serving the admission webhook"));
     assert!(!not_enabled.log().contains("serving the admission webhook"));
     port_zero.terminate().await.unwrap();
