@@ -14,20 +14,22 @@ mod harness;
 mod heap;
 mod machine;
 mod measurements;
+mod output;
 mod plot;
 mod report;
 mod scenarios;
 mod upstream;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Context;
 
-use crate::cmd::{self, cargo, repo_root, run};
+use crate::cmd::{self, cargo, run};
 use crate::timestamp;
 use harness::{Binaries, KubeApiQps};
 use machine::Machine;
+use output::{Output, commit};
 use scenarios::{Large, Scale, Scenario, Status, burst, established, routes};
 
 /// The CCM at scale against the test API server; figures vs upstream's algorithm.
@@ -177,6 +179,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     let out = cmd::target_dir().join("bench");
     for (only, page, _) in PAGES {
         if options.only == Some(only) {
+            page.prepare()?;
             return call_counts::run(page, &out, &commit(), options.publish);
         }
     }
@@ -215,8 +218,13 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         return admission_only(&binaries, &out, &scale, options.publish);
     }
     let machine = Machine::observe();
-    let started = timestamp::now();
-    let clock = Instant::now();
+    let output = Output {
+        dir: &out,
+        mode: scale.name,
+        machine: &machine,
+        started: timestamp::now(),
+        clock: Instant::now(),
+    };
     let mut notes = Vec::new();
     if !scale.is_full() {
         notes.push("A quick run: the targets are set for the full size (5,000 nodes, 1,000 Services), so only the heartbeat storm's, which holds at any size, is evaluated.".to_owned());
@@ -236,6 +244,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
                 );
                 progress(&scenario);
                 results.push(scenario);
+                output.checkpoint(&notes, &results);
             }
         }
     }
@@ -246,6 +255,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         let scenario = burst::run(&binaries, &dir, large.nodes, qps);
         progress(&scenario);
         results.push(scenario);
+        output.checkpoint(&notes, &results);
     }
     let groups = [
         (options.runs(Only::Routes), Group::Routes),
@@ -264,11 +274,13 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
             notes.push(format!("At upstream's default --kube-api-qps the CCM did not complete {}, so it ran again with the QPS raised, to show the CCM's own figures.", group.describe()));
             results.extend(group.run(&binaries, &runs, &scale, KubeApiQps::RAISED, &mut notes));
         }
+        output.checkpoint(&notes, &results);
     }
 
     if options.runs(Only::Admission) {
         let figures = admission::run(&binaries, &runs.join("admission"), scale.admission_seconds)?;
         notes.push(figures.markdown());
+        output.checkpoint(&notes, &results);
     }
     notes.push("Upstream's real aws-cloud-controller-manager and ours side by side on the real kube-apiserver and moto: `against-upstream/` beside this report (`cargo xtask bench --against-upstream`).".to_owned());
     // A page's failure must not lose the scenarios' report: it is noted,
@@ -291,17 +303,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
             }
         }
     }
-    let others = machine.others();
-    let report = report::Run {
-        mode: scale.name,
-        started,
-        took_seconds: clock.elapsed().as_secs_f64(),
-        commit: commit(),
-        machine: &machine,
-        others: &others,
-        notes: &notes,
-    };
-    let written = write(&out, &report, &results)?;
+    let written = output.finish(&notes, &results)?;
     println!("\nreport: {}", out.join("report.md").display());
     for scenario in &results {
         for t in &scenario.targets {
@@ -310,14 +312,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         }
     }
     if options.publish {
-        let docs = repo_root().join("docs/benchmarks");
-        std::fs::create_dir_all(&docs)?;
-        for file in &written {
-            let name = file.file_name().context("a report file without a name")?;
-            std::fs::copy(file, docs.join(name))
-                .with_context(|| format!("copying {} to {}", file.display(), docs.display()))?;
-        }
-        println!("published to {}", docs.display());
+        output::publish(&written)?;
     }
     match failures.into_iter().next() {
         Some(e) => Err(e.context("the report is written, but a page's tests failed")),
@@ -354,10 +349,7 @@ fn admission_only(
     std::fs::write(&path, &text)?;
     println!("\n{text}\nreport: {}", path.display());
     if publish {
-        let docs = repo_root().join("docs/benchmarks");
-        std::fs::create_dir_all(&docs)?;
-        std::fs::copy(&path, docs.join("admission.md"))?;
-        println!("published to {}", docs.join("admission.md").display());
+        output::publish(std::slice::from_ref(&path))?;
     }
     Ok(())
 }
@@ -434,58 +426,6 @@ fn progress(scenario: &Scenario) {
         "[bench] {} ({}): {status}",
         scenario.title, scenario.ccm_flags
     );
-}
-
-/// Writes the JSON, the plot and the Markdown into `out`; returns their paths.
-fn write(out: &Path, run: &report::Run<'_>, results: &[Scenario]) -> anyhow::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(out)?;
-    let mut written = Vec::new();
-    let json = out.join("report.json");
-    std::fs::write(
-        &json,
-        serde_json::to_string_pretty(&report::json(run, results))?,
-    )?;
-    written.push(json);
-    let series: Vec<_> = results.iter().filter_map(|s| s.series.as_ref()).collect();
-    let plotted = match plot::svg(&series)? {
-        Some(svg) => {
-            let path = out.join(report::PLOT);
-            std::fs::write(&path, svg)?;
-            written.push(path);
-            true
-        }
-        None => false,
-    };
-    let markdown = out.join("report.md");
-    std::fs::write(&markdown, report::markdown(run, results, plotted))?;
-    written.push(markdown);
-    Ok(written)
-}
-
-/// The commit measured, and whether the working tree differs from it.
-fn commit() -> String {
-    let root = repo_root();
-    let root = root.to_string_lossy();
-    let head = cmd::output("git", &["-C", &root, "rev-parse", "--short", "HEAD"])
-        .map_or_else(|| "unknown".to_owned(), |s| s.trim().to_owned());
-    // --no-optional-locks: reading must not refresh the index.
-    let dirty = cmd::output(
-        "git",
-        &[
-            "--no-optional-locks",
-            "-C",
-            &root,
-            "status",
-            "--porcelain",
-            "--untracked-files=no",
-        ],
-    )
-    .is_some_and(|s| !s.trim().is_empty());
-    if dirty {
-        format!("{head} with uncommitted changes")
-    } else {
-        head
-    }
 }
 
 #[cfg(test)]

@@ -219,8 +219,14 @@ impl Steps {
 
     fn print(&self) {
         println!("\nxtask ci: step durations");
+        let width = self
+            .done
+            .iter()
+            .map(|(name, _)| name.len())
+            .max()
+            .unwrap_or_default();
         for (name, secs) in &self.done {
-            println!("  {name:<28} {secs:>7.1} s");
+            println!("  {name:<width$} {secs:>7.1} s");
         }
         println!("xtask ci: {}", self.disk.summary());
     }

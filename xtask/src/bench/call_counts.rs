@@ -10,7 +10,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::cmd::{cargo, repo_root};
+use crate::cmd::cargo;
 use crate::timestamp;
 
 /// One provider's call-count test.
@@ -38,7 +38,8 @@ pub(super) struct Page {
 impl Page {
     /// Installs what the page's tests run against, when missing. A full
     /// run calls it before its first scenario, so a missing tool fails in
-    /// seconds rather than after two hours of scenarios.
+    /// seconds rather than after two hours of scenarios; `--only <page>`,
+    /// before its tests.
     pub(super) fn prepare(&self) -> anyhow::Result<()> {
         (self.tools)()
     }
@@ -91,8 +92,8 @@ pub(super) const BUDGETS: Page = Page {
 };
 
 /// Runs `page`'s suites and writes the page.
+/// Its tools must be installed: see [`Page::prepare`].
 pub(super) fn run(page: &Page, out: &Path, commit: &str, publish: bool) -> anyhow::Result<()> {
-    page.prepare()?;
     let mut text = format!(
         "# {}\n\nMeasured by `{}` at {} (commit {commit}).\n",
         page.heading,
@@ -111,10 +112,7 @@ pub(super) fn run(page: &Page, out: &Path, commit: &str, publish: bool) -> anyho
     std::fs::write(&path, &text)?;
     println!("{text}\nreport: {}", path.display());
     if publish {
-        let docs = repo_root().join("docs/benchmarks");
-        std::fs::create_dir_all(&docs)?;
-        std::fs::copy(&path, docs.join(page.file))?;
-        println!("published to {}", docs.join(page.file).display());
+        super::output::publish(std::slice::from_ref(&path))?;
     }
     Ok(())
 }
