@@ -110,7 +110,15 @@ fn write(out: &Path, run: &report::Run<'_>, results: &[Scenario]) -> anyhow::Res
 
 /// The commit measured, and whether the working tree differs from it.
 pub(super) fn commit() -> String {
-    let root = repo_root();
+    commit_of(&repo_root())
+}
+
+/// The pages a run publishes itself: a full run writes its call-count
+/// pages there before its report, so they must not mark the report's
+/// commit as changed.
+const PUBLISHED: &str = ":(exclude)docs/benchmarks";
+
+fn commit_of(root: &Path) -> String {
     let root = root.to_string_lossy();
     let head = cmd::output("git", &["-C", &root, "rev-parse", "--short", "HEAD"])
         .map_or_else(|| "unknown".to_owned(), |s| s.trim().to_owned());
@@ -124,6 +132,9 @@ pub(super) fn commit() -> String {
             "status",
             "--porcelain",
             "--untracked-files=no",
+            "--",
+            ".",
+            PUBLISHED,
         ],
     )
     .is_some_and(|s| !s.trim().is_empty());
@@ -170,5 +181,39 @@ mod tests {
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names, ["report.json", "report.md"]);
+    }
+
+    #[test]
+    fn the_pages_a_run_publishes_do_not_mark_its_commit_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let git = |args: &[&str]| {
+            let status = std::process::Command::new("git")
+                .args([
+                    "-c",
+                    "user.name=bench",
+                    "-c",
+                    "user.email=bench@example.invalid",
+                ])
+                .arg("-C")
+                .arg(root)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(status.status.success(), "git {args:?}: {status:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::create_dir_all(root.join("docs/benchmarks")).unwrap();
+        std::fs::write(root.join("docs/benchmarks/rancher.md"), "old").unwrap();
+        std::fs::write(root.join("Cargo.toml"), "old").unwrap();
+        git(&["add", "."]);
+        git(&["commit", "-q", "-m", "start"]);
+        let head = commit_of(root);
+        assert!(!head.contains(' ') && head.len() >= 7, "{head}");
+
+        std::fs::write(root.join("docs/benchmarks/rancher.md"), "new").unwrap();
+        assert_eq!(commit_of(root), head);
+        std::fs::write(root.join("Cargo.toml"), "new").unwrap();
+        assert_eq!(commit_of(root), format!("{head} with uncommitted changes"));
     }
 }
