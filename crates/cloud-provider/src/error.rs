@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::server_delay::{self, clamp_delay};
+
 /// A boxed error, accepted as the cause of a [`CloudError::Other`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -42,8 +44,9 @@ pub enum CloudError {
 
     /// The cloud refused the call because of its rate limit.
     ///
-    /// The controller requeues the object after `retry_after` without
-    /// counting it as a failure, and emits no Warning event.
+    /// The controller requeues the object after `retry_after` (at most
+    /// [`server_delay::MAX_SERVER_DELAY`]) without counting it as a failure, and emits no
+    /// Warning event.
     #[error("throttled by the cloud API; retry after {retry_after:?}")]
     Throttled {
         /// How long the cloud asked callers to wait.
@@ -54,7 +57,8 @@ pub enum CloudError {
     /// (upstream's `api.RetryError`), for example a load balancer that is
     /// still being provisioned.
     ///
-    /// The controller requeues after `after` and emits no Warning event.
+    /// The controller requeues after `after` (at most [`server_delay::MAX_SERVER_DELAY`])
+    /// and emits no Warning event.
     #[error("retry after {after:?}: {reason}")]
     Retry {
         /// When to try again.
@@ -132,12 +136,39 @@ impl CloudError {
         }
     }
 
-    /// The delay the provider asked for, if it asked for one.
+    /// The delay the provider asked for, if it asked for one, at most
+    /// [`server_delay::MAX_SERVER_DELAY`]: the delay may come from a server, and no
+    /// server parks an object for longer.
     pub fn requested_delay(&self) -> Option<Duration> {
         match self {
-            Self::Throttled { retry_after } => Some(*retry_after),
-            Self::Retry { after, .. } => Some(*after),
+            Self::Throttled { retry_after } => Some(clamp_delay(*retry_after)),
+            Self::Retry { after, .. } => Some(clamp_delay(*after)),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server_delay::MAX_SERVER_DELAY;
+
+    #[test]
+    fn requested_delays_are_clamped_to_the_ceiling() {
+        let throttled = CloudError::Throttled {
+            retry_after: Duration::MAX,
+        };
+        assert_eq!(throttled.requested_delay(), Some(MAX_SERVER_DELAY));
+        let retry = CloudError::Retry {
+            after: Duration::from_secs(10 * 365 * 24 * 3600),
+            reason: "provisioning".into(),
+        };
+        assert_eq!(retry.requested_delay(), Some(MAX_SERVER_DELAY));
+        let short = CloudError::Retry {
+            after: Duration::from_secs(3),
+            reason: "provisioning".into(),
+        };
+        assert_eq!(short.requested_delay(), Some(Duration::from_secs(3)));
+        assert_eq!(CloudError::msg("boom").requested_delay(), None);
     }
 }

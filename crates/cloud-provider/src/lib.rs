@@ -24,6 +24,10 @@
 //! [`annotations`] helps providers warn about annotation keys they do not
 //! know ([`LoadBalancerWarning`]) instead of failing.
 //!
+//! [`server_delay`] reads the delays servers ask for (`Retry-After`,
+//! `RateLimit-Reset`) with checked arithmetic, clamped to
+//! [`server_delay::MAX_SERVER_DELAY`].
+//!
 //! It also holds the one client-side [`RateLimiter`] that the Kubernetes
 //! client and every provider use, so that limits are written once.
 //!
@@ -47,6 +51,7 @@ mod provider;
 mod provider_controllers;
 mod rate_limit;
 mod routes;
+pub mod server_delay;
 mod services;
 mod volumes;
 
