@@ -23,7 +23,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
 use axum::routing::post;
 use cloud_provider::CloudProvider;
 use tokio_util::sync::CancellationToken;
@@ -62,6 +61,9 @@ pub(crate) struct Options {
     pub(crate) addr: std::net::SocketAddr,
     pub(crate) tls: TlsOptions,
     pub(crate) managed: Option<ManagedCerts>,
+    /// `--webhook-client-ca-file`: callers must present a certificate this
+    /// CA vouches for.
+    pub(crate) client_ca: Option<std::path::PathBuf>,
 }
 
 /// What went wrong starting the webhook.
@@ -91,12 +93,12 @@ impl Error {
     }
 }
 
-/// The router: one route, reviews of up to 4 MiB.
+/// The router: one route; reviews of up to [`handler::MAX_BODY`], at most
+/// [`handler::MAX_CONCURRENT_REVIEWS`] at once.
 pub(crate) fn router(cloud: Arc<dyn CloudProvider>) -> Router {
     Router::new()
         .route(PATH, post(handler::validate))
-        .layer(DefaultBodyLimit::max(handler::MAX_BODY))
-        .with_state(cloud)
+        .with_state(handler::Reviewer::new(cloud))
 }
 
 /// Binds the port and loads (or issues) the certificate, then returns the
@@ -139,6 +141,7 @@ pub(crate) async fn start(
         serving::WEBHOOK_SERVING,
         options.addr.ip(),
         resolver,
+        options.client_ca.as_deref(),
         &shutdown,
     )?;
     let source = match (&options.managed, &options.tls.cert) {

@@ -35,7 +35,7 @@ use axum::response::Response;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use certs::{WEBHOOK_SERVING, certified_key_from_pem};
-pub(crate) use listener::{bind, serve};
+pub(crate) use listener::{Limits, bind, serve};
 pub(crate) use tls::{TlsVersion, is_go_cipher_suite};
 
 /// The authentication ConfigMap is read again every this many file polls
@@ -184,6 +184,7 @@ pub(crate) struct Serving {
     pub(crate) guard: Option<Arc<Guard>>,
     pub(crate) http2: bool,
     pub(crate) http2_max_streams: u32,
+    pub(crate) limits: Limits,
 }
 
 impl Serving {
@@ -225,6 +226,10 @@ impl Serving {
             cluster.spawn_refresh(reload_every * LOOKUP_EVERY_RELOADS, shutdown.clone());
         }
         let client_auth = authenticator.client_ca_hints();
+        let client_auth = match client_auth {
+            Some(hints) => tls::ClientAuth::Request(hints),
+            None => tls::ClientAuth::None,
+        };
         let tls = tls::server_config(&config.tls, Arc::new(resolver), client_auth)?;
         let authorizer = authz::Authorizer::new(&config.authorization, clients.authorization);
         reloader.spawn(reload_every, shutdown.clone());
@@ -236,6 +241,7 @@ impl Serving {
             })),
             http2: config.tls.http2,
             http2_max_streams: config.tls.http2_max_streams,
+            limits: Limits::default(),
         })
     }
 }
@@ -244,7 +250,9 @@ impl Serving {
     /// A server without authentication or authorization (the admission
     /// webhook): certificates from `options.cert` named by `flags` (files
     /// reloaded every `reload_every` until `shutdown`), or from `resolver`
-    /// when given; no client certificate asked for.
+    /// when given; with `client_ca` (a file named by `flags`, reloaded), a
+    /// client certificate it vouches for is required in the handshake,
+    /// else none is asked for.
     ///
     /// # Errors
     /// [`Error`]: an unreadable or invalid file, a refused TLS setting.
@@ -253,23 +261,28 @@ impl Serving {
         flags: certs::CertFlags,
         bind: std::net::IpAddr,
         resolver: Option<Arc<dyn rustls::server::ResolvesServerCert>>,
+        client_ca: Option<&std::path::Path>,
         shutdown: &CancellationToken,
     ) -> Result<Self, Error> {
+        let mut reloader = reload::Reloader::default();
         let resolver = match resolver {
             Some(resolver) => resolver,
-            None => {
-                let mut reloader = reload::Reloader::default();
-                let resolver = certs::Resolver::load(options, flags, bind, &mut reloader)?;
-                reloader.spawn(reload::DEFAULT_INTERVAL, shutdown.clone());
-                Arc::new(resolver)
-            }
+            None => Arc::new(certs::Resolver::load(options, flags, bind, &mut reloader)?),
         };
-        let tls = tls::server_config(options, resolver, None)?;
+        let client_auth = match client_ca {
+            Some(path) => tls::ClientAuth::Require(Arc::new(client_ca::RequireClientCert::new(
+                client_ca::CaSource::file(flags.client_ca, path, &mut reloader)?,
+            ))),
+            None => tls::ClientAuth::None,
+        };
+        reloader.spawn(reload::DEFAULT_INTERVAL, shutdown.clone());
+        let tls = tls::server_config(options, resolver, client_auth)?;
         Ok(Self {
             tls: Arc::new(tls),
             guard: None,
             http2: options.http2,
             http2_max_streams: options.http2_max_streams,
+            limits: Limits::default(),
         })
     }
 }

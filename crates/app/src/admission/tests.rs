@@ -1,6 +1,8 @@
 //! The webhook's answers, for the fake cloud: the verdicts, the review
 //! envelope, and bodies that are not reviews.
 
+mod limits;
+
 use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use provider_fake::{ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_TYPE, FakeCloud};

@@ -79,6 +79,13 @@ pub(crate) struct WebhookServing {
     #[arg(long, value_name = "NAME")]
     pub(super) webhook_configuration: Option<String>,
 
+    /// PEM bundle of the CAs that vouch for kube-apiserver's client
+    /// certificate: when set, the webhook port completes a TLS handshake
+    /// only with a client certificate one of them signed (reloaded on
+    /// change). Unset: any client may call the webhook.
+    #[arg(long, value_name = "PATH", value_parser = parse_path)]
+    pub(super) webhook_client_ca_file: Option<PathBuf>,
+
     /// Minimum TLS version of the webhook server.
     #[arg(long, value_name = "VERSION", value_parser = ["", "VersionTLS10", "VersionTLS11", "VersionTLS12", "VersionTLS13"])]
     pub(super) webhook_tls_min_version: Option<String>,
@@ -202,6 +209,7 @@ impl WebhookServing {
                 http2_max_streams: 0,
             },
             managed,
+            client_ca: given(&self.webhook_client_ca_file),
         }))
     }
 }

@@ -25,6 +25,8 @@ pub(crate) struct CertFlags {
     key_file: &'static str,
     cert_dir: &'static str,
     pair_name: &'static str,
+    /// The flag of the CA that client certificates must lead to.
+    pub(super) client_ca: &'static str,
 }
 
 /// `--secure-port`'s certificate flags.
@@ -33,6 +35,7 @@ pub(crate) const SECURE_SERVING: CertFlags = CertFlags {
     key_file: "--tls-private-key-file",
     cert_dir: "--cert-dir",
     pair_name: "cloud-controller-manager",
+    client_ca: "--client-ca-file",
 };
 
 /// `--webhook-secure-port`'s certificate flags.
@@ -41,6 +44,7 @@ pub(crate) const WEBHOOK_SERVING: CertFlags = CertFlags {
     key_file: "--webhook-tls-private-key-file",
     cert_dir: "--webhook-cert-dir",
     pair_name: "cloud-controller-manager-webhook",
+    client_ca: "--webhook-client-ca-file",
 };
 
 /// Where a certificate comes from: fixed, or files reloaded on change.

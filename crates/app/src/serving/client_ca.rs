@@ -109,6 +109,75 @@ impl CaSource {
     }
 }
 
+/// Requires a client certificate that the CA of the moment vouches for
+/// (`--webhook-client-ca-file`: only kube-apiserver may call the webhook).
+/// No hints are sent: the file may change, and kube-apiserver picks its
+/// certificate from its own configuration.
+#[derive(Debug)]
+pub(super) struct RequireClientCert {
+    ca: CaSource,
+}
+
+impl RequireClientCert {
+    pub(super) fn new(ca: CaSource) -> Self {
+        Self { ca }
+    }
+}
+
+impl ClientCertVerifier for RequireClientCert {
+    fn offer_client_auth(&self) -> bool {
+        true
+    }
+
+    fn client_auth_mandatory(&self) -> bool {
+        true
+    }
+
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> Result<rustls::server::danger::ClientCertVerified, rustls::Error> {
+        self.ca
+            .current()
+            .verifier
+            .verify_client_cert(end_entity, intermediates, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.ca
+            .current()
+            .verifier
+            .verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.ca
+            .current()
+            .verifier
+            .verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.ca.current().verifier.supported_verify_schemes()
+    }
+}
+
 /// What the authentication ConfigMap says.
 #[derive(Debug, Default)]
 pub(super) struct Lookup {

@@ -1,6 +1,11 @@
 //! The HTTPS listener: binds with upstream's socket options, completes TLS
 //! handshakes, serves HTTP/1.1 and HTTP/2 (unless disabled) behind the
-//! [`Guard`](super::Guard), and drains connections on shutdown.
+//! [`Guard`](super::Guard), and drains connections on shutdown. It holds
+//! its ground as upstream's Go server does ([`Limits`]): idle connections
+//! close after 90 s, headers are capped, HTTP/2 peers are pinged, and at
+//! most a few hundred connections are open at once ([`connections`]).
+
+mod connections;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -9,6 +14,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -30,6 +36,39 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// Upstream's HTTP/2 stream limit when the flag is 0.
 const DEFAULT_HTTP2_STREAMS: u32 = 100;
 
+/// What one listener allows its clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// Connections open at once; beyond it the longest-idle one is closed,
+    /// or the new one waits in the accept queue when all are busy.
+    pub(crate) max_connections: usize,
+    /// A connection with no request in flight for this long is closed
+    /// (Go's `IdleTimeout`, 90 s in upstream's secure serving).
+    pub(crate) idle_timeout: Duration,
+    /// Request headers larger than this are refused (Go's
+    /// `MaxHeaderBytes`, 1 MiB): 431 over HTTP/1.1, a stream reset over
+    /// HTTP/2.
+    pub(crate) max_header_bytes: u32,
+    /// HTTP/2 connections are pinged this often, and closed when a ping is
+    /// not answered within the same time: a vanished peer holding streams
+    /// open is noticed.
+    pub(crate) keep_alive_interval: Duration,
+}
+
+impl Default for Limits {
+    /// 256 connections: far more than the scrapers and API servers that
+    /// call the CCM need, and with headers of up to 1 MiB each, bounded
+    /// memory however they are filled.
+    fn default() -> Self {
+        Self {
+            max_connections: 256,
+            idle_timeout: Duration::from_secs(90),
+            max_header_bytes: 1024 * 1024,
+            keep_alive_interval: Duration::from_secs(30),
+        }
+    }
+}
+
 /// Binds `addr`. SO_REUSEADDR is set as Go and tokio set it on every Unix
 /// listener (so `--permit-address-sharing` changes nothing here);
 /// `permit_port_sharing` adds SO_REUSEPORT.
@@ -50,6 +89,36 @@ pub(crate) fn bind(addr: SocketAddr, permit_port_sharing: bool) -> std::io::Resu
     socket.listen(1024)
 }
 
+/// The connection builder for `serving`'s protocols and limits.
+fn builder(serving: &Serving) -> auto::Builder<TokioExecutor> {
+    let limits = serving.limits;
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(READ_HEADER_TIMEOUT)
+        // hyper's read buffer holds the request line and headers whole, so
+        // its cap is the header limit (431 beyond it). At least hyper's
+        // minimum, 8 KiB.
+        .max_buf_size((limits.max_header_bytes as usize).max(8 * 1024));
+    if serving.http2 {
+        let streams = match serving.http2_max_streams {
+            0 => DEFAULT_HTTP2_STREAMS,
+            n => n,
+        };
+        builder
+            .http2()
+            .timer(TokioTimer::new())
+            .max_concurrent_streams(streams)
+            .max_header_list_size(limits.max_header_bytes)
+            .keep_alive_interval(limits.keep_alive_interval)
+            .keep_alive_timeout(limits.keep_alive_interval);
+        builder
+    } else {
+        builder.http1_only()
+    }
+}
+
 /// Serves `router` over TLS on `listener`, every request through the guard
 /// when there is one, until `shutdown`.
 ///
@@ -66,24 +135,9 @@ pub(crate) async fn serve(
         None => router,
     };
     let acceptor = TlsAcceptor::from(serving.tls.clone());
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(READ_HEADER_TIMEOUT);
-    if serving.http2 {
-        let streams = match serving.http2_max_streams {
-            0 => DEFAULT_HTTP2_STREAMS,
-            n => n,
-        };
-        builder
-            .http2()
-            .timer(TokioTimer::new())
-            .max_concurrent_streams(streams);
-    } else {
-        builder = builder.http1_only();
-    }
-    let builder = Arc::new(builder);
+    let builder = Arc::new(builder(&serving));
+    let connections = connections::Connections::new(serving.limits.max_connections);
+    let idle_timeout = serving.limits.idle_timeout;
     let graceful = GracefulShutdown::new();
     loop {
         let tcp = tokio::select! {
@@ -98,18 +152,27 @@ pub(crate) async fn serve(
                 }
             },
         };
+        let admitted = tokio::select! {
+            () = shutdown.cancelled() => break,
+            admitted = connections.admit() => admitted,
+        };
         let acceptor = acceptor.clone();
         let router = router.clone();
         let builder = builder.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
-            let tls = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                Ok(Ok(tls)) => tls,
-                Ok(Err(err)) => {
-                    tracing::debug!(error = %err, "TLS handshake failed");
-                    return;
-                }
-                Err(_) => return,
+            let activity = admitted.activity.clone();
+            let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp));
+            let tls = tokio::select! {
+                handshake = handshake => match handshake {
+                    Ok(Ok(tls)) => tls,
+                    Ok(Err(err)) => {
+                        tracing::debug!(error = %err, "TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => return,
+                },
+                () = activity.evicted() => return,
             };
             let peer = PeerCertificates(Arc::new(
                 tls.get_ref()
@@ -118,23 +181,39 @@ pub(crate) async fn serve(
                     .map(<[_]>::to_vec)
                     .unwrap_or_default(),
             ));
+            let requests = activity.clone();
             let service =
                 hyper::service::service_fn(move |mut request: http::Request<Incoming>| {
                     request.extensions_mut().insert(peer.clone());
                     let router = router.clone();
+                    let in_flight = requests.begin();
                     async move {
-                        Ok::<_, Infallible>(
-                            router
-                                .oneshot(request.map(Body::new))
-                                .await
-                                .unwrap_or_else(|never| match never {}),
-                        )
+                        let response = router
+                            .oneshot(request.map(Body::new))
+                            .await
+                            .unwrap_or_else(|never| match never {});
+                        // In flight until the body is sent whole (or dropped).
+                        Ok::<_, Infallible>(response.map(|body| {
+                            Body::new(body.map_frame(move |frame| {
+                                let _ = &in_flight;
+                                frame
+                            }))
+                        }))
                     }
                 });
             let connection = builder.serve_connection(TokioIo::new(tls), service);
-            if let Err(err) = watcher.watch(connection.into_owned()).await {
-                tracing::debug!(error = %err, "connection ended with an error");
+            tokio::select! {
+                served = watcher.watch(connection.into_owned()) => {
+                    if let Err(err) = served {
+                        tracing::debug!(error = %err, "connection ended with an error");
+                    }
+                }
+                () = activity.idle_for(idle_timeout) => {
+                    tracing::debug!("closing a connection idle for {idle_timeout:?}");
+                }
+                () = activity.evicted() => {}
             }
+            drop(admitted);
         });
     }
     drop(listener);

@@ -3,6 +3,7 @@
 //! server that counts them, and reqwest as the client.
 
 mod auth;
+mod limits;
 mod tls;
 
 use std::collections::BTreeMap;

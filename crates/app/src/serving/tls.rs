@@ -142,18 +142,29 @@ pub(super) fn provider(cipher_suites: &[String]) -> CryptoProvider {
     provider
 }
 
+/// Whether the handshake asks for a client certificate.
+#[derive(Debug)]
+pub(super) enum ClientAuth {
+    /// No client certificate asked for.
+    None,
+    /// Asked for, never required (Go's `tls.RequestClientCert`), with the
+    /// subjects of the CAs that would accept it as hints.
+    Request(Vec<DistinguishedName>),
+    /// Required, and verified by this verifier in the handshake.
+    Require(Arc<dyn ClientCertVerifier>),
+}
+
 /// The server configuration: versions from `--tls-min-version`, suites
 /// from `--tls-cipher-suites`, ALPN `h2` unless `--disable-http2-serving`,
-/// certificates from `resolver`, and client certificates requested when
-/// `client_ca_hints` is `Some` (the subjects of the CAs that would accept
-/// them).
+/// certificates from `resolver`, and client certificates as `client_auth`
+/// says.
 ///
 /// # Errors
 /// rustls refuses the combination (no suite left for any version).
 pub(super) fn server_config(
     options: &TlsOptions,
     resolver: Arc<dyn ResolvesServerCert>,
-    client_ca_hints: Option<Vec<DistinguishedName>>,
+    client_auth: ClientAuth,
 ) -> Result<ServerConfig, Error> {
     if matches!(options.min_version, TlsVersion::Tls10 | TlsVersion::Tls11) {
         static EXPLAINED: Once = Once::new();
@@ -176,12 +187,15 @@ pub(super) fn server_config(
         };
     let builder =
         ServerConfig::builder_with_provider(provider.clone()).with_protocol_versions(versions)?;
-    let builder = match client_ca_hints {
-        Some(hints) => builder.with_client_cert_verifier(Arc::new(RequestClientCert {
-            hints,
-            algorithms: provider.signature_verification_algorithms,
-        })),
-        None => builder.with_no_client_auth(),
+    let builder = match client_auth {
+        ClientAuth::Request(hints) => {
+            builder.with_client_cert_verifier(Arc::new(RequestClientCert {
+                hints,
+                algorithms: provider.signature_verification_algorithms,
+            }))
+        }
+        ClientAuth::Require(verifier) => builder.with_client_cert_verifier(verifier),
+        ClientAuth::None => builder.with_no_client_auth(),
     };
     let mut config = builder.with_cert_resolver(resolver);
     config.alpn_protocols = if options.http2 {
