@@ -19,6 +19,7 @@ mod plot;
 mod report;
 mod scenarios;
 mod upstream;
+mod webhook_flood;
 
 use std::path::Path;
 use std::time::Instant;
@@ -54,6 +55,9 @@ use scenarios::{Large, Scale, Scenario, Status, burst, established, routes};
 ///
 ///   7. the admission webhook at 500 reviews/s
 ///   8. Rancher, 9. AWS and DigitalOcean API calls per operation (budgets)
+///
+///   Only with `--only webhook-flood`: the webhook flooded with 4 MiB
+///   reviews while the CCM leads (a missed target fails the run).
 ///
 /// Each reports its figures and its cloud calls next to those upstream's Go
 /// controllers would make for the same work. Writes target/bench/report.md,
@@ -121,6 +125,9 @@ enum Only {
     Rancher,
     /// AWS and DigitalOcean API calls per operation against upstream's (9).
     Budgets,
+    /// The admission webhook flooded with 4 MiB reviews while the CCM
+    /// leads; only when asked for, never in a full run.
+    WebhookFlood,
 }
 
 impl Options {
@@ -151,9 +158,13 @@ impl Options {
         Ok(())
     }
 
-    /// Whether the run includes `group`.
+    /// Whether the run includes `group`. The webhook flood runs only when
+    /// asked for.
     fn runs(&self, group: Only) -> bool {
-        self.only.is_none_or(|only| only == group)
+        match self.only {
+            None => group != Only::WebhookFlood,
+            Some(only) => only == group,
+        }
     }
 }
 
@@ -216,6 +227,9 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
 
     if options.only == Some(Only::Admission) {
         return admission_only(&binaries, &out, &scale, options.publish);
+    }
+    if options.only == Some(Only::WebhookFlood) {
+        return webhook_flood_only(&binaries, &out, &scale);
     }
     let machine = Machine::observe();
     let output = Output {
@@ -354,6 +368,28 @@ fn admission_only(
     Ok(())
 }
 
+/// `--only webhook-flood`: the figures printed and in
+/// `out/webhook-flood.md`; a missed target fails the run.
+fn webhook_flood_only(binaries: &Binaries, out: &Path, scale: &Scale) -> anyhow::Result<()> {
+    let figures = webhook_flood::run(
+        binaries,
+        &out.join("runs").join("webhook-flood"),
+        scale.admission_seconds,
+    )?;
+    let text = format!(
+        "# Admission webhook flood\n\nMeasured by `cargo xtask bench --only webhook-flood` at {} (commit {}).\n\n{}",
+        timestamp::now(),
+        commit(),
+        figures.markdown()
+    );
+    std::fs::create_dir_all(out)?;
+    let path = out.join("webhook-flood.md");
+    std::fs::write(&path, &text)?;
+    println!("\n{text}\nreport: {}", path.display());
+    anyhow::ensure!(figures.met(), "the webhook flood missed a target (above)");
+    Ok(())
+}
+
 /// The scenarios that run on a cluster of their own.
 #[derive(Debug, Clone, Copy)]
 enum Group {
@@ -482,6 +518,21 @@ mod tests {
         let large = full.scale().large.unwrap();
         assert_eq!((large.nodes, large.services), (10_000, 2_000));
         assert!(full.runs(Only::Large) && !full.runs(Only::Cluster));
+    }
+
+    #[test]
+    fn the_webhook_flood_runs_only_when_asked_for() {
+        assert!(!parse(&[]).unwrap().runs(Only::WebhookFlood));
+        let flood = parse(&["--only", "webhook-flood"]).unwrap();
+        assert!(flood.runs(Only::WebhookFlood) && !flood.runs(Only::Admission));
+        assert!(flood.check().is_ok());
+        assert!(
+            parse(&["--only", "webhook-flood", "--publish"])
+                .unwrap()
+                .check()
+                .is_err(),
+            "not a published page"
+        );
     }
 
     #[test]

@@ -144,6 +144,9 @@ it is enabled, the shadow's (`dryRun`) never. "true" or empty. */}}
 {{- $args = append $args (printf "--webhook-service=%s/%s" .Release.Namespace (include "ccm.webhookServiceName" .)) }}
 {{- $args = append $args (printf "--webhook-configuration=%s" (include "ccm.webhookConfigurationName" .)) }}
 {{- end }}
+{{- if .Values.webhook.clientCAConfigMap }}
+{{- $args = append $args "--webhook-client-ca-file=/etc/webhook-client-ca/ca.crt" }}
+{{- end }}
 {{- end }}
 {{- $args = append $args (printf "--v=%d" (int .Values.verbosity)) }}
 {{- $args = append $args (printf "--logging-format=%s" .Values.logFormat) }}

@@ -81,6 +81,11 @@ spec:
           mountPath: /etc/webhook-certs
           readOnly: true
         {{- end }}
+        {{- if and (include "ccm.servesWebhook" .) .Values.webhook.clientCAConfigMap }}
+        - name: webhook-client-ca
+          mountPath: /etc/webhook-client-ca
+          readOnly: true
+        {{- end }}
   volumes:
     - name: tmp
       emptyDir: {}
@@ -98,6 +103,11 @@ spec:
     - name: webhook-cert
       secret:
         secretName: {{ include "ccm.webhookTLSSecretName" . }}
+    {{- end }}
+    {{- if and (include "ccm.servesWebhook" .) .Values.webhook.clientCAConfigMap }}
+    - name: webhook-client-ca
+      configMap:
+        name: {{ .Values.webhook.clientCAConfigMap }}
     {{- end }}
   {{- $nodeSelector := .Values.nodeSelector }}
   {{- if eq .Values.kind "DaemonSet" }}

@@ -135,7 +135,11 @@ pub(crate) fn run(binaries: &Binaries, dir: &Path, seconds: u32) -> anyhow::Resu
 }
 
 /// One review over the kept connection; the decoded answer.
-fn post<S: Read + Write>(stream: &mut S, addr: SocketAddr, body: &str) -> anyhow::Result<Value> {
+pub(super) fn post<S: Read + Write>(
+    stream: &mut S,
+    addr: SocketAddr,
+    body: &str,
+) -> anyhow::Result<Value> {
     let head = format!(
         "POST /validate-service?timeout=2s HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
@@ -178,7 +182,7 @@ fn post<S: Read + Write>(stream: &mut S, addr: SocketAddr, body: &str) -> anyhow
 }
 
 /// The mix of reviews, as JSON.
-fn bodies() -> anyhow::Result<Vec<String>> {
+pub(super) fn bodies() -> anyhow::Result<Vec<String>> {
     let service = |type_: &str, annotations: Value| {
         json!({
             "apiVersion": "v1", "kind": "Service",

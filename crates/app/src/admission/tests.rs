@@ -1,6 +1,7 @@
 //! The webhook's answers, for the fake cloud: the verdicts, the review
 //! envelope, and bodies that are not reviews.
 
+mod client_ca;
 mod limits;
 
 use k8s_openapi::api::core::v1::{Service, ServiceSpec};

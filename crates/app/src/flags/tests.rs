@@ -488,6 +488,15 @@ fn webhook_flags_are_validated_as_upstream() {
     );
     assert_eq!(served.tls.cert, crate::serving::CertSource::Generated);
     assert_eq!(served.managed, None);
+    assert_eq!(served.client_ca, None, "any caller, as upstream");
+    let verified = ok(&[
+        "--webhooks=*",
+        "--webhook-client-ca-file=/etc/ccm/apiserver-ca.crt",
+    ]);
+    assert_eq!(
+        verified.webhook.unwrap().client_ca,
+        Some(std::path::PathBuf::from("/etc/ccm/apiserver-ca.crt"))
+    );
     let all = ok(&[
         "--webhooks=*",
         "--webhook-secure-port=10300",
