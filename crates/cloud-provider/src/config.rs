@@ -134,6 +134,29 @@ impl ConfigError {
     }
 }
 
+/// A serde deserializer's message (TOML's, JSON's) without the value it
+/// quotes: `invalid type: string "hunter2", expected a boolean` becomes
+/// `invalid type, expected a boolean`, `unknown variant `x`, expected ...`
+/// becomes `unknown variant, expected ...`. Messages naming a field
+/// (`unknown field`, `missing field`, `duplicate field`) name a key, not a
+/// value, and are kept; any other message is kept up to its first line.
+pub fn deserialize_message_without_values(message: &str) -> String {
+    let first = message.lines().next().unwrap_or_default().trim_end();
+    for (prefix, shown) in [
+        ("invalid type:", "invalid type"),
+        ("invalid value:", "invalid value"),
+        ("unknown variant", "unknown variant"),
+    ] {
+        if first.starts_with(prefix) {
+            return match first.rsplit_once(", expected ") {
+                Some((_, expected)) => format!("{shown}, expected {expected}"),
+                None => shown.to_owned(),
+            };
+        }
+    }
+    first.to_owned()
+}
+
 /// Builds a provider from its configuration: how a `cmd/` binary hands its
 /// cloud to the app (upstream's `RegisterCloudProvider` factory).
 ///
@@ -175,6 +198,31 @@ mod tests {
             err.to_string(),
             "/etc/cloud.conf:3: unknown key `Zonne` in [Global]"
         );
+    }
+
+    #[test]
+    fn deserialize_messages_lose_their_values() {
+        for (message, shown) in [
+            (
+                "invalid type: string \"hunter2\", expected a boolean",
+                "invalid type, expected a boolean",
+            ),
+            (
+                "invalid value: integer `-7`, expected u16",
+                "invalid value, expected u16",
+            ),
+            (
+                "unknown variant `hunter2`, expected `Running` or `Stopped`",
+                "unknown variant, expected `Running` or `Stopped`",
+            ),
+            (
+                "unknown field `tokenfile`, expected `token_file`",
+                "unknown field `tokenfile`, expected `token_file`",
+            ),
+            ("invalid string\nexpected `\"`", "invalid string"),
+        ] {
+            assert_eq!(deserialize_message_without_values(message), shown);
+        }
     }
 
     #[test]

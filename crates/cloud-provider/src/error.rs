@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::server_delay::{self, clamp_delay};
+use crate::server_delay::clamp_delay;
 
 /// A boxed error, accepted as the cause of a [`CloudError::Other`].
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -45,7 +45,7 @@ pub enum CloudError {
     /// The cloud refused the call because of its rate limit.
     ///
     /// The controller requeues the object after `retry_after` (at most
-    /// [`server_delay::MAX_SERVER_DELAY`]) without counting it as a failure, and emits no
+    /// [`MAX_SERVER_DELAY`](crate::server_delay::MAX_SERVER_DELAY)) without counting it as a failure, and emits no
     /// Warning event.
     #[error("throttled by the cloud API; retry after {retry_after:?}")]
     Throttled {
@@ -57,7 +57,7 @@ pub enum CloudError {
     /// (upstream's `api.RetryError`), for example a load balancer that is
     /// still being provisioned.
     ///
-    /// The controller requeues after `after` (at most [`server_delay::MAX_SERVER_DELAY`])
+    /// The controller requeues after `after` (at most [`MAX_SERVER_DELAY`](crate::server_delay::MAX_SERVER_DELAY))
     /// and emits no Warning event.
     #[error("retry after {after:?}: {reason}")]
     Retry {
@@ -137,7 +137,7 @@ impl CloudError {
     }
 
     /// The delay the provider asked for, if it asked for one, at most
-    /// [`server_delay::MAX_SERVER_DELAY`]: the delay may come from a server, and no
+    /// [`MAX_SERVER_DELAY`](crate::server_delay::MAX_SERVER_DELAY): the delay may come from a server, and no
     /// server parks an object for longer.
     pub fn requested_delay(&self) -> Option<Duration> {
         match self {

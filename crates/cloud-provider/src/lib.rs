@@ -55,7 +55,9 @@ pub mod server_delay;
 mod services;
 mod volumes;
 
-pub use config::{CloudConfig, ConfigError, Environment, ProviderFactory};
+pub use config::{
+    CloudConfig, ConfigError, Environment, ProviderFactory, deserialize_message_without_values,
+};
 pub use error::{BoxError, CloudError};
 pub use instance_tags::{InstanceTags, TagOutcome};
 pub use instances::{BatchResult, InstanceMetadata, Instances, NodeAddress, NodeAddressType};

@@ -19,6 +19,7 @@
 //! Keys are matched as `gcfg` matches them (case-insensitively, ignoring
 //! `-` and `_`). A key this provider does not know is an error naming the
 //! file, line and key, so a typo never silently falls back to a default.
+//! No error quotes a value: it names the key and the form expected.
 
 mod overrides;
 
@@ -164,8 +165,8 @@ impl AwsConfig {
                     return Err(at(
                         section.line,
                         format!(
-                            "duplicate [ServiceOverride] for Service `{}` in Region `{}` (also in [ServiceOverride \"{}\"])",
-                            parsed.service, parsed.region, dup.index
+                            "duplicate [ServiceOverride]: its Service and Region are those of [ServiceOverride \"{}\"]",
+                            dup.index
                         ),
                     ));
                 }
@@ -204,9 +205,7 @@ impl AwsConfig {
                 return Ok(None);
             }
             if !v.starts_with(prefix) || v.len() == prefix.len() {
-                return Err(format!(
-                    "`{name}` must look like {prefix}0123456789abcdef0, not `{v}`"
-                ));
+                return Err(format!("`{name}` must look like {prefix}0123456789abcdef0"));
             }
             Ok(Some(v))
         };
@@ -214,7 +213,7 @@ impl AwsConfig {
             let zone = non_empty(value());
             if let Some(z) = &zone {
                 region_of_zone(z).ok_or_else(|| {
-                    format!("`Zone` must be an availability zone such as us-east-1a, not `{z}`")
+                    "`Zone` must be an availability zone such as us-east-1a".to_owned()
                 })?;
             }
             self.zone = zone;
@@ -233,26 +232,26 @@ impl AwsConfig {
             self.nlb_security_group_managed = match value().as_str() {
                 "" => false,
                 "Managed" => true,
-                other => {
-                    return Err(format!(
-                        "`NLBSecurityGroupMode` must be Managed or empty, not `{other}`"
-                    ));
+                _ => {
+                    return Err("`NLBSecurityGroupMode` must be Managed or empty".to_owned());
                 }
             };
         } else if key_is(key, "RoleARN") {
             let v = value();
             if !v.is_empty() && !v.starts_with("arn:") {
-                return Err(format!(
-                    "`RoleARN` must be an IAM role ARN such as arn:aws:iam::123456789012:role/ccm, not `{v}`"
-                ));
+                return Err(
+                    "`RoleARN` must be an IAM role ARN such as arn:aws:iam::123456789012:role/ccm"
+                        .to_owned(),
+                );
             }
             self.role_arn = non_empty(v);
         } else if key_is(key, "SourceARN") {
             let v = value();
             if !v.is_empty() && !v.starts_with("arn:") {
-                return Err(format!(
-                    "`SourceARN` must be an ARN such as arn:aws:eks:us-east-1:123456789012:cluster/prod, not `{v}`"
-                ));
+                return Err(
+                    "`SourceARN` must be an ARN such as arn:aws:eks:us-east-1:123456789012:cluster/prod"
+                        .to_owned(),
+                );
             }
             self.source_arn = non_empty(v);
         } else if key_is(key, "ClusterServiceLoadBalancerHealthProbeMode") {
@@ -263,10 +262,11 @@ impl AwsConfig {
                     port: KUBE_PROXY_HEALTH_PORT,
                     path: KUBE_PROXY_HEALTH_PATH.to_owned(),
                 }),
-                other => {
-                    return Err(format!(
-                        "`ClusterServiceLoadBalancerHealthProbeMode` must be Shared, ServiceNodePort or empty, not `{other}`"
-                    ));
+                _ => {
+                    return Err(
+                        "`ClusterServiceLoadBalancerHealthProbeMode` must be Shared, ServiceNodePort or empty"
+                            .to_owned(),
+                    );
                 }
             };
         } else if key_is(key, "ClusterServiceSharedLoadBalancerHealthProbePort") {
@@ -276,17 +276,19 @@ impl AwsConfig {
                 Ok(0) => None,
                 Ok(port @ 1..=65535) => Some(port),
                 _ => {
-                    return Err(format!(
-                        "`ClusterServiceSharedLoadBalancerHealthProbePort` must be a port from 1 to 65535, not `{v}`"
-                    ));
+                    return Err(
+                        "`ClusterServiceSharedLoadBalancerHealthProbePort` must be a port from 1 to 65535"
+                            .to_owned(),
+                    );
                 }
             };
         } else if key_is(key, "ClusterServiceSharedLoadBalancerHealthProbePath") {
             let v = value();
             if !v.is_empty() && !v.starts_with('/') {
-                return Err(format!(
-                    "`ClusterServiceSharedLoadBalancerHealthProbePath` must start with /, not `{v}`"
-                ));
+                return Err(
+                    "`ClusterServiceSharedLoadBalancerHealthProbePath` must start with /"
+                        .to_owned(),
+                );
             }
             pending.probe_path = non_empty(v);
         } else if key_is(key, "KubernetesClusterTag") {
@@ -294,22 +296,14 @@ impl AwsConfig {
         } else if key_is(key, "KubernetesClusterID") {
             self.kubernetes_cluster_id = non_empty(value());
         } else if key_is(key, "DisableSecurityGroupIngress") {
-            self.disable_security_group_ingress =
-                parse_bool(entry.value.as_deref()).ok_or_else(|| {
-                    format!(
-                        "`DisableSecurityGroupIngress` must be true or false, not `{}`",
-                        value()
-                    )
-                })?;
+            self.disable_security_group_ingress = parse_bool(entry.value.as_deref())
+                .ok_or_else(|| "`DisableSecurityGroupIngress` must be true or false".to_owned())?;
         } else if key_is(key, "NodeIPFamilies") {
             let family = match value().to_ascii_lowercase().as_str() {
                 "ipv4" => IpFamily::Ipv4,
                 "ipv6" => IpFamily::Ipv6,
                 _ => {
-                    return Err(format!(
-                        "`NodeIPFamilies` must be ipv4 or ipv6, not `{}`",
-                        value()
-                    ));
+                    return Err("`NodeIPFamilies` must be ipv4 or ipv6".to_owned());
                 }
             };
             if !pending.families.contains(&family) {
@@ -327,16 +321,17 @@ impl AwsConfig {
                 })?)
             };
         } else {
-            return Err(format!("unknown key `{key}` in [Global]"));
+            return Err(format!("unknown key {} in [Global]", entry.shown_key()));
         }
         Ok(())
     }
 
     fn check_cluster_ids(&self) -> Result<(), String> {
         match (&self.kubernetes_cluster_tag, &self.kubernetes_cluster_id) {
-            (Some(tag), Some(id)) if tag != id => Err(format!(
-                "`KubernetesClusterTag` ({tag}) and `KubernetesClusterID` ({id}) must match when both are set"
-            )),
+            (Some(tag), Some(id)) if tag != id => Err(
+                "`KubernetesClusterTag` and `KubernetesClusterID` must match when both are set"
+                    .to_owned(),
+            ),
             _ => Ok(()),
         }
     }

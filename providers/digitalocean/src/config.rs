@@ -6,11 +6,14 @@
 //! # mounted Secret, instead of DO_ACCESS_TOKEN.
 //! token_file = "/etc/kubernetes/digitalocean/token"
 //! ```
+//!
+//! No error quotes a value (a variable may hold a URL with credentials, the
+//! file a token): errors name the variable, or the file, line and key.
 
 use std::fmt;
 use std::path::PathBuf;
 
-use cloud_provider::{CloudConfig, ConfigError, Environment};
+use cloud_provider::{CloudConfig, ConfigError, Environment, deserialize_message_without_values};
 use reqwest::Url;
 use serde::Deserialize;
 
@@ -167,7 +170,7 @@ impl Settings {
             .map(|raw| match raw.trim().parse::<f64>() {
                 Ok(qps) if qps.is_finite() && qps > 0.0 => Ok(qps),
                 _ => Err(ConfigError::new(format!(
-                    "environment variable {ENV_API_RATE_LIMIT_QPS}: `{raw}` is not a positive number of requests per second"
+                    "environment variable {ENV_API_RATE_LIMIT_QPS} must be a positive number of requests per second"
                 ))),
             })
             .transpose()?;
@@ -176,7 +179,7 @@ impl Settings {
             && !is_uuid(vpc)
         {
             return Err(ConfigError::new(format!(
-                "environment variable {ENV_CLUSTER_VPC_ID}: `{vpc}` is not a VPC UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)"
+                "environment variable {ENV_CLUSTER_VPC_ID} must be a VPC UUID (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)"
             )));
         }
         let metadata_url = match env.get(ENV_METADATA_URL) {
@@ -224,7 +227,7 @@ fn default_lb_type(env: &Environment) -> Result<LoadBalancerType, ConfigError> {
         None => Ok(LoadBalancerType::RegionalNetwork),
         Some(raw) => LoadBalancerType::parse(&raw).ok_or_else(|| {
             ConfigError::new(format!(
-                "environment variable {ENV_DEFAULT_LB_TYPE}: `{raw}` is not a load-balancer type; expected REGIONAL or REGIONAL_NETWORK"
+                "environment variable {ENV_DEFAULT_LB_TYPE} must be REGIONAL or REGIONAL_NETWORK"
             ))
         }),
     }
@@ -248,9 +251,10 @@ fn firewall(env: &Environment) -> Result<Option<PublicAccessFirewall>, ConfigErr
         .filter(|t| !t.is_empty())
         .map(str::to_owned)
         .collect();
-    if let Some(bad) = tags.iter().find(|t| !is_tag(t)) {
+    if let Some(position) = tags.iter().position(|t| !is_tag(t)) {
         return Err(ConfigError::new(format!(
-            "environment variable {ENV_PUBLIC_ACCESS_FIREWALL_TAGS}: `{bad}` is not a DigitalOcean tag (letters, digits, `_`, `-`, `:`, at most 255)"
+            "environment variable {ENV_PUBLIC_ACCESS_FIREWALL_TAGS}: tag {} is not a DigitalOcean tag (letters, digits, `_`, `-`, `:`, at most 255)",
+            position + 1
         )));
     }
     if tags.is_empty() {
@@ -274,7 +278,7 @@ fn upstream_listeners(env: &Environment) -> Result<Vec<(&'static str, String)>, 
             .is_some_and(|(_, port)| port.parse::<u16>().is_ok());
         if !port_ok {
             return Err(ConfigError::new(format!(
-                "environment variable {var}: `{addr}` is not <host>:<port>"
+                "environment variable {var} must be <host>:<port>"
             )));
         }
         out.push((var, addr));
@@ -294,22 +298,30 @@ fn parse_metadata_url(raw: &str) -> Result<Url, ConfigError> {
     match Url::parse(raw.trim()) {
         Ok(url) if matches!(url.scheme(), "http" | "https") => Ok(url),
         _ => Err(ConfigError::new(format!(
-            "environment variable {ENV_METADATA_URL}: `{raw}` is not an http(s) URL"
+            "environment variable {ENV_METADATA_URL} must be an http(s) URL"
         ))),
     }
 }
 
 fn parse_file(config: &CloudConfig) -> Result<FileConfig, ConfigError> {
     toml::from_str(&config.contents).map_err(|e| {
-        let err = config.error(e.message().to_owned());
-        match e.span() {
-            Some(span) => {
-                let line = config.contents[..span.start.min(config.contents.len())]
-                    .matches('\n')
-                    .count()
-                    + 1;
-                err.at_line(line)
+        let line = e.span().map(|span| {
+            config.contents[..span.start.min(config.contents.len())]
+                .matches('\n')
+                .count()
+                + 1
+        });
+        let message = deserialize_message_without_values(e.message());
+        // The only key: a type error is about it, whatever the message says.
+        let message = match line.and_then(|l| config.contents.lines().nth(l - 1)) {
+            Some(text) if text.trim_start().starts_with("token_file") => {
+                format!("`token_file`: {message}")
             }
+            _ => message,
+        };
+        let err = config.error(message);
+        match line {
+            Some(line) => err.at_line(line),
             None => err,
         }
     })
@@ -323,11 +335,14 @@ fn read_token_file(
         Some(c) => c.error(message),
         None => ConfigError::new(message),
     };
+    // The path is not shown: no error quotes a value.
     let text = std::fs::read_to_string(path)
-        .map_err(|e| located(format!("token_file: cannot read {}: {e}", path.display())))?;
+        .map_err(|e| located(format!("`token_file`: cannot read the file it names: {e}")))?;
     let token = text.trim();
     if token.is_empty() {
-        return Err(located(format!("token_file: {} is empty", path.display())));
+        return Err(located(
+            "`token_file`: the file it names is empty".to_owned(),
+        ));
     }
     Ok(AccessToken::new(token))
 }
@@ -343,7 +358,7 @@ fn parse_url(what: &str, raw: &str) -> Result<Url, ConfigError> {
     match Url::parse(&with_slash) {
         Ok(url) if matches!(url.scheme(), "http" | "https") => Ok(url),
         _ => Err(ConfigError::new(format!(
-            "{what}: `{raw}` is not an http(s) URL"
+            "environment variable {what} must be an http(s) URL"
         ))),
     }
 }
@@ -463,13 +478,59 @@ mod tests {
                 .with(ENV_PUBLIC_ACCESS_FIREWALL_TAGS, "bad tag!"),
         )
         .unwrap_err();
-        assert!(err.to_string().contains("`bad tag!`"), "{err}");
+        assert!(
+            err.to_string().contains("tag 1 ") && !err.to_string().contains("bad tag!"),
+            "{err}"
+        );
     }
 
     #[test]
     fn token_debug_is_redacted() {
         let s = Settings::from_env(None, &env()).unwrap();
         assert!(!format!("{s:?}").contains("dop_v1_secret"));
+    }
+
+    #[test]
+    fn no_error_quotes_a_value() {
+        const MARK: &str = "hunter2";
+        for var in [
+            ENV_OVERRIDE_URL,
+            ENV_API_RATE_LIMIT_QPS,
+            ENV_CLUSTER_VPC_ID,
+            ENV_DEFAULT_LB_TYPE,
+            ENV_METRICS_ADDR,
+            ENV_METADATA_URL,
+        ] {
+            let err = Settings::from_env(None, &env().with(var, MARK))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(var) && !err.contains(MARK), "{var}: {err}");
+        }
+        let err = Settings::from_env(
+            None,
+            &env().with(ENV_OVERRIDE_URL, "ftp://user:hunter2@127.0.0.1/"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(!err.contains(MARK), "{err}");
+        for (text, line) in [
+            ("token_file = 7\ntoken = \"hunter2\"\n", 2),
+            ("\ntoken_file = \"hunter2\\q\"\n", 2),
+            ("token_file = \"hunter2\n", 1),
+            ("token_file = hunter2\n", 1),
+            ("token_file = [\"hunter2\"]\n", 1),
+            ("token_file = { x = \"hunter2\" }\n", 1),
+            ("hunter2\n", 1),
+        ] {
+            let config = CloudConfig::new("/etc/do.toml", text);
+            let err = Settings::from_env(Some(&config), &Environment::default())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with(&format!("/etc/do.toml:{line}: ")) && !err.contains(MARK),
+                "{text:?}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -27,7 +27,10 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use cloud_provider::{CloudConfig, ConfigError, NodeAddress, NodeAddressType, RateLimiter};
+use cloud_provider::{
+    CloudConfig, ConfigError, NodeAddress, NodeAddressType, RateLimiter,
+    deserialize_message_without_values,
+};
 use serde::Deserialize;
 
 use crate::instance::{Instance, InstanceState, default_provider_id};
@@ -188,9 +191,11 @@ impl FakeConfig {
         let config: Self = toml::from_str(&file.contents).map_err(|e| {
             let line = e.span().map(|span| line_of(&file.contents, span.start));
             let field = line.and_then(|l| field_at(&file.contents, l));
+            // No error quotes a value: it names the field and the line.
+            let message = deserialize_message_without_values(e.message());
             let message = match field {
-                Some(field) if !e.message().contains(&field) => format!("{field}: {}", e.message()),
-                _ => e.message().to_owned(),
+                Some(field) if !message.contains(&field) => format!("{field}: {message}"),
+                _ => message,
             };
             let err = file.error(message.trim_end().replace('\n', "; "));
             match line {
@@ -218,30 +223,27 @@ impl FakeConfig {
         let s = &self.settings;
         if s.latency_ms > MAX_LATENCY_MS {
             return Err(format!(
-                "settings.latency_ms: {} is more than an hour ({MAX_LATENCY_MS})",
-                s.latency_ms
+                "settings.latency_ms: must be at most an hour ({MAX_LATENCY_MS})"
             ));
         }
         if !(0.0..=1.0).contains(&s.error_rate) {
-            return Err(format!(
-                "settings.error_rate: {} is not between 0 and 1",
-                s.error_rate
-            ));
+            return Err("settings.error_rate: must be between 0 and 1".into());
         }
         if let Some(qps) = s.rate_limit_qps
             && !(qps.is_finite() && qps > 0.0)
         {
-            return Err(format!(
-                "settings.rate_limit_qps: {qps} must be a positive number"
-            ));
+            return Err("settings.rate_limit_qps: must be a positive number".into());
         }
         if s.rate_limit_burst == Some(0) {
             return Err("settings.rate_limit_burst: must be at least 1".into());
         }
         if let Some((qps, burst)) = s.rate_limit()
-            && let Err(e) = RateLimiter::new(qps, burst)
+            && RateLimiter::new(qps, burst).is_err()
         {
-            return Err(format!("settings.rate_limit_qps: {e}"));
+            return Err(
+                "settings.rate_limit_qps: with this burst a full burst would take over a century to refill"
+                    .into(),
+            );
         }
         if s.batch_size == 0 {
             return Err("settings.batch_size: must be at least 1".into());
@@ -255,7 +257,7 @@ impl FakeConfig {
                 return Err(format!("volumes[{i}].id: must not be empty"));
             }
             if !volume_ids.insert(spec.id.as_str()) {
-                return Err(format!("volumes[{i}].id: `{}` is used twice", spec.id));
+                return Err(format!("volumes[{i}].id: is used twice"));
             }
         }
         if s.zones.is_empty() {
@@ -267,23 +269,19 @@ impl FakeConfig {
                 return Err(format!("instances[{i}].name: must not be empty"));
             }
             if !names.insert(spec.name.as_str()) {
-                return Err(format!(
-                    "instances[{i}].name: `{}` is used twice",
-                    spec.name
-                ));
+                return Err(format!("instances[{i}].name: is used twice"));
             }
             let id = spec
                 .provider_id
                 .clone()
                 .unwrap_or_else(|| default_provider_id(&spec.name));
             if !ids.insert(id.clone()) {
-                return Err(format!("instances[{i}].provider_id: `{id}` is used twice"));
+                return Err(format!("instances[{i}].provider_id: is used twice"));
             }
             for (j, a) in spec.addresses.iter().enumerate() {
                 if NodeAddressType::parse(&a.kind).is_none() {
                     return Err(format!(
-                        "instances[{i}].addresses[{j}].type: `{}` is not one of InternalIP, ExternalIP, InternalDNS, ExternalDNS, Hostname",
-                        a.kind
+                        "instances[{i}].addresses[{j}].type: must be one of InternalIP, ExternalIP, InternalDNS, ExternalDNS, Hostname"
                     ));
                 }
             }
@@ -412,16 +410,15 @@ fn has_section(contents: &str, name: &str) -> bool {
 /// never leaves the machine.
 fn validate_server_url(url: &str) -> Result<(), String> {
     let rest = url.strip_prefix("http://").ok_or_else(|| {
-        format!("server.url: {url:?} must start with http:// (the fake cloud serves plain HTTP on loopback)")
+        "server.url: must start with http:// (the fake cloud serves plain HTTP on loopback)"
+            .to_owned()
     })?;
     let authority = rest.split('/').next().unwrap_or_default();
     let addr: std::net::SocketAddr = authority.parse().map_err(|_| {
-        format!(
-            "server.url: {url:?} must name an IP address and port, such as http://127.0.0.1:8080"
-        )
+        "server.url: must name an IP address and port, such as http://127.0.0.1:8080".to_owned()
     })?;
     if !addr.ip().is_loopback() {
-        return Err(format!("server.url: {url:?} is not a loopback address"));
+        return Err("server.url: must be a loopback address".to_owned());
     }
     Ok(())
 }

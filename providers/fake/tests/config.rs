@@ -174,6 +174,32 @@ fn out_of_range_settings_name_the_field() {
     }
 }
 
+/// Values carrying a marker, wrong in every way the parser and the
+/// checks refuse: the error names the field and never shows the value.
+#[test]
+fn no_error_shows_a_value() {
+    const MARK: &str = "hunter2";
+    for text in [
+        "[settings]\nlatency_ms = \"hunter2\"\n",
+        "[settings]\nzones = \"hunter2\"\n",
+        "[settings]\nregion = \"hunter2\\q\"\n",
+        "[settings]\nregion = \"hunter2\n",
+        "[settings]\nregion = hunter2\n",
+        "[settings]\nhunter2\n",
+        "[[instances]]\nname = \"a\"\nstate = \"hunter2\"\n",
+        "[[instances]]\nname = \"hunter2\"\n[[instances]]\nname = \"hunter2\"\n",
+        "[[instances]]\nname = \"a\"\nprovider_id = \"hunter2\"\n[[instances]]\nname = \"b\"\nprovider_id = \"hunter2\"\n",
+        "[[instances]]\nname = \"a\"\naddresses = [{ type = \"hunter2\", address = \"1.2.3.4\" }]\n",
+        "[[volumes]]\nid = \"hunter2\"\n[[volumes]]\nid = \"hunter2\"\n",
+        "[server]\nurl = \"http://hunter2:1\"\n",
+        "[server]\nurl = \"https://hunter2\"\n",
+        "[server]\nurl = \"http://10.0.0.1:1/hunter2\"\n",
+    ] {
+        let err = parse(text).unwrap_err();
+        assert!(!err.contains(MARK), "{text:?}: {err}");
+    }
+}
+
 #[test]
 fn missing_required_field_is_named() {
     let err = parse("[[instances]]\nzone = \"z\"\n").unwrap_err();

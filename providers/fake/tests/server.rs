@@ -238,7 +238,7 @@ fn a_server_url_must_be_loopback_http_and_stand_alone() {
     for (text, expected) in [
         (
             "[server]\nurl = \"http://10.0.0.1:8080\"\n",
-            "is not a loopback address",
+            "must be a loopback address",
         ),
         (
             "[server]\nurl = \"https://127.0.0.1:8080\"\n",

@@ -179,8 +179,8 @@ fn read_global(
             _ => {
                 return Err(config
                     .error(format!(
-                        "unknown key `{}` in [Global]: expected cattle-url, cattle-access-key or cattle-secret-key",
-                        entry.key
+                        "unknown key {} in [Global]: expected cattle-url, cattle-access-key or cattle-secret-key",
+                        entry.shown_key()
                     ))
                     .at_line(entry.line));
             }
@@ -288,5 +288,48 @@ mod tests {
             .expect_err("unknown section")
             .to_string();
         assert!(err.starts_with("/etc/rancher.conf:1: "), "{err}");
+    }
+
+    /// A typo beside the secret, and the secret's own line malformed or
+    /// wrapped: the error names the line (and key), never the secret.
+    #[test]
+    fn a_bad_line_beside_the_secret_never_shows_it() {
+        for (text, line, key) in [
+            (
+                "[Global]\ncattle-secret-key = hunter2\ncattle-url http://x/\n",
+                3,
+                None,
+            ),
+            ("[Global]\ncattle-secret-key: hunter2\n", 2, None),
+            (
+                "[Global]\ncattle-secret-key = \"hunter2\n",
+                2,
+                Some("cattle-secret-key"),
+            ),
+            (
+                "[Global]\ncattle-secret-key = hunter2\\x\n",
+                2,
+                Some("cattle-secret-key"),
+            ),
+            ("[Global]\ncattle-secret-key =\n  hunter2\n", 3, None),
+            (
+                "[Global]\ncattle-secret-key = hunter2\ncattle-secret = hunter2\n",
+                3,
+                Some("cattle-secret"),
+            ),
+        ] {
+            let file = CloudConfig::new("/etc/rancher.conf", text);
+            let err = Settings::read(Some(&file), &Environment::default())
+                .expect_err(text)
+                .to_string();
+            assert!(
+                err.starts_with(&format!("/etc/rancher.conf:{line}: ")),
+                "{text:?}: {err}"
+            );
+            assert!(!err.contains("hunter2"), "{text:?}: {err}");
+            if let Some(key) = key {
+                assert!(err.contains(&format!("`{key}`")), "{text:?}: {err}");
+            }
+        }
     }
 }

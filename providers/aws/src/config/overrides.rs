@@ -78,8 +78,8 @@ impl ServiceOverride {
                 return Err((
                     entry.line,
                     format!(
-                        "unknown key `{}` in [ServiceOverride \"{index}\"] (known: {})",
-                        entry.key,
+                        "unknown key {} in [ServiceOverride \"{index}\"] (known: {})",
+                        entry.shown_key(),
                         KEYS.join(", ")
                     ),
                 ));
@@ -125,8 +125,7 @@ impl ServiceOverride {
             return Err((
                 url_line,
                 format!(
-                    "`URL` in [ServiceOverride \"{index}\"] must be an http:// or https:// URL, not `{}`",
-                    parsed.url
+                    "`URL` in [ServiceOverride \"{index}\"] must be an http:// or https:// URL"
                 ),
             ));
         }
