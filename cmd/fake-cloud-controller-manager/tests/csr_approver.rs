@@ -8,8 +8,8 @@
 use std::time::{Duration, Instant};
 
 use ccm_test_support::{
-    ApiServer, Launch, SERVING_USAGES, eventually, kubelet_serving_csr, kubelet_serving_request,
-    uninitialized_node, unique,
+    ApiServer, Launch, SERVING_USAGES, csr_craft, eventually, kubelet_serving_csr,
+    kubelet_serving_request, uninitialized_node, unique,
 };
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::Node;
@@ -168,6 +168,28 @@ async fn kubelet_serving_certificates_are_approved_only_for_the_nodes_cloud_addr
     let (kind, message) = decision(&csrs, "m-for-n").await;
     assert_eq!(kind, "Denied");
     assert!(message.contains(&format!("system:node:{n}")), "{message}");
+
+    // Two PEM blocks: the first for n's own address, closed by an END line
+    // of another type, so Go (kube-apiserver, the signer) skips it and
+    // reads the second, for the API server's names.
+    let own = csr_craft::Info::kubelet(&n, &[csr_craft::ip(&[10, 0, 0, 1])]);
+    let theirs = csr_craft::Info::kubelet(
+        &n,
+        &[
+            csr_craft::dns("kubernetes.default.svc"),
+            csr_craft::ip(&[10, 0, 0, 1]),
+        ],
+    );
+    let smuggled = format!(
+        "{}{}",
+        csr_craft::pem(&own.signed())
+            .replace("-----END CERTIFICATE REQUEST-----", "-----END X-----"),
+        csr_craft::pem(&theirs.signed())
+    );
+    submit_as(&server, &n, &csr("smuggled", &smuggled, SERVING)).await;
+    let (kind, message) = decision(&csrs, "smuggled").await;
+    assert_eq!(kind, "Denied", "{message}");
+    assert!(message.contains("-----END X-----"), "{message}");
 
     let client_auth = ["digital signature", "server auth", "client auth"];
     submit_as(&server, &n, &csr("client-auth", &good, &client_auth)).await;

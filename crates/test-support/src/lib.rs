@@ -4,7 +4,9 @@
 //! ([`ControlPlane`]), the CCM binary as a child process ([`Launch`],
 //! [`Ccm`]), bounded waiting ([`eventually`]), and the fixtures every suite builds
 //! ([`uninitialized_node`], [`load_balancer_service`], [`unique`]), and
-//! call budgets against upstream's counts ([`budget`]).
+//! call budgets against upstream's counts ([`budget`]), and certificate
+//! requests crafted byte by byte ([`csr_craft`]) with Go's own reading of
+//! them ([`csr_referee`]).
 //!
 //! Start with [`ApiServer::with_nodes`]: it reads [`APISERVER_ENV`], so the
 //! same test body runs on both servers.
@@ -14,6 +16,8 @@ pub mod budget;
 mod ccm;
 mod certificates;
 mod control_plane;
+pub mod csr_craft;
+pub mod csr_referee;
 mod listener;
 pub mod monitoring;
 mod objects;

@@ -1,0 +1,3 @@
+module ccm.test/csr-referee
+
+go 1.22
