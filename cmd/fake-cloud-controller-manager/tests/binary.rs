@@ -312,10 +312,19 @@ async fn readyz_reports_not_ready_until_the_caches_are_filled() {
         .spawn()
         .expect("the binary starts");
     let body = wait_for(&ccm, "/readyz", |status, body| {
-        status == 503 && body.contains("filling caches")
+        status == 500 && body.contains("[-]informer-sync failed: reason withheld\n")
     })
     .await;
-    assert!(body.starts_with("not ready"));
+    assert!(body.ends_with("readyz check failed\n"), "{body}");
+    // The check's own path says why (the test API server allows anyone).
+    let (status, reason) = ccm.get("/readyz/informer-sync").await.unwrap();
+    assert_eq!(
+        (status, reason.as_str()),
+        (
+            500,
+            "internal server error: the controllers' caches are filling\n"
+        )
+    );
     server.clear_faults();
     wait_for(&ccm, "/readyz", |status, _| status == 200).await;
 }
@@ -443,10 +452,21 @@ async fn readyz_fails_while_a_watch_makes_no_progress() {
     );
     server.close_all_watches();
     let body = wait_for(&ccm, "/readyz", |status, body| {
-        status == 503 && body.contains("the Node watch makes no progress")
+        status == 500 && body.contains("[-]watches failed: reason withheld\n")
     })
     .await;
-    assert!(body.starts_with("not ready: "), "{body}");
+    assert_eq!(
+        body,
+        "[+]ping ok\n[+]provider-initialized ok\n[+]informer-sync ok\n\
+         [-]watches failed: reason withheld\nreadyz check failed\n",
+        "the root path names no object and no error"
+    );
+    let (status, reason) = ccm.get("/readyz/watches").await.unwrap();
+    assert_eq!(status, 500);
+    assert!(
+        reason.starts_with("internal server error: the Node watch makes no progress: "),
+        "the check's own path says why: {reason}"
+    );
     assert_eq!(
         ccm.get("/healthz").await.unwrap().0,
         200,

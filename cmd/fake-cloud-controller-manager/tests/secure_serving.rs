@@ -248,6 +248,53 @@ async fn metrics_need_a_token_and_a_grant_and_a_new_grant_works_within_the_denia
 }
 
 #[tokio::test]
+async fn a_stranger_costs_no_review_for_an_unknown_path_and_no_cache_entry_for_a_denial() {
+    let (server, _dir) = rbac_server().await;
+    let ccm = start(
+        &server,
+        &["--authorization-webhook-cache-unauthorized-ttl=1h"],
+    )
+    .await;
+    let before = reviews(&server);
+    for token in [None, Some("not-a-known-token"), Some(SCRAPER_TOKEN)] {
+        for path in ["/wp-login.php", "/metrics/x", "/readyz/made-up"] {
+            assert_eq!(get(&ccm, path, token).await.0, 404, "{path} with {token:?}");
+        }
+    }
+    assert_eq!(
+        reviews(&server),
+        before,
+        "no TokenReview or SubjectAccessReview for a path nothing serves"
+    );
+
+    for _ in 0..3 {
+        assert_eq!(get(&ccm, "/metrics", None).await.0, 401);
+    }
+    assert_eq!(
+        reviews(&server),
+        (before.0, before.1 + 3),
+        "each anonymous denial asked again, none kept for the hour"
+    );
+
+    // A check's reason is for those allowed its path: the administrator,
+    // not a stranger (who still reads the root path).
+    assert_eq!(get(&ccm, "/readyz/watches", None).await.0, 401);
+    assert_eq!(
+        get(&ccm, "/readyz/watches", Some(ADMIN_TOKEN)).await,
+        (200, "ok".to_owned())
+    );
+    assert_eq!(get(&ccm, "/readyz", None).await, (200, "ok".to_owned()));
+    let (status, verbose) = get(&ccm, "/healthz?verbose", None).await;
+    assert_eq!(
+        (status, verbose.as_str()),
+        (
+            200,
+            "[+]ping ok\n[+]leaderElection ok\n[+]controllers ok\nhealthz check passed\n"
+        )
+    );
+}
+
+#[tokio::test]
 async fn a_scrape_every_second_costs_one_review_of_each_kind_per_ttl() {
     const TTL: u64 = 10;
     const SCRAPES: u64 = 30;

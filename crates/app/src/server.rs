@@ -1,11 +1,14 @@
-//! The HTTPS endpoints: `/healthz`, `/livez`, `/readyz`, `/metrics`, served
-//! by [`crate::serving`] behind delegated authentication and authorization.
+//! The HTTPS endpoints: `/healthz`, `/livez`, `/readyz` (and a path per
+//! check under each), `/metrics`, served by [`crate::serving`] behind
+//! delegated authentication and authorization.
+
+mod health;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
@@ -13,6 +16,8 @@ use ccm_runtime::{Informers, Metrics, Running, STALLED_AFTER};
 use cloud_provider::CloudProvider;
 use leader_election::{LeaderHandle, NotLeader};
 use tokio_util::sync::CancellationToken;
+
+use health::Check;
 
 /// What the health endpoints report.
 #[derive(Debug, Default)]
@@ -41,7 +46,7 @@ struct AppState {
 )]
 pub(crate) async fn serve(
     listener: tokio::net::TcpListener,
-    serving: crate::serving::Serving,
+    mut serving: crate::serving::Serving,
     health: Arc<Health>,
     metrics: Metrics,
     cloud: Arc<dyn CloudProvider>,
@@ -55,15 +60,58 @@ pub(crate) async fn serve(
         cloud,
         leader,
     };
-    let router = Router::new()
-        .route("/healthz", get(healthz))
-        .route("/livez", get(healthz))
-        .route("/readyz", get(readyz))
+    let router = health_routes()
         .route("/metrics", get(metrics_text))
         .route("/debug/flags/v", axum::routing::put(set_verbosity))
         .with_state(state)
         .merge(debug_routes);
+    let router = serving.guard_routes(router);
     crate::serving::serve(listener, serving, router, shutdown).await
+}
+
+/// The checks of `/healthz` and `/livez`.
+const LIVENESS: [&str; 3] = ["ping", "leaderElection", "controllers"];
+/// The checks of `/readyz`.
+const READINESS: [&str; 4] = ["ping", "provider-initialized", "informer-sync", "watches"];
+
+/// `/healthz`, `/livez`, `/readyz` and one path per check under each (each
+/// named, so a made-up check name is an unknown path).
+fn health_routes() -> Router<AppState> {
+    let mut router = Router::new();
+    for (endpoint, names) in [
+        ("healthz", &LIVENESS[..]),
+        ("livez", &LIVENESS[..]),
+        ("readyz", &READINESS[..]),
+    ] {
+        let checks = move |state: &AppState| {
+            if endpoint == "readyz" {
+                readiness(state).to_vec()
+            } else {
+                liveness(state).to_vec()
+            }
+        };
+        router = router.route(
+            &format!("/{endpoint}"),
+            get(
+                move |State(state): State<AppState>, RawQuery(query): RawQuery| async move {
+                    health::root(endpoint, &checks(&state), health::verbose(query.as_deref()))
+                },
+            ),
+        );
+        for &name in names {
+            router = router.route(
+                &format!("/{endpoint}/{name}"),
+                get(move |State(state): State<AppState>| async move {
+                    let checks = checks(&state);
+                    match checks.iter().find(|c| c.name == name) {
+                        Some(check) => health::single(check),
+                        None => StatusCode::NOT_FOUND.into_response(),
+                    }
+                }),
+            );
+        }
+    }
+    router
 }
 
 /// Upstream's `PUT /debug/flags/v`: the body is the new `--v`.
@@ -84,75 +132,75 @@ async fn set_verbosity(body: String) -> (StatusCode, String) {
     }
 }
 
-/// Healthy unless this process leads but has not renewed its lease in time
+/// Alive unless this process leads but has not renewed its lease in time
 /// (it is about to lose leadership), or a controller is stalled (a
 /// reconcile has run past `STALLED_AFTER`): either way it should be
 /// restarted. A controller that died has already stopped the process.
-async fn healthz(State(state): State<AppState>) -> impl IntoResponse {
-    health(
+fn liveness(state: &AppState) -> [Check; 3] {
+    checks_of_liveness(
         state.leader.is_leading(),
         state.leader.fence(),
         state.metrics.longest_reconcile(),
     )
 }
 
-/// The `/healthz` answer: the elector still counts itself leader (`leading`)
-/// while the fence already refuses, so the lease went unrenewed; or the
-/// longest running reconcile has run too long.
-fn health(
+/// The [`LIVENESS`] checks: the elector still counts itself leader
+/// (`leading`) while the fence already refuses, so the lease went
+/// unrenewed; the longest running reconcile has run too long.
+fn checks_of_liveness(
     leading: bool,
     fence: Result<(), NotLeader>,
     longest: Option<Running>,
-) -> (StatusCode, String) {
-    if let Err(err) = fence
-        && leading
-    {
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("leaderElection failed: {err}\n"),
-        );
-    }
-    if let Some(running) = longest.filter(|r| r.running_for >= STALLED_AFTER) {
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
+) -> [Check; 3] {
+    let [ping, leader_election, controllers] = LIVENESS;
+    let leader_election = match fence {
+        Err(err) if leading => Check::failed(leader_election, err.to_string()),
+        _ => Check::passed(leader_election),
+    };
+    let controllers = match longest.filter(|r| r.running_for >= STALLED_AFTER) {
+        Some(running) => Check::failed(
+            controllers,
             format!(
-                "controller {} stalled: its reconcile of {} has run for {}s\n",
+                "controller {} stalled: its reconcile of {} has run for {}s",
                 running.controller,
                 running.object,
                 running.running_for.as_secs()
             ),
-        );
-    }
-    (StatusCode::OK, "ok\n".to_owned())
+        ),
+        None => Check::passed(controllers),
+    };
+    [Check::passed(ping), leader_election, controllers]
 }
 
 /// Ready once initialized; a leader also needs its caches filled and every
 /// watch making progress (no error without an event since, for
 /// `WATCH_ERROR_WINDOW`). Standby replicas are ready: they serve metrics
 /// and wait to lead.
-async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
-    if !state.health.initialized.load(Ordering::SeqCst) {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: initializing\n".to_owned(),
-        );
-    }
-    if state.leader.is_leader() && !state.health.synced.load(Ordering::SeqCst) {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not ready: filling caches\n".to_owned(),
-        );
-    }
-    if state.leader.is_leader()
-        && let Some(informers) = state.health.informers.get()
-        && let Some((kind, error)) = informers.watch_errors().into_iter().next()
-    {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("not ready: the {kind} watch makes no progress: {error}\n"),
-        );
-    }
-    (StatusCode::OK, "ok\n".to_owned())
+fn readiness(state: &AppState) -> [Check; 4] {
+    let [ping, initialized, synced, watches] = READINESS;
+    let leader = state.leader.is_leader();
+    let initialized = if state.health.initialized.load(Ordering::SeqCst) {
+        Check::passed(initialized)
+    } else {
+        Check::failed(initialized, "the provider is initializing".to_owned())
+    };
+    let synced = if leader && !state.health.synced.load(Ordering::SeqCst) {
+        Check::failed(synced, "the controllers' caches are filling".to_owned())
+    } else {
+        Check::passed(synced)
+    };
+    let stuck = leader
+        .then(|| state.health.informers.get())
+        .flatten()
+        .and_then(|informers| informers.watch_errors().into_iter().next());
+    let watches = match stuck {
+        Some((kind, error)) => Check::failed(
+            watches,
+            format!("the {kind} watch makes no progress: {error}"),
+        ),
+        None => Check::passed(watches),
+    };
+    [Check::passed(ping), initialized, synced, watches]
 }
 
 async fn metrics_text(State(state): State<AppState>) -> impl IntoResponse {
@@ -189,39 +237,54 @@ mod tests {
         crate::logging::set_verbosity(before);
     }
 
+    /// The outcome of the check `name` among `checks`.
+    fn outcome(checks: &[Check], name: &str) -> Result<(), String> {
+        checks
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| c.outcome.clone())
+            .unwrap()
+    }
+
     #[test]
-    fn healthz_fails_when_leading_with_an_unrenewed_lease() {
+    fn liveness_fails_when_leading_with_an_unrenewed_lease() {
         let expired = Err(NotLeader::Expired {
             expired_for: Duration::from_secs(3),
         });
-        let (status, body) = health(true, expired, None);
-        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
-        assert!(body.starts_with("leaderElection failed"), "{body}");
+        let checks = checks_of_liveness(true, expired, None);
+        let reason = outcome(&checks, "leaderElection").unwrap_err();
+        assert!(reason.contains("expired"), "{reason}");
+        assert_eq!(outcome(&checks, "controllers"), Ok(()));
     }
 
     #[test]
-    fn healthz_passes_for_a_renewed_leader_and_for_standbys() {
-        assert_eq!(health(true, Ok(()), None).0, StatusCode::OK);
-        assert_eq!(
-            health(false, Err(NotLeader::NotElected), None).0,
-            StatusCode::OK
-        );
+    fn liveness_passes_for_a_renewed_leader_and_for_standbys() {
+        let passes = |checks: [Check; 3]| checks.iter().all(|c| c.outcome.is_ok());
+        assert!(passes(checks_of_liveness(true, Ok(()), None)));
+        assert!(passes(checks_of_liveness(
+            false,
+            Err(NotLeader::NotElected),
+            None
+        )));
     }
 
     #[test]
-    fn healthz_fails_when_a_reconcile_runs_past_the_stall_limit() {
+    fn liveness_fails_when_a_reconcile_runs_past_the_stall_limit() {
         let running = |secs| Running {
             controller: "service",
             object: "default/web".into(),
             running_for: Duration::from_secs(secs),
         };
-        let (status, _) = health(true, Ok(()), Some(running(60)));
-        assert_eq!(status, StatusCode::OK, "a long reconcile is not a stall");
-        let (status, body) = health(true, Ok(()), Some(running(STALLED_AFTER.as_secs())));
-        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        let checks = checks_of_liveness(true, Ok(()), Some(running(60)));
         assert_eq!(
-            body,
-            "controller service stalled: its reconcile of default/web has run for 900s\n"
+            outcome(&checks, "controllers"),
+            Ok(()),
+            "a long reconcile is not a stall"
+        );
+        let checks = checks_of_liveness(true, Ok(()), Some(running(STALLED_AFTER.as_secs())));
+        assert_eq!(
+            outcome(&checks, "controllers"),
+            Err("controller service stalled: its reconcile of default/web has run for 900s".into())
         );
     }
 }

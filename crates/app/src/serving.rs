@@ -287,6 +287,21 @@ impl Serving {
     }
 }
 
+impl Serving {
+    /// `router` behind the guard on its routes only, the guard taken out
+    /// of `self` so [`serve`] does not add it again around everything. A
+    /// path no route serves answers 404 before authentication: a made-up
+    /// path costs no TokenReview, no SubjectAccessReview and no cache
+    /// entry. (Upstream authorizes first and answers 403; the project
+    /// answers 404, which tells a caller nothing a route list would not.)
+    pub(crate) fn guard_routes(&mut self, router: axum::Router) -> axum::Router {
+        match self.guard.take() {
+            Some(state) => router.route_layer(axum::middleware::from_fn_with_state(state, guard)),
+            None => router,
+        }
+    }
+}
+
 /// Authentication and authorization in front of every route.
 #[derive(Debug)]
 pub(crate) struct Guard {

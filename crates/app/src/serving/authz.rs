@@ -1,7 +1,7 @@
 //! Delegated authorization, as upstream's union: `system:masters` and the
 //! always-allowed paths pass; anything else is a SubjectAccessReview for the
 //! non-resource path and verb, allowed and denied answers cached for their
-//! own TTLs.
+//! own TTLs (but for anonymous denials, which are not kept).
 
 use std::time::Duration;
 
@@ -132,7 +132,14 @@ impl Authorizer {
                 (Decision::Allow, self.allow_ttl)
             } else {
                 let reason = status.reason.unwrap_or_default();
-                (Decision::Deny { reason }, self.deny_ttl)
+                // Anyone can make an anonymous denial, so keeping them would
+                // let strangers fill the cache (upstream keeps them).
+                let ttl = if attributes.user.is_anonymous() {
+                    Duration::ZERO
+                } else {
+                    self.deny_ttl
+                };
+                (Decision::Deny { reason }, ttl)
             })
         };
         self.cache.get_or_fetch(key, fetch).await

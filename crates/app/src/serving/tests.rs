@@ -212,12 +212,14 @@ const RELOAD_EVERY: Duration = Duration::from_millis(100);
 async fn try_start(args: &[&str], stub: &Stub) -> Result<Running, Error> {
     let config = config(args);
     let shutdown = CancellationToken::new();
-    let serving = Serving::build_with(&config, stub.clients(), &shutdown, RELOAD_EVERY).await?;
+    let mut serving = Serving::build_with(&config, stub.clients(), &shutdown, RELOAD_EVERY).await?;
     let listener = bind(config.addr, false).unwrap();
     let addr = listener.local_addr().unwrap();
-    let router = Router::new()
-        .route("/healthz", get(|| async { "ok" }))
-        .route("/metrics", get(|| async { "ccm_up 1\n" }));
+    let router = serving.guard_routes(
+        Router::new()
+            .route("/healthz", get(|| async { "ok" }))
+            .route("/metrics", get(|| async { "ccm_up 1\n" })),
+    );
     tokio::spawn(serve(listener, serving, router, shutdown.clone()));
     Ok(Running { addr, shutdown })
 }

@@ -108,7 +108,7 @@ async fn concurrent_scrapes_with_one_token_make_one_review_of_each_kind() {
 }
 
 #[tokio::test]
-async fn denials_are_cached_for_the_unauthorized_ttl() {
+async fn denials_are_cached_for_the_unauthorized_ttl_but_anonymous_ones_are_not() {
     let stub = Stub::start().await;
     let server = start(
         &[
@@ -131,7 +131,34 @@ async fn denials_are_cached_for_the_unauthorized_ttl() {
             401
         );
     }
-    assert_eq!(stub.access_reviews(), 2, "one for bob, one for anonymous");
+    assert_eq!(
+        stub.access_reviews(),
+        6,
+        "one for bob, one per anonymous request: strangers fill no cache"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_path_answers_404_before_any_review() {
+    let stub = Stub::start().await;
+    let server = start(&[SKIP_LOOKUP], &stub).await;
+    let client = https().build().unwrap();
+    for token in [None, Some("stolen-token"), Some("alice-token")] {
+        for path in ["/nope", "/metrics/", "/healthz/made-up", "/"] {
+            let (status, body) = get_with(&client, &server.url(path), token).await;
+            assert_eq!((status, body.as_str()), (404, ""), "{path} with {token:?}");
+        }
+    }
+    assert_eq!(
+        (stub.token_reviews(), stub.access_reviews()),
+        (0, 0),
+        "no TokenReview, no SubjectAccessReview for a path nothing serves"
+    );
+    assert_eq!(
+        get_with(&client, &server.url("/metrics"), None).await.0,
+        401
+    );
+    assert_eq!(stub.access_reviews(), 1, "a served path is still reviewed");
 }
 
 #[tokio::test]
