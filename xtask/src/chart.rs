@@ -1,12 +1,14 @@
 //! `cargo xtask chart`: the Helm chart's checks, with real tools. helm lint
 //! and template for every example values file, the rendered manifests
 //! against Kubernetes' strict schemas, the values schema against bad
-//! values, and the chart's RBAC proven by a real CCM running under it.
+//! values, the ServiceMonitor's certificate checks, and the chart's RBAC
+//! proven by a real CCM running under it.
 
 pub(crate) mod publish;
 mod rbac;
 pub(crate) mod render;
 mod scenario;
+mod servicemonitor;
 mod standby;
 pub(crate) mod validate;
 mod webhook;
@@ -26,6 +28,9 @@ use crate::tools;
 ///   - helm template of each, validated by kubernetes-validate --strict against
 ///     the lowest Kubernetes release the workspace supports;
 ///   - values the schema must refuse (no provider, no DigitalOcean token, ...);
+///   - the ServiceMonitor verifies the CCM's certificate against the CA of the
+///     Secret it is served from (the chart's own, cert-manager's, the user's),
+///     and skips verification only when serviceMonitor.insecureSkipVerify asks;
 ///   - RBAC by running under it: the fake-cloud-controller-manager, run with the
 ///     arguments the chart renders as the chart's ServiceAccount (a static token)
 ///     against the test API server in RBAC mode holding the chart's rendered
@@ -77,6 +82,10 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     }
     let refused = validate::refusals(&version)?;
     println!("values schema: refuses all {refused} kinds of bad values");
+    let monitors = servicemonitor::check(&version)?;
+    println!(
+        "ServiceMonitor: verifies the CCM's certificate against its CA in {monitors} renders but the one asking not to"
+    );
     if !options.static_only {
         rbac_against_reality(&renders)?;
     }
@@ -229,10 +238,10 @@ fn rbac_against_reality(renders: &[(PathBuf, Vec<Value>)]) -> anyhow::Result<()>
         .context("the workload names no service account")?;
     let rbac = scenario::ChartRbac::from_render(docs, render::NAMESPACE, account);
     // The cloud config's Secret is the one with content: the webhook's is
-    // rendered empty.
+    // rendered empty, the metrics port's certificate is kubernetes.io/tls.
     let cloud_config = docs
         .iter()
-        .filter(|d| d["kind"] == "Secret")
+        .filter(|d| d["kind"] == "Secret" && d["type"] != "kubernetes.io/tls")
         .find_map(|secret| {
             secret["stringData"]
                 .as_object()

@@ -96,6 +96,33 @@ than the CCM's own, so switching modes never has two owners of one Secret). */}}
 {{- printf "%s-webhook-tls" (include "ccm.fullname" .) }}
 {{- end }}
 
+{{/* The metrics Service, and the name its serving certificate holds (what
+the ServiceMonitor verifies). */}}
+{{- define "ccm.metricsServiceName" -}}
+{{- printf "%s-metrics" (include "ccm.fullname" .) }}
+{{- end }}
+{{- define "ccm.metricsServerName" -}}
+{{- printf "%s.%s.svc" (include "ccm.metricsServiceName" .) .Release.Namespace }}
+{{- end }}
+
+{{/* The Secret with the HTTPS port's certificate (tls.crt, tls.key) and
+the CA that issued it (ca.crt), or empty for a self-signed one made at
+startup: tls.secretName when given; else, once something scrapes the port
+through the metrics Service, cert-manager's (webhook.certManager.enabled)
+or the chart's own. Two names, so switching modes never has two owners of
+one Secret. */}}
+{{- define "ccm.servingCertSecret" -}}
+{{- if .Values.tls.secretName }}
+{{- .Values.tls.secretName }}
+{{- else if or .Values.metrics.service.enabled .Values.serviceMonitor.enabled }}
+{{- if .Values.webhook.certManager.enabled }}
+{{- printf "%s-metrics-tls" (include "ccm.fullname" .) }}
+{{- else }}
+{{- printf "%s-metrics-cert" (include "ccm.fullname" .) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* Whether this pod serves the admission webhook: the CCM's pods do when
 it is enabled, the shadow's (`dryRun`) never. "true" or empty. */}}
 {{- define "ccm.servesWebhook" -}}
@@ -129,7 +156,7 @@ it is enabled, the shadow's (`dryRun`) never. "true" or empty. */}}
 {{- end }}
 {{- $args = append $args (printf "--bind-address=%s" .Values.bindAddress) }}
 {{- $args = append $args (printf "--secure-port=%d" (int .Values.port)) }}
-{{- if .Values.tls.secretName }}
+{{- if include "ccm.servingCertSecret" . }}
 {{- $args = append $args "--tls-cert-file=/etc/kubernetes/pki/cloud-controller-manager/tls.crt" }}
 {{- $args = append $args "--tls-private-key-file=/etc/kubernetes/pki/cloud-controller-manager/tls.key" }}
 {{- end }}

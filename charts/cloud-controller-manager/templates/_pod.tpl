@@ -71,7 +71,7 @@ spec:
           mountPath: /etc/kubernetes/cloud-config
           readOnly: true
         {{- end }}
-        {{- if .Values.tls.secretName }}
+        {{- if include "ccm.servingCertSecret" . }}
         - name: serving-cert
           mountPath: /etc/kubernetes/pki/cloud-controller-manager
           readOnly: true
@@ -94,7 +94,7 @@ spec:
       secret:
         secretName: {{ . }}
     {{- end }}
-    {{- with .Values.tls.secretName }}
+    {{- with include "ccm.servingCertSecret" . }}
     - name: serving-cert
       secret:
         secretName: {{ . }}

@@ -13,9 +13,11 @@ pub(super) fn serves_webhook(args: &[String]) -> bool {
 }
 
 /// The CCM's arguments as the chart renders them, less those that say where
-/// it listens and where its cloud config is: the scenario supplies those
-/// (the health and metrics port through `Processes::start_ccm_with`). A CCM
-/// that serves a webhook listens for it on loopback at `webhook_port`.
+/// it listens, where its cloud config is and where its mounted serving
+/// certificate is: the scenario supplies those (the health and metrics port
+/// through `Processes::start_ccm_with`, which serves a self-signed
+/// certificate). A CCM that serves a webhook listens for it on loopback at
+/// `webhook_port`.
 pub(super) fn local_args(rendered: &[String], webhook_port: u16) -> Vec<String> {
     let mut args: Vec<String> = rendered
         .iter()
@@ -26,6 +28,8 @@ pub(super) fn local_args(rendered: &[String], webhook_port: u16) -> Vec<String> 
                 "--secure-port=",
                 "--webhook-bind-address=",
                 "--webhook-secure-port=",
+                "--tls-cert-file=",
+                "--tls-private-key-file=",
             ]
             .iter()
             .any(|p| a.starts_with(p))
@@ -55,6 +59,8 @@ mod tests {
             "--leader-elect=true",
             "--bind-address=0.0.0.0",
             "--secure-port=10258",
+            "--tls-cert-file=/etc/kubernetes/pki/cloud-controller-manager/tls.crt",
+            "--tls-private-key-file=/etc/kubernetes/pki/cloud-controller-manager/tls.key",
         ]);
         assert_eq!(
             local_args(&rendered, 40000),
