@@ -35,6 +35,12 @@ const READ_HEADER_TIMEOUT: Duration = Duration::from_secs(32);
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// Upstream's HTTP/2 stream limit when the flag is 0.
 const DEFAULT_HTTP2_STREAMS: u32 = 100;
+/// The most hyper's HTTP/1.1 read buffer may grow to. It holds the request
+/// line and headers whole, so it caps them (431 beyond); it also grows to
+/// it while a fast client streams a body, so it is kept small: 256
+/// connections cost at most 16 MiB. (hyper's default is about 400 KiB; Go
+/// reads through 4 KiB.)
+const HTTP1_BUFFER: usize = 64 * 1024;
 
 /// What one listener allows its clients.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,8 +52,8 @@ pub(crate) struct Limits {
     /// (Go's `IdleTimeout`, 90 s in upstream's secure serving).
     pub(crate) idle_timeout: Duration,
     /// Request headers larger than this are refused (Go's
-    /// `MaxHeaderBytes`, 1 MiB): 431 over HTTP/1.1, a stream reset over
-    /// HTTP/2.
+    /// `MaxHeaderBytes`, 1 MiB): over HTTP/2 a stream reset; over HTTP/1.1
+    /// 431, at [`HTTP1_BUFFER`] at most.
     pub(crate) max_header_bytes: u32,
     /// HTTP/2 connections are pinged this often, and closed when a ping is
     /// not answered within the same time: a vanished peer holding streams
@@ -57,8 +63,7 @@ pub(crate) struct Limits {
 
 impl Default for Limits {
     /// 256 connections: far more than the scrapers and API servers that
-    /// call the CCM need, and with headers of up to 1 MiB each, bounded
-    /// memory however they are filled.
+    /// call the CCM need, and bounded memory however they are filled.
     fn default() -> Self {
         Self {
             max_connections: 256,
@@ -97,10 +102,8 @@ fn builder(serving: &Serving) -> auto::Builder<TokioExecutor> {
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(READ_HEADER_TIMEOUT)
-        // hyper's read buffer holds the request line and headers whole, so
-        // its cap is the header limit (431 beyond it). At least hyper's
-        // minimum, 8 KiB.
-        .max_buf_size((limits.max_header_bytes as usize).max(8 * 1024));
+        // At least hyper's minimum, 8 KiB.
+        .max_buf_size((limits.max_header_bytes as usize).clamp(8 * 1024, HTTP1_BUFFER));
     if serving.http2 {
         let streams = match serving.http2_max_streams {
             0 => DEFAULT_HTTP2_STREAMS,

@@ -210,6 +210,18 @@ async fn headers_over_the_limit_are_refused() {
         .await
         .unwrap();
     assert_eq!(large.status(), 431);
+    let defaults = start_limited(&stub, Limits::default()).await;
+    let over_http1 = client
+        .get(defaults.url("/healthz"))
+        .header("x-padding", "a".repeat(100 * 1024))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        over_http1.status(),
+        431,
+        "by default, HTTP/1.1 headers stop at the 64 KiB read buffer"
+    );
     let h2 = https().http2_prior_knowledge().build().unwrap();
     let refused = h2
         .get(server.url("/healthz"))
