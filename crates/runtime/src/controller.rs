@@ -6,7 +6,9 @@ use std::fmt::Debug;
 use std::future::Future;
 use std::hash::Hash;
 use std::sync::Arc;
+use std::time::Duration;
 
+use cloud_provider::server_delay;
 use futures::stream::BoxStream;
 use futures::{FutureExt, Stream, StreamExt};
 use kube::Resource;
@@ -364,16 +366,24 @@ where
         })
         .inc();
     let retry = err.retry();
-    let action = match retry {
-        Retry::Backoff => Action::requeue(runner.backoff.fail(key.clone())),
-        Retry::After(delay) => Action::requeue(delay),
-        Retry::AwaitChange => Action::await_change(),
-    };
+    let action = retry_action(retry, || runner.backoff.fail(key.clone()));
     runner
         .queue
         .failed(key.clone(), retry != Retry::AwaitChange);
     tracing::warn!(controller = runner.config.name, object = %key, error = %err, ?action, "reconcile failed");
     action
+}
+
+/// What the queue does after a failure: `backoff` is asked only for
+/// [`Retry::Backoff`].
+fn retry_action(retry: Retry, backoff: impl FnOnce() -> Duration) -> Action {
+    match retry {
+        Retry::Backoff => Action::requeue(backoff()),
+        // The delay may come from a server: no object waits past the
+        // ceiling, and no huge delay reaches the scheduler's clock arithmetic.
+        Retry::After(delay) => Action::requeue(server_delay::clamp_delay(delay)),
+        Retry::AwaitChange => Action::await_change(),
+    }
 }
 
 /// `namespace/name`, or `name` for a cluster-scoped object.

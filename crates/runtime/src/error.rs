@@ -46,7 +46,9 @@ pub enum Retry {
     /// `ItemExponentialFailureRateLimiter`).
     Backoff,
     /// Exactly after this delay, which the cloud or API server asked for;
-    /// not counted as a failure.
+    /// not counted as a failure. The framework requeues after at most
+    /// [`MAX_SERVER_DELAY`](cloud_provider::server_delay::MAX_SERVER_DELAY)
+    /// whatever the delay says.
     After(Duration),
     /// Not until the object changes.
     AwaitChange,
@@ -101,6 +103,20 @@ mod tests {
             reason: "provisioning".into(),
         });
         assert_eq!(retry.retry(), Retry::After(Duration::from_secs(9)));
+    }
+
+    #[test]
+    fn provider_delays_beyond_the_ceiling_are_clamped() {
+        use cloud_provider::server_delay::MAX_SERVER_DELAY;
+        let throttled = ReconcileError::Cloud(CloudError::Throttled {
+            retry_after: Duration::MAX,
+        });
+        assert_eq!(throttled.retry(), Retry::After(MAX_SERVER_DELAY));
+        let retry = ReconcileError::Cloud(CloudError::Retry {
+            after: Duration::from_secs(3 * 365 * 24 * 3600),
+            reason: "provisioning".into(),
+        });
+        assert_eq!(retry.retry(), Retry::After(MAX_SERVER_DELAY));
     }
 
     #[test]

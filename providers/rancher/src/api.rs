@@ -13,10 +13,11 @@
 mod error;
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use cloud_provider::fence::{FencedBody, Request};
-use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
+use cloud_provider::server_delay;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, RETRY_AFTER};
 use reqwest::{Method, StatusCode, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -281,12 +282,7 @@ impl Client {
             }
         };
         let status = response.status();
-        let retry_after = response
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(|s| Duration::from_secs(s.clamp(1, 300)));
+        let retry_after = retry_after(response.headers(), SystemTime::now());
         let bytes = response.bytes().await.map_err(transport)?;
         if status.is_success() {
             let body = if bytes.is_empty() {
@@ -339,6 +335,16 @@ impl Client {
 }
 
 /// The path and query of `url`, for messages.
+/// `Retry-After`, seconds or an HTTP-date: at least a second, at most
+/// [`server_delay::MAX_SERVER_DELAY`].
+fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    headers
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| server_delay::parse_retry_after(v, now))
+        .map(|wait| wait.max(Duration::from_secs(1)))
+}
+
 fn display_path(url: &Url) -> String {
     match url.query() {
         Some(query) => format!("{}?{query}", url.path()),
@@ -361,5 +367,37 @@ fn method_name(method: &Method) -> &'static str {
         Method::PUT => "PUT",
         Method::DELETE => "DELETE",
         _ => "PATCH",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+    use std::time::UNIX_EPOCH;
+
+    #[test]
+    fn retry_after_is_at_least_a_second_and_at_most_the_ceiling() {
+        let now = UNIX_EPOCH + Duration::from_secs(784_111_777);
+        for (value, wait) in [
+            ("7", Some(Duration::from_secs(7))),
+            ("0", Some(Duration::from_secs(1))),
+            ("18446744073709551615", Some(server_delay::MAX_SERVER_DELAY)),
+            (
+                "Sun, 06 Nov 1994 08:50:17 GMT",
+                Some(Duration::from_secs(40)),
+            ),
+            (
+                "Fri, 31 Dec 9999 23:59:59 GMT",
+                Some(server_delay::MAX_SERVER_DELAY),
+            ),
+            ("NaN", None),
+            ("-1", None),
+        ] {
+            let mut headers = HeaderMap::new();
+            headers.insert(RETRY_AFTER, HeaderValue::from_static(value));
+            assert_eq!(retry_after(&headers, now), wait, "{value}");
+        }
+        assert_eq!(retry_after(&HeaderMap::new(), now), None);
     }
 }

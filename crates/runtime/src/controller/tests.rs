@@ -15,8 +15,10 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::{ControllerConfig, Triggers, drive, only};
-use crate::{Action, Metrics, Quiescence, ReconcileError};
+use cloud_provider::server_delay::MAX_SERVER_DELAY;
+
+use super::{ControllerConfig, Triggers, drive, only, retry_action};
+use crate::{Action, Metrics, Quiescence, ReconcileError, Retry};
 
 /// What a scripted reconcile answers, in turn; success once the script runs
 /// out.
@@ -166,6 +168,38 @@ async fn a_delay_the_provider_asks_for_is_waited_exactly_and_does_not_grow_the_b
             Duration::from_millis(1500) + secs(5 + 10),
         ],
         "the throttle is not a failure: the first backoff is still 5 s"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_delay_beyond_the_ceiling_requeues_at_the_ceiling_without_panicking() {
+    let forever = Err(ReconcileError::Cloud(CloudError::Throttled {
+        retry_after: Duration::MAX,
+    }));
+    let years = Err(ReconcileError::Cloud(CloudError::Retry {
+        after: secs(10 * 365 * 24 * 3600),
+        reason: "provisioning".into(),
+    }));
+    let mut f = Fixture::start(vec![forever, years]);
+    f.change();
+    let runs = f.runs_after(3).await;
+    assert_eq!(runs, [secs(0), secs(300), secs(600)]);
+}
+
+#[test]
+fn the_requeue_itself_holds_any_delay_to_the_ceiling() {
+    let never = || panic!("no backoff for a requested delay");
+    assert_eq!(
+        retry_action(Retry::After(Duration::MAX), never),
+        Action::requeue(MAX_SERVER_DELAY)
+    );
+    assert_eq!(
+        retry_action(Retry::After(secs(7)), never),
+        Action::requeue(secs(7))
+    );
+    assert_eq!(
+        retry_action(Retry::Backoff, || secs(5)),
+        Action::requeue(secs(5))
     );
 }
 

@@ -1,9 +1,13 @@
 //! The server's rate-limit budget (`RateLimit-Remaining` /
 //! `RateLimit-Reset`, and 429). Client-side pacing (`DO_API_RATE_LIMIT_QPS`)
 //! is the workspace's [`cloud_provider::RateLimiter::pacer`].
+//!
+//! The server's times are not trusted: every wait they give is read with
+//! checked arithmetic and held to [`MAX_SERVER_DELAY`].
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
+use cloud_provider::server_delay::{self, MAX_SERVER_DELAY};
 use parking_lot::Mutex;
 use reqwest::header::HeaderMap;
 
@@ -23,11 +27,7 @@ impl ServerBudget {
     pub(crate) fn wait_needed(&self, now: SystemTime) -> Option<Duration> {
         let mut until = self.exhausted_until.lock();
         match *until {
-            Some(t) if t > now => Some(
-                t.duration_since(now)
-                    .unwrap_or_default()
-                    .max(MIN_RETRY_AFTER),
-            ),
+            Some(t) if t > now => Some(server_delay::until(t, now).max(MIN_RETRY_AFTER)),
             Some(_) => {
                 *until = None;
                 None
@@ -37,41 +37,50 @@ impl ServerBudget {
     }
 
     /// Reads the rate-limit headers of an answer. Returns how long to wait
-    /// when the answer was a 429.
+    /// when the answer was a 429: until `RateLimit-Reset` (seconds since
+    /// the epoch), else `Retry-After` (seconds or an HTTP-date), else a
+    /// minute; at least a second and at most [`MAX_SERVER_DELAY`].
     pub(crate) fn observe(
         &self,
         status: u16,
         headers: &HeaderMap,
         now: SystemTime,
     ) -> Option<Duration> {
-        let reset =
-            header_u64(headers, "ratelimit-reset").map(|s| UNIX_EPOCH + Duration::from_secs(s));
-        let remaining = header_u64(headers, "ratelimit-remaining");
+        let reset = header(headers, "ratelimit-reset")
+            .and_then(|v| server_delay::until_unix_time(v, now))
+            // A reset already past says nothing about how long to wait.
+            .filter(|wait| !wait.is_zero());
+        let remaining =
+            header(headers, "ratelimit-remaining").and_then(|v| v.trim().parse::<u64>().ok());
         let mut until = self.exhausted_until.lock();
         if status == 429 {
             let wait = reset
-                .and_then(|r| r.duration_since(now).ok())
-                .or_else(|| header_u64(headers, "retry-after").map(Duration::from_secs))
+                .or_else(|| {
+                    header(headers, "retry-after")
+                        .and_then(|v| server_delay::parse_retry_after(v, now))
+                })
                 .unwrap_or(DEFAULT_RETRY_AFTER)
-                .max(MIN_RETRY_AFTER);
-            *until = Some(now + wait);
+                .clamp(MIN_RETRY_AFTER, MAX_SERVER_DELAY);
+            *until = Some(server_delay::deadline_after(now, wait));
             return Some(wait);
         }
         if remaining == Some(0) {
-            *until = Some(reset.unwrap_or(now + DEFAULT_RETRY_AFTER));
+            let wait = reset.unwrap_or(DEFAULT_RETRY_AFTER);
+            *until = Some(server_delay::deadline_after(now, wait));
         }
         None
     }
 }
 
-fn header_u64(headers: &HeaderMap, name: &str) -> Option<u64> {
-    headers.get(name)?.to_str().ok()?.trim().parse().ok()
+fn header<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers.get(name)?.to_str().ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
+    use std::time::UNIX_EPOCH;
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
@@ -117,6 +126,54 @@ mod tests {
             now,
         );
         assert_eq!(budget.wait_needed(now), Some(Duration::from_secs(60)));
+    }
+
+    #[test]
+    fn a_reset_far_away_or_overflowing_waits_at_most_five_minutes() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_000);
+        for reset in [
+            "100000000".to_owned(),
+            u64::MAX.to_string(),
+            "99999999999999999999999".to_owned(),
+        ] {
+            let budget = ServerBudget::default();
+            let wait = budget.observe(429, &headers(&[("ratelimit-reset", &reset)]), now);
+            assert_eq!(wait, Some(MAX_SERVER_DELAY), "{reset}");
+            assert_eq!(budget.wait_needed(now), Some(MAX_SERVER_DELAY), "{reset}");
+            assert_eq!(
+                budget.wait_needed(now + MAX_SERVER_DELAY + Duration::from_secs(1)),
+                None,
+                "{reset}: held no longer than the ceiling"
+            );
+            let spent = ServerBudget::default();
+            spent.observe(
+                200,
+                &headers(&[("ratelimit-remaining", "0"), ("ratelimit-reset", &reset)]),
+                now,
+            );
+            assert_eq!(spent.wait_needed(now), Some(MAX_SERVER_DELAY), "{reset}");
+        }
+    }
+
+    #[test]
+    fn retry_after_is_read_in_both_forms_and_clamped() {
+        let now = UNIX_EPOCH + Duration::from_secs(784_111_777);
+        for (value, wait) in [
+            ("12", Duration::from_secs(12)),
+            ("0", MIN_RETRY_AFTER),
+            ("18446744073709551615", MAX_SERVER_DELAY),
+            ("Sun, 06 Nov 1994 08:50:17 GMT", Duration::from_secs(40)),
+            ("Fri, 31 Dec 9999 23:59:59 GMT", MAX_SERVER_DELAY),
+            ("NaN", DEFAULT_RETRY_AFTER),
+            ("-5", DEFAULT_RETRY_AFTER),
+        ] {
+            let budget = ServerBudget::default();
+            assert_eq!(
+                budget.observe(429, &headers(&[("retry-after", value)]), now),
+                Some(wait),
+                "{value}"
+            );
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use cloud_provider::server_delay;
 use cloud_provider::{
     CloudError, EnsuredLoadBalancer, InstanceMetadata, IpMode, LoadBalancerIngress,
     LoadBalancerStatus, LoadBalancerWarning, NodeAddress, NodeAddressType, OwnedResource, Owner,
@@ -82,7 +83,9 @@ impl From<&CloudError> for WireError {
 
 impl From<WireError> for CloudError {
     fn from(w: WireError) -> Self {
-        let after = Duration::from_millis(w.after_ms.unwrap_or_default());
+        // The server's delay, held to the ceiling every server is held to.
+        let after =
+            server_delay::clamp_delay(Duration::from_millis(w.after_ms.unwrap_or_default()));
         match w.kind.as_str() {
             "not_found" => Self::InstanceNotFound,
             "not_implemented" => Self::NotImplemented,
@@ -142,6 +145,8 @@ pub(crate) struct WireMetadata {
     region: String,
     node_addresses: Vec<(String, String)>,
     additional_labels: BTreeMap<String, String>,
+    #[serde(default)]
+    node_names: Vec<String>,
 }
 
 impl From<&InstanceMetadata> for WireMetadata {
@@ -157,6 +162,7 @@ impl From<&InstanceMetadata> for WireMetadata {
                 .map(|a| (a.kind.as_str().to_owned(), a.address.clone()))
                 .collect(),
             additional_labels: m.additional_labels.clone(),
+            node_names: m.node_names.clone(),
         }
     }
 }
@@ -176,6 +182,7 @@ impl From<WireMetadata> for InstanceMetadata {
                 })
                 .collect(),
             additional_labels: w.additional_labels,
+            node_names: w.node_names,
         }
     }
 }
@@ -425,5 +432,28 @@ pub(crate) struct WireOwnedList(pub(crate) Vec<WireOwned>);
 impl From<&Vec<OwnedResource>> for WireOwnedList {
     fn from(list: &Vec<OwnedResource>) -> Self {
         Self(list.iter().map(WireOwned::from).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_servers_delay_is_held_to_the_ceiling() {
+        for kind in ["throttled", "retry"] {
+            let err = CloudError::from(WireError {
+                kind: kind.to_owned(),
+                message: String::new(),
+                after_ms: Some(u64::MAX),
+                field: None,
+            });
+            let after = match err {
+                CloudError::Throttled { retry_after } => retry_after,
+                CloudError::Retry { after, .. } => after,
+                other => panic!("{kind}: {other:?}"),
+            };
+            assert_eq!(after, server_delay::MAX_SERVER_DELAY, "{kind}");
+        }
     }
 }
