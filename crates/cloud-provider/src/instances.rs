@@ -91,6 +91,12 @@ pub struct InstanceMetadata {
     /// Further labels the provider sets on the node (such as
     /// `topology.k8s.aws/zone-id`).
     pub additional_labels: BTreeMap<String, String>,
+    /// The names a node for this instance may have, as this cloud names
+    /// nodes (AWS: the private DNS name and the instance ID; DigitalOcean:
+    /// the droplet's name). Empty when the provider cannot tell: the
+    /// kubelet-serving CSR approver then denies rather than guess, since a
+    /// kubelet sets its own node's `spec.providerID`.
+    pub node_names: Vec<String>,
 }
 
 /// Instance lookups for nodes (upstream's `InstancesV2`).

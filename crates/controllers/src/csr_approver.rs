@@ -14,7 +14,11 @@
 //!   at least one DNS name or IP address, each one of the addresses the
 //!   cloud reports for the node's instance now (asked of the provider
 //!   through a `Batcher`, never read from `node.status`, which a kubelet
-//!   can write); the node exists and is initialized.
+//!   can write); the node exists and is initialized; the cloud names the
+//!   node's instance after the node (`InstanceMetadata::node_names`) and
+//!   no other node carries its `spec.providerID` (a kubelet sets its own).
+//! - `spec.request` is read as Go reads it (one PEM block, DER, one
+//!   extensionRequest, one subjectAltName read whole), or denied.
 //! - Anything else is denied: a `Denied` condition whose reason names the
 //!   rule and whose message names the offending value.
 //! - A request whose node does not exist or is not initialized yet waits:
@@ -249,9 +253,12 @@ impl Approver {
         self.forget(&name);
         let decision = match self.batcher.lookup(node.clone()).await {
             Ok(metadata) => {
-                match rules::check_addresses(&node_name, &requested, &metadata.node_addresses) {
+                let sharing = self.sharing_provider_id(&node);
+                match rules::check_instance(&node_name, &metadata, &sharing).and_then(|()| {
+                    rules::check_addresses(&node_name, &requested, &metadata.node_addresses)
+                }) {
                     Ok(()) => Decision::Approve(format!(
-                        "every name requested is an address the cloud reports for node {node_name}"
+                        "node {node_name} is the cloud's name for its instance, and every name requested is an address the cloud reports for it"
                     )),
                     Err(denial) => Decision::Deny(denial),
                 }
@@ -264,6 +271,20 @@ impl Approver {
         };
         self.write(&csr, Some(&node), decision).await?;
         Ok(Action::await_change())
+    }
+
+    /// The other nodes whose `spec.providerID` is `node`'s.
+    fn sharing_provider_id(&self, node: &Node) -> Vec<String> {
+        let Some(id) = provider_id(node) else {
+            return Vec::new();
+        };
+        let name = node.name_any();
+        self.nodes
+            .state()
+            .iter()
+            .filter(|other| provider_id(other) == Some(id) && other.name_any() != name)
+            .map(|other| other.name_any())
+            .collect()
     }
 
     /// Forgets that `name` waits for a node.
@@ -339,6 +360,14 @@ impl Approver {
         }
         Ok(())
     }
+}
+
+/// A node's `spec.providerID`, when set.
+fn provider_id(node: &Node) -> Option<&str> {
+    node.spec
+        .as_ref()
+        .and_then(|spec| spec.provider_id.as_deref())
+        .filter(|id| !id.is_empty())
 }
 
 fn node_ref(node: &Node) -> ObjectReference {

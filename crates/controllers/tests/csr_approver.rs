@@ -212,6 +212,42 @@ async fn a_request_for_an_instance_the_cloud_no_longer_has_is_denied() {
 }
 
 #[tokio::test]
+async fn a_node_borrowing_another_instances_provider_id_is_denied() {
+    // A kubelet sets its own node's spec.providerID: "thief" names n1's
+    // instance and asks for n1's address.
+    let mut h = harness(&[instance("n1", "10.0.0.1")]).await;
+    let mut thief = ready_node("thief");
+    thief.spec.get_or_insert_default().provider_id = Some("fake://n1".to_owned());
+    h.create_node(&thief).await;
+    started(&mut h, &fast_settings()).await;
+    let request = pem("system:node:thief", &[], &["10.0.0.1"]);
+    submit(&h, &csr("borrowed", "system:node:thief", &request, SERVING)).await;
+    let (kind, reason, message) = decision(&h, "borrowed").await;
+    assert_eq!(
+        (kind.as_str(), reason.as_str()),
+        ("Denied", "InstanceNameMismatch"),
+        "{message}"
+    );
+    assert!(
+        message.contains("n1") && message.contains("thief"),
+        "{message}"
+    );
+
+    // With n1 itself registered too, both claim the instance: neither is
+    // approved while the provider ID is shared.
+    h.create_node(&ready_node("n1")).await;
+    let own = pem("system:node:n1", &[], &["10.0.0.1"]);
+    submit(&h, &csr("shared", "system:node:n1", &own, SERVING)).await;
+    let (kind, reason, message) = decision(&h, "shared").await;
+    assert_eq!(
+        (kind.as_str(), reason.as_str()),
+        ("Denied", "ProviderIDNotUnique"),
+        "{message}"
+    );
+    assert!(message.contains("thief"), "{message}");
+}
+
+#[tokio::test]
 async fn a_request_from_an_uninitialized_node_waits_for_its_initialization() {
     let mut h = harness(&[instance("n1", "10.0.0.1")]).await;
     h.create_node(&uninitialized_node("n1")).await;

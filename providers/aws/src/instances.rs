@@ -71,6 +71,12 @@ impl Cloud {
                 if let Some(labels) = instance.instance_id().and_then(|id| topology.get(id)) {
                     additional_labels.extend(labels.clone()?);
                 }
+                let node_names = [instance.private_dns_name(), instance.instance_id()]
+                    .into_iter()
+                    .flatten()
+                    .filter(|name| !name.is_empty())
+                    .map(str::to_owned)
+                    .collect();
                 Ok(InstanceMetadata {
                     provider_id: provider_id_of(node, &instance),
                     instance_type: instance
@@ -81,6 +87,7 @@ impl Cloud {
                     region: self.region.clone(),
                     node_addresses,
                     additional_labels,
+                    node_names,
                 })
             })
             .collect())

@@ -102,6 +102,7 @@ fn metadata(droplet: &Droplet) -> InstanceMetadata {
         region: droplet.region.slug.clone(),
         node_addresses: addresses,
         additional_labels: Default::default(),
+        node_names: vec![droplet.name.clone()],
     }
 }
 

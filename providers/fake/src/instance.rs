@@ -49,6 +49,7 @@ impl Instance {
             region: self.region.clone(),
             node_addresses: self.addresses.clone(),
             additional_labels: self.labels.clone(),
+            node_names: vec![self.name.clone()],
         }
     }
 }

@@ -158,6 +158,7 @@ fn metadata(host: &Host) -> Result<InstanceMetadata, CloudError> {
         region: REGION.to_owned(),
         node_addresses,
         additional_labels: Default::default(),
+        node_names: vec![host.hostname.clone()],
     })
 }
 

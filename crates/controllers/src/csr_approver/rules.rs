@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use cloud_provider::{NodeAddress, NodeAddressType};
+use cloud_provider::{InstanceMetadata, NodeAddress, NodeAddressType};
 
 use super::request::Requested;
 
@@ -43,6 +43,10 @@ pub(crate) enum Reason {
     InstanceNotFound,
     /// The node did not exist or was not initialized in time.
     NodeNotInitialized,
+    /// The cloud does not name the node's instance after the node.
+    InstanceNameMismatch,
+    /// Another node carries the same `spec.providerID`.
+    ProviderIdNotUnique,
 }
 
 impl Reason {
@@ -59,6 +63,8 @@ impl Reason {
             Self::AddressNotOfNode => "AddressNotOfNode",
             Self::InstanceNotFound => "InstanceNotFound",
             Self::NodeNotInitialized => "NodeNotInitialized",
+            Self::InstanceNameMismatch => "InstanceNameMismatch",
+            Self::ProviderIdNotUnique => "ProviderIDNotUnique",
         }
     }
 }
@@ -194,6 +200,45 @@ pub(crate) fn node_of(
         ));
     }
     Ok(node.to_owned())
+}
+
+/// Whether `instance`, which the cloud found for `node` by its
+/// `spec.providerID`, is that node's own: the cloud names it `node`, and
+/// no other node (`sharing`: the names of other nodes with the same
+/// provider ID) claims it. A kubelet sets its own node's provider ID, so
+/// without this a node could borrow another instance's addresses.
+///
+/// # Errors
+/// The first of the two that does not hold.
+pub(crate) fn check_instance(
+    node: &str,
+    instance: &InstanceMetadata,
+    sharing: &[String],
+) -> Result<(), Denial> {
+    if let Some(other) = sharing.first() {
+        return Err(deny(
+            Reason::ProviderIdNotUnique,
+            format!(
+                "node {other} has the same spec.providerID {} as node {node}",
+                quote(&instance.provider_id)
+            ),
+        ));
+    }
+    if !instance.node_names.iter().any(|name| name == node) {
+        let names = if instance.node_names.is_empty() {
+            "no node name".to_owned()
+        } else {
+            instance.node_names.join(", ")
+        };
+        return Err(deny(
+            Reason::InstanceNameMismatch,
+            format!(
+                "the cloud reports {names} for the instance {} of node {node}: a node's certificate is approved only for its own instance",
+                quote(&instance.provider_id)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Whether every DNS name and IP address requested is one of `addresses`,

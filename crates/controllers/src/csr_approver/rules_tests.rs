@@ -212,3 +212,46 @@ fn long_values_are_cut_in_messages() {
     let (_, message) = reason(check("system:node:a", &serving(), &req));
     assert!(message.len() < 400, "{}", message.len());
 }
+
+fn instance_named(names: &[&str]) -> InstanceMetadata {
+    InstanceMetadata {
+        provider_id: "aws:///eu-west-1a/i-0abc".to_owned(),
+        node_names: names.iter().map(|n| (*n).to_owned()).collect(),
+        ..InstanceMetadata::default()
+    }
+}
+
+#[test]
+fn a_node_is_approved_only_for_the_instance_the_cloud_names_after_it() {
+    let aws = instance_named(&["ip-10-0-0-5.ec2.internal", "i-0abc"]);
+    assert_eq!(
+        check_instance("ip-10-0-0-5.ec2.internal", &aws, &[]),
+        Ok(())
+    );
+    assert_eq!(check_instance("i-0abc", &aws, &[]), Ok(()));
+    let (why, message) = reason(check_instance("b", &aws, &[]).map(|()| String::new()));
+    assert_eq!(why, Reason::InstanceNameMismatch);
+    assert!(
+        message.contains("ip-10-0-0-5.ec2.internal") && message.contains("node b"),
+        "{message}"
+    );
+    let (reason, message) =
+        reason(check_instance("a", &instance_named(&[]), &[]).map(|()| String::new()));
+    assert_eq!(
+        reason,
+        Reason::InstanceNameMismatch,
+        "a provider that cannot tell: {message}"
+    );
+}
+
+#[test]
+fn a_provider_id_another_node_carries_is_denied() {
+    let aws = instance_named(&["a"]);
+    let (why, message) =
+        reason(check_instance("a", &aws, &["b".to_owned()]).map(|()| String::new()));
+    assert_eq!(why, Reason::ProviderIdNotUnique);
+    assert!(
+        message.contains("node b") && message.contains("i-0abc"),
+        "{message}"
+    );
+}

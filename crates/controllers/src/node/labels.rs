@@ -103,6 +103,7 @@ mod tests {
                 ("node.kubernetes.io/sneaky".to_owned(), "x".to_owned()),
                 ("team".to_owned(), "cloud".to_owned()),
             ]),
+            node_names: vec!["n1".into()],
         }
     }
 

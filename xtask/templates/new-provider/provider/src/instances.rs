@@ -73,6 +73,7 @@ impl {{Camel}}Provider {
             region: self.settings.region.clone(),
             node_addresses: addresses,
             additional_labels: Default::default(),
+            node_names: vec![instance.name.clone()],
         }
     }
 
