@@ -155,6 +155,12 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
     )
 }
 
+/// `spec.request` read as [`Approver::reconcile`] reads it, for
+/// [`crate::fuzzing`].
+pub(crate) fn read_request(pem: &[u8]) -> Result<request::Requested, String> {
+    request::parse(pem)
+}
+
 /// Whether `csr` already carries a decision.
 fn decided(csr: &CertificateSigningRequest) -> bool {
     csr.status

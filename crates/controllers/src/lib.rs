@@ -39,6 +39,46 @@ use futures::future::BoxFuture;
 
 use ccm_runtime::Context;
 
+/// The kubelet-serving CSR approver's reading of `spec.request`, for the
+/// fuzz targets (`crates/fuzz-targets`): not an API.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// What a request asks for, as the approver reads it: common names,
+    /// organizations, DNS names, IP addresses (as text), e-mails, URIs and
+    /// other names.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Reading {
+        pub common_names: Vec<String>,
+        pub organizations: Vec<String>,
+        pub dns_names: Vec<String>,
+        pub ip_addresses: Vec<String>,
+        pub emails: Vec<String>,
+        pub uris: Vec<String>,
+        pub other_names: Vec<String>,
+    }
+
+    /// Reads `pem` as the approver does.
+    ///
+    /// # Errors
+    /// Why the approver would deny it as unreadable.
+    pub fn kubelet_serving_request(pem: &[u8]) -> Result<Reading, String> {
+        let requested = crate::csr_approver::read_request(pem)?;
+        Ok(Reading {
+            common_names: requested.common_names,
+            organizations: requested.organizations,
+            dns_names: requested.dns_names,
+            ip_addresses: requested
+                .ip_addresses
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+            emails: requested.emails,
+            uris: requested.uris,
+            other_names: requested.other_names,
+        })
+    }
+}
+
 pub use id::ControllerId;
 pub use nodeipam::dual_stack_cluster_cidr;
 pub use provider_controllers::{ProviderControllerSettings, QueueRate, start_provider_controller};
