@@ -51,6 +51,9 @@ pub(crate) struct Figures {
     seconds: f64,
     rss_before_mib: f64,
     peak_rss_mib: f64,
+    baseline_p50: Duration,
+    baseline_p99: Duration,
+    load_average: String,
     legit_sent: usize,
     legit_failed: usize,
     p50: Duration,
@@ -89,6 +92,8 @@ impl Figures {
              for {:.0} s, while one keep-alive connection posts the real mix at {LEGIT_RATE}/s.\n\n\
              | figure | value |\n|---|---|\n\
              | CCM resident memory | {:.1} MiB before, peak {:.1} MiB (target < {PEAK_RSS_TARGET_MIB:.0} MiB of the chart's {CHART_LIMIT_MIB:.0}Mi: {}) |\n\
+             | machine load average (1, 5, 15 min) at the start | {} |\n\
+             | legitimate latency before the flood (10 s) | p50 {}, p99 {} |\n\
              | legitimate reviews | {} sent, {} failed |\n\
              | legitimate latency p50 | {} |\n\
              | legitimate latency p99 | {} (target ≤ {}: {}) |\n\
@@ -104,6 +109,9 @@ impl Figures {
             self.rss_before_mib,
             self.peak_rss_mib,
             verdict(self.peak_rss_mib < PEAK_RSS_TARGET_MIB),
+            self.load_average,
+            ms(self.baseline_p50),
+            ms(self.baseline_p99),
             self.legit_sent,
             self.legit_failed,
             ms(self.p50),
@@ -142,6 +150,19 @@ pub(crate) fn run(binaries: &Binaries, dir: &Path, seconds: u32) -> anyhow::Resu
     for body in bodies.iter().cycle().take(100) {
         admission::post(&mut stream, addr, body)?;
     }
+    let load_average = std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(", "))
+        .unwrap_or_default();
+    // The same reviews for 10 s without the flood: what this machine gives
+    // at the moment, to read the flood's figures against.
+    let mut baseline = legit(
+        &mut stream,
+        addr,
+        &bodies,
+        Instant::now() + Duration::from_secs(10),
+    )?
+    .0;
+    baseline.sort_unstable();
     let before = Usage::read(ccm.pid)?;
     let outcomes = Arc::new(Outcomes::default());
     let start = Instant::now();
@@ -152,27 +173,7 @@ pub(crate) fn run(binaries: &Binaries, dir: &Path, seconds: u32) -> anyhow::Resu
             std::thread::spawn(move || flood(addr, end, &outcomes))
         })
         .collect();
-    let mut latencies = Vec::new();
-    let mut failed = 0;
-    let interval = Duration::from_secs(1) / LEGIT_RATE;
-    for (i, body) in bodies.iter().cycle().enumerate() {
-        let due = start + interval * u32::try_from(i)?;
-        if due >= end {
-            break;
-        }
-        if let Some(wait) = due.checked_duration_since(Instant::now()) {
-            std::thread::sleep(wait);
-        }
-        let sent = Instant::now();
-        match admission::post(&mut stream, addr, body) {
-            Ok(_) => latencies.push(sent.elapsed()),
-            Err(_) => {
-                failed += 1;
-                latencies.push(Duration::MAX);
-                stream = http::connect_https(addr)?;
-            }
-        }
-    }
+    let (mut latencies, failed) = legit(&mut stream, addr, &bodies, end)?;
     for flooder in flooders {
         flooder
             .join()
@@ -186,12 +187,18 @@ pub(crate) fn run(binaries: &Binaries, dir: &Path, seconds: u32) -> anyhow::Resu
         !log.contains("lost leadership") && Metrics::read(ccm.metrics)?.running_controllers() >= 1;
     cluster.stop_ccm()?;
     latencies.sort_unstable();
-    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
+    let quantile = |sorted: &[Duration], q: f64| {
+        sorted[((sorted.len() as f64 * q) as usize).min(sorted.len().saturating_sub(1))]
+    };
+    let at = |q: f64| quantile(&latencies, q);
     let count = |n: &AtomicU64| n.load(Ordering::Relaxed);
     Ok(Figures {
         seconds: elapsed.as_secs_f64(),
         rss_before_mib: before.rss_kib as f64 / 1024.0,
         peak_rss_mib: after.peak_rss_kib as f64 / 1024.0,
+        baseline_p50: quantile(&baseline, 0.50),
+        baseline_p99: quantile(&baseline, 0.99),
+        load_average,
         legit_sent: latencies.len(),
         legit_failed: failed,
         p50: at(0.50),
@@ -205,6 +212,40 @@ pub(crate) fn run(binaries: &Binaries, dir: &Path, seconds: u32) -> anyhow::Resu
         cut_off: count(&outcomes.cut_off),
         connect_failed: count(&outcomes.connect_failed),
     })
+}
+
+/// The review mix at [`LEGIT_RATE`], open loop, until `end`: each
+/// latency (a failed review's is `Duration::MAX`, and the connection is
+/// made again) and how many failed.
+fn legit(
+    stream: &mut rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream>,
+    addr: SocketAddr,
+    bodies: &[String],
+    end: Instant,
+) -> anyhow::Result<(Vec<Duration>, usize)> {
+    let start = Instant::now();
+    let interval = Duration::from_secs(1) / LEGIT_RATE;
+    let mut latencies = Vec::new();
+    let mut failed = 0;
+    for (i, body) in bodies.iter().cycle().enumerate() {
+        let due = start + interval * u32::try_from(i)?;
+        if due >= end {
+            break;
+        }
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
+        let sent = Instant::now();
+        match admission::post(stream, addr, body) {
+            Ok(_) => latencies.push(sent.elapsed()),
+            Err(_) => {
+                failed += 1;
+                latencies.push(Duration::MAX);
+                *stream = http::connect_https(addr)?;
+            }
+        }
+    }
+    Ok((latencies, failed))
 }
 
 /// One flooding connection after another until `end`: each posts a
