@@ -1,7 +1,8 @@
-//! Fuzz targets for the parsers that read what users and clusters hand the
-//! cloud-controller-manager: Service annotations, cloud configs, flags, Go
-//! durations, and the test API server's label selectors and strategic merge
-//! patches.
+//! Fuzz targets for the parsers that read what users, clusters and cloud
+//! APIs hand the cloud-controller-manager: Service annotations, cloud
+//! configs (and that their errors never show a value), flags, Go durations,
+//! the delays servers ask for, and the test API server's label selectors and
+//! strategic merge patches.
 //!
 //! Start with [`TARGETS`]: one function per target takes the fuzzer's bytes
 //! (as UTF-8 where the parser reads text; other input is skipped), feeds
@@ -18,9 +19,10 @@
 mod objects;
 mod service;
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use cloud_provider::{CloudConfig, Environment, ProviderFactory};
+use cloud_provider::server_delay::{self, MAX_SERVER_DELAY};
+use cloud_provider::{CloudConfig, CloudError, Environment, ProviderFactory, gcfg};
 use provider_aws::{AwsConfig, AwsProviderFactory};
 use provider_digitalocean::LoadBalancerType;
 use provider_fake::FakeProviderFactory;
@@ -55,6 +57,14 @@ pub const TARGETS: &[Target] = &[
     Target {
         name: "fake_cloud_config",
         run: fake_cloud_config,
+    },
+    Target {
+        name: "gcfg_errors",
+        run: gcfg_errors,
+    },
+    Target {
+        name: "server_delay",
+        run: server_delay,
     },
     Target {
         name: "flags",
@@ -135,6 +145,114 @@ pub fn fake_cloud_config(data: &[u8]) {
     };
     let file = CloudConfig::new(CLOUD_CONFIG_PATH, text);
     let _ = FakeProviderFactory::build(Some(&file), &Environment::default());
+}
+
+/// What no config error may show: it is put into every value of the input
+/// (after removing it from the input), so it can only reach a message
+/// through a value. No gcfg name can hold it.
+pub const VALUE_MARK: char = '\u{1F511}';
+
+/// The input with [`VALUE_MARK`] put into every value: at the end of each
+/// line that is not a header or a comment, where it ends the value (unless
+/// a comment holds it) and leaves an AWS value as valid as it was. A line
+/// without `=` becomes a bad line, as a wrapped value would.
+pub fn mark_values(text: &str) -> String {
+    text.replace(VALUE_MARK, "")
+        .split_inclusive('\n')
+        .map(|line| {
+            let trimmed = line.trim_start();
+            if trimmed.trim_end().is_empty() || trimmed.starts_with(['[', ';', '#']) {
+                return line.to_owned();
+            }
+            let body = line.trim_end_matches(['\r', '\n']);
+            format!("{body}{VALUE_MARK}{}", &line[body.len()..])
+        })
+        .collect()
+}
+
+/// A gcfg (INI) cloud config whose values all carry [`VALUE_MARK`]: neither
+/// the parser's errors nor the AWS provider's show it, and a parser error
+/// names a line of the input.
+pub fn gcfg_errors(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let marked = mark_values(text);
+    if let Err(err) = gcfg::parse(&marked) {
+        let (shown, debug) = (err.to_string(), format!("{err:?}"));
+        assert!(
+            !shown.contains(VALUE_MARK) && !debug.contains(VALUE_MARK),
+            "a gcfg error shows a value: {debug}"
+        );
+        assert!(
+            (1..=marked.lines().count()).contains(&err.line()),
+            "line {} of {}: {shown}",
+            err.line(),
+            marked.lines().count()
+        );
+    }
+    if let Err(err) = AwsConfig::parse(&CloudConfig::new(CLOUD_CONFIG_PATH, marked)) {
+        let shown = err.to_string();
+        assert!(
+            !shown.contains(VALUE_MARK),
+            "an AWS config error shows a value: {shown}"
+        );
+    }
+}
+
+/// A delay a server asks for, in every form it reaches us: the input as a
+/// `Retry-After` (seconds or HTTP-date) and a `RateLimit-Reset`, its first
+/// bytes as the clock, as fractional seconds and as a duration. No form
+/// panics, and none comes out longer than [`MAX_SERVER_DELAY`].
+pub fn server_delay(data: &[u8]) {
+    let word = |i: usize| {
+        data.get(i * 8..i * 8 + 8)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_le_bytes)
+    };
+    // Any clock up to the year 2286.
+    let now = UNIX_EPOCH + Duration::from_secs(word(0) % 10_000_000_000);
+    let within = |what: &str, delay: Duration| {
+        assert!(delay <= MAX_SERVER_DELAY, "{what}: {delay:?}");
+    };
+    if let Some(delay) = server_delay::delay_from_secs_f64(f64::from_bits(word(1))) {
+        within("seconds as f64", delay);
+    }
+    let nanos = u32::try_from(word(3) % 1_000_000_000).unwrap_or_default();
+    let duration = Duration::new(word(2), nanos);
+    within("clamped", server_delay::clamp_delay(duration));
+    let deadline = server_delay::deadline_after(now, duration);
+    within(
+        "deadline",
+        deadline.duration_since(now).unwrap_or(Duration::MAX),
+    );
+    within(
+        "until a time",
+        server_delay::until(
+            now.checked_add(duration).unwrap_or(SystemTime::UNIX_EPOCH),
+            now,
+        ),
+    );
+    for err in [
+        CloudError::Throttled {
+            retry_after: duration,
+        },
+        CloudError::Retry {
+            after: duration,
+            reason: String::new(),
+        },
+    ] {
+        within("requested", err.requested_delay().unwrap_or_default());
+    }
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Some(delay) = server_delay::parse_retry_after(text, now) {
+        within("Retry-After", delay);
+    }
+    if let Some(delay) = server_delay::until_unix_time(text, now) {
+        within("RateLimit-Reset", delay);
+    }
 }
 
 /// A command line, split into words at whitespace, parsed and validated as

@@ -83,3 +83,49 @@ fn selector_and_patch_seeds_apply() {
         Some(serde_json::json!([{"type": "Ready", "status": "True", "reason": "KubeletReady"}]))
     );
 }
+
+#[test]
+fn marked_gcfg_seeds_reach_the_parsers_success_and_error_paths() {
+    let valid = mark_values(&seed("gcfg_errors", "valid"));
+    let config = AwsConfig::parse(&CloudConfig::new(CLOUD_CONFIG_PATH, valid.as_str()));
+    let zone = config.as_ref().ok().and_then(|c| c.zone.clone());
+    assert!(
+        zone.is_some_and(|z| z.ends_with(VALUE_MARK)),
+        "marked values stay valid and carry the mark: {config:?}"
+    );
+    for (name, line) in [
+        ("typo-beside-secret", 3),
+        ("unterminated-quote", 2),
+        ("unknown-escape", 2),
+        ("outside-section", 1),
+    ] {
+        let marked = mark_values(&seed("gcfg_errors", name));
+        let err = gcfg::parse(&marked).expect_err(name);
+        assert_eq!(err.line(), line, "{name}: {err}");
+    }
+}
+
+#[test]
+fn delay_seeds_are_read_as_delays() {
+    let now = UNIX_EPOCH + Duration::from_secs(784_111_777);
+    for (name, delay) in [
+        ("seconds", Duration::from_secs(120)),
+        ("http-date", Duration::ZERO),
+        ("rfc850-date", Duration::ZERO),
+        ("asctime-date", Duration::ZERO),
+        ("http-date-far-future", MAX_SERVER_DELAY),
+        ("seconds-overflow", MAX_SERVER_DELAY),
+        ("fractional-seconds", Duration::from_millis(1500)),
+    ] {
+        let parsed = server_delay::parse_retry_after(&seed("server_delay", name), now);
+        assert_eq!(parsed, Some(delay), "{name}");
+    }
+    assert_eq!(
+        server_delay::parse_retry_after(&seed("server_delay", "nan"), now),
+        None
+    );
+    assert_eq!(
+        server_delay::until_unix_time(&seed("server_delay", "ratelimit-reset"), now),
+        Some(MAX_SERVER_DELAY)
+    );
+}
