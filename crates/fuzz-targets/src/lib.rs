@@ -21,6 +21,7 @@ mod service;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use ccm_test_support::csr_referee::{CsrReferee, OurReading};
 use cloud_provider::server_delay::{self, MAX_SERVER_DELAY};
 use cloud_provider::{CloudConfig, CloudError, Environment, ProviderFactory, gcfg};
 use provider_aws::{AwsConfig, AwsProviderFactory};
@@ -65,6 +66,10 @@ pub const TARGETS: &[Target] = &[
     Target {
         name: "server_delay",
         run: server_delay,
+    },
+    Target {
+        name: "kubelet_serving_request",
+        run: kubelet_serving_request,
     },
     Target {
         name: "flags",
@@ -343,6 +348,62 @@ pub fn strategic_merge_patch(data: &[u8]) {
         }
     }
 }
+
+/// A kubelet serving certificate request (`spec.request`), read as the
+/// CSR approver reads it: never a panic, at most one common name, and the
+/// same reading twice. With `CCM_FUZZ_GO_REFEREE=1` it is also read by Go
+/// (test-support's `CsrReferee`: `encoding/pem` and `crypto/x509`), and a
+/// request the approver would judge must read the same in Go.
+pub fn kubelet_serving_request(data: &[u8]) {
+    let ours = ccm_controllers::fuzzing::kubelet_serving_request(data);
+    assert_eq!(
+        ours,
+        ccm_controllers::fuzzing::kubelet_serving_request(data)
+    );
+    let Ok(reading) = ours else {
+        return;
+    };
+    assert!(reading.common_names.len() <= 1, "{reading:?}");
+    let Some(referee) = &*REFEREE else {
+        return;
+    };
+    let judged = reading
+        .common_names
+        .first()
+        .is_some_and(|cn| cn.starts_with("system:node:"))
+        && reading.organizations == ["system:nodes"]
+        && reading.emails.is_empty()
+        && reading.uris.is_empty()
+        && reading.other_names.is_empty()
+        && !(reading.dns_names.is_empty() && reading.ip_addresses.is_empty());
+    if !judged {
+        return;
+    }
+    let go = referee
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .read(data)
+        .expect("the referee answers");
+    let ours = OurReading {
+        common_names: &reading.common_names,
+        organizations: &reading.organizations,
+        dns_names: &reading.dns_names,
+        ip_addresses: &reading.ip_addresses,
+        emails: &reading.emails,
+        uris: &reading.uris,
+    };
+    if let Err(diff) = go.agrees_with(ours) {
+        panic!("the approver would judge a request Go reads otherwise: {diff}");
+    }
+}
+
+/// Go's reader, when `CCM_FUZZ_GO_REFEREE=1` asks for it.
+static REFEREE: std::sync::LazyLock<Option<std::sync::Mutex<CsrReferee>>> =
+    std::sync::LazyLock::new(|| {
+        (std::env::var_os("CCM_FUZZ_GO_REFEREE").is_some_and(|v| v == "1")).then(|| {
+            std::sync::Mutex::new(CsrReferee::start().expect("the Go referee builds and starts"))
+        })
+    });
 
 #[cfg(test)]
 mod tests;

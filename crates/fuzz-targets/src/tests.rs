@@ -129,3 +129,17 @@ fn delay_seeds_are_read_as_delays() {
         Some(MAX_SERVER_DELAY)
     );
 }
+
+#[test]
+fn certificate_request_seeds_reach_both_readings() {
+    let read = |name| {
+        ccm_controllers::fuzzing::kubelet_serving_request(
+            seed("kubelet_serving_request", name).as_bytes(),
+        )
+    };
+    let good = read("well-formed").expect("the well-formed seed is read");
+    assert_eq!(good.dns_names, ["a.example"]);
+    for name in ["end-label-mismatch", "trailing-block"] {
+        assert!(read(name).is_err(), "{name} is refused");
+    }
+}
