@@ -1,9 +1,11 @@
 //! `cargo xtask chart`: the Helm chart's checks, with real tools. helm lint
 //! and template for every example values file, the rendered manifests
 //! against Kubernetes' strict schemas, the values schema against bad
-//! values, the ServiceMonitor's certificate checks, and the chart's RBAC
+//! values, the ServiceMonitor's certificate checks, the NetworkPolicy's
+//! ports and peers, and the chart's RBAC
 //! proven by a real CCM running under it.
 
+mod networkpolicy;
 pub(crate) mod publish;
 mod rbac;
 pub(crate) mod render;
@@ -85,6 +87,10 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     let monitors = servicemonitor::check(&version)?;
     println!(
         "ServiceMonitor: verifies the CCM's certificate against its CA in {monitors} renders but the one asking not to"
+    );
+    let policies = networkpolicy::check(&version)?;
+    println!(
+        "NetworkPolicy: none by default; in {policies} renders, only the secure and webhook ports, from their peers"
     );
     if !options.static_only {
         rbac_against_reality(&renders)?;
