@@ -58,13 +58,18 @@ async fn a_token_file_named_in_the_cloud_config_is_used() {
 }
 
 #[test]
-fn a_missing_token_file_names_the_file_not_its_content() {
+fn a_missing_token_file_names_the_key_and_the_config_not_a_value() {
+    // A config error never quotes a value, a path neither: it names the
+    // file and the key, and why.
     let config = CloudConfig::new("/etc/do.toml", "token_file = \"/nonexistent/do-token\"\n");
     let err =
         DigitalOceanProviderFactory::build(Some(&config), &Environment::default()).unwrap_err();
     let shown = err.to_string();
     assert!(
-        shown.contains("/nonexistent/do-token") && shown.contains("token_file"),
+        shown.contains("/etc/do.toml")
+            && shown.contains("token_file")
+            && shown.contains("cannot read")
+            && !shown.contains("/nonexistent/do-token"),
         "{shown}"
     );
 }
