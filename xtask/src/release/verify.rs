@@ -130,7 +130,13 @@ fn sbom_referrer(discovered: &Value) -> Option<String> {
 }
 
 /// `helm pull` of the pushed chart, then `helm template` of it and of the
-/// working tree's chart with the same values: the same manifests.
+/// working tree's chart with the same values: the same manifests. The
+/// serving certificate comes from a named Secret ([`NAMED_CERT`]): the
+/// chart's own metrics certificate is a new CA and key at every render.
+/// The value that makes a render deterministic: the metrics port's
+/// certificate from a Secret of the user's, not one `genCA` makes.
+const NAMED_CERT: &str = "tls.secretName=release-check";
+
 fn chart_round_trip(registry: &str) -> anyhow::Result<()> {
     let helm = tools::helm::binary();
     let pulled = cmd::target_dir().join("ci/registry/pulled");
@@ -151,7 +157,8 @@ fn chart_round_trip(registry: &str) -> anyhow::Result<()> {
                 .args(["template", "ccm"])
                 .arg(chart)
                 .args(["--namespace", crate::chart::render::NAMESPACE, "-f"])
-                .arg(&values),
+                .arg(&values)
+                .args(["--set", NAMED_CERT]),
         )
     };
     let from_registry = template(&package)?;
