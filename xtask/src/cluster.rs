@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use crate::cmd::{cargo, target_dir};
+use crate::cmd::target_dir;
+use crate::test_run::{TestBinary, pool, run_counting};
 use crate::tools::control_plane::{self, ControlPlane};
 
 /// The real kube-apiserver and etcd on loopback (built from Go modules) until Ctrl-C.
@@ -39,6 +40,11 @@ const APISERVER_ENV: &str = "CCM_TEST_APISERVER";
 const KUBE_APISERVER_ENV: &str = "CCM_KUBE_APISERVER";
 const ETCD_ENV: &str = "CCM_ETCD";
 const RBAC_DIR_ENV: &str = "CCM_TEST_RBAC_DIR";
+/// How many of the suites that start a control plane per test run at once
+/// (each executable runs two tests at a time: up to six control planes).
+const SUITE_JOBS: usize = 3;
+/// The most one such suite may take before it is killed and fails.
+const SUITE_LIMIT: Duration = Duration::from_secs(15 * 60);
 /// How long a started cluster may take to write its kubeconfig.
 const START_WITHIN: Duration = Duration::from_secs(180);
 
@@ -223,19 +229,21 @@ pub(crate) fn run_suites() -> anyhow::Result<()> {
             ],
         ),
     ];
+    let mut jobs = Vec::new();
     for (package, targets, skips) in per_test {
         let args: Vec<&str> = skips.iter().flat_map(|skip| ["--skip", skip]).collect();
         for binary in suite(package, targets) {
-            count += run_counting(
-                crate::tools::kubectl::point_at(&mut binary.command(&args))
-                    .env(APISERVER_ENV, "real")
-                    .env(KUBE_APISERVER_ENV, &plane.kube_apiserver)
-                    .env(ETCD_ENV, &plane.etcd)
-                    .env(RBAC_DIR_ENV, &rbac)
-                    .env_remove("KUBECONFIG"),
-            )?;
+            let mut job = binary.job(&args);
+            crate::tools::kubectl::point_at(&mut job.command)
+                .env(APISERVER_ENV, "real")
+                .env(KUBE_APISERVER_ENV, &plane.kube_apiserver)
+                .env(ETCD_ENV, &plane.etcd)
+                .env(RBAC_DIR_ENV, &rbac)
+                .env_remove("KUBECONFIG");
+            jobs.push(job);
         }
     }
+    count += pool::run(jobs, SUITE_JOBS, SUITE_LIMIT, &dir.join("suites"))?;
     println!(
         "\nxtask: {count} tests passed against a real kube-apiserver {} in {:.0} s",
         control_plane::KUBERNETES,
@@ -249,130 +257,4 @@ pub(crate) fn run_suites() -> anyhow::Result<()> {
 /// test makes cargo build it).
 fn real_cluster_built_by_tests() -> PathBuf {
     target_dir().join("debug").join("real-cluster")
-}
-
-/// One test executable of the workspace's test build.
-#[derive(Debug)]
-struct TestBinary {
-    /// The package's directory relative to the root (`crates/test-apiserver`).
-    package: String,
-    /// The target's name (`e2e` for `tests/e2e.rs`).
-    target: String,
-    /// The target's kind (`test` for an integration test, `lib`, `bin`).
-    kind: String,
-    executable: PathBuf,
-    package_dir: PathBuf,
-}
-
-impl TestBinary {
-    /// Builds the workspace's tests (nothing, when `cargo test --workspace`
-    /// ran before) and lists their executables.
-    fn all() -> anyhow::Result<Vec<Self>> {
-        let out = cargo()
-            .args([
-                "test",
-                "--workspace",
-                "--locked",
-                "--no-run",
-                "--message-format=json-render-diagnostics",
-            ])
-            .stderr(Stdio::inherit())
-            .output()
-            .context("running cargo test --no-run")?;
-        if !out.status.success() {
-            bail!("cargo test --workspace --no-run failed ({})", out.status);
-        }
-        let root = crate::cmd::repo_root();
-        let mut found = Vec::new();
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            let Ok(message) = serde_json::from_str::<Value>(line) else {
-                continue;
-            };
-            if message["reason"] != "compiler-artifact" || message["profile"]["test"] != true {
-                continue;
-            }
-            let (Some(executable), Some(manifest)) = (
-                message["executable"].as_str(),
-                message["manifest_path"].as_str(),
-            ) else {
-                continue;
-            };
-            let package_dir = Path::new(manifest)
-                .parent()
-                .context("a manifest has a directory")?
-                .to_owned();
-            found.push(Self {
-                package: package_dir
-                    .strip_prefix(&root)
-                    .unwrap_or(&package_dir)
-                    .to_string_lossy()
-                    .into_owned(),
-                target: message["target"]["name"].as_str().unwrap_or("").to_owned(),
-                kind: message["target"]["kind"][0]
-                    .as_str()
-                    .unwrap_or("")
-                    .to_owned(),
-                executable: PathBuf::from(executable),
-                package_dir,
-            });
-        }
-        Ok(found)
-    }
-
-    /// The executable with libtest's `args`, run from its package's
-    /// directory as cargo runs it.
-    fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(&self.executable);
-        cmd.args(args).current_dir(&self.package_dir);
-        cmd
-    }
-}
-
-/// Runs a test executable with its output shown, and answers how many tests
-/// passed (libtest's `N passed`).
-fn run_counting(cmd: &mut Command) -> anyhow::Result<u64> {
-    let shown = format!("{cmd:?}");
-    println!("\n$ {shown}");
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("could not start {shown}"))?;
-    let stdout = child.stdout.take().context("no stdout")?;
-    let mut passed = 0;
-    for line in BufReader::new(stdout).lines() {
-        let line = line?;
-        println!("{line}");
-        passed += passed_in(&line);
-    }
-    let status = child.wait()?;
-    if !status.success() {
-        bail!("{shown} failed ({status})");
-    }
-    Ok(passed)
-}
-
-/// `N` from libtest's `test result: ok. N passed; ...` line, else 0.
-fn passed_in(line: &str) -> u64 {
-    line.strip_prefix("test result: ")
-        .and_then(|rest| rest.split_once(". "))
-        .and_then(|(_, rest)| rest.split_once(" passed"))
-        .and_then(|(n, _)| n.trim().parse().ok())
-        .unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::passed_in;
-
-    #[test]
-    fn passed_in_reads_libtest_summaries_only() {
-        assert_eq!(
-            passed_in(
-                "test result: ok. 12 passed; 0 failed; 3 ignored; 0 measured; 0 filtered out; finished in 1.2s"
-            ),
-            12
-        );
-        assert_eq!(passed_in("test result: FAILED. 1 passed; 2 failed;"), 1);
-        assert_eq!(passed_in("running 12 tests"), 0);
-    }
 }

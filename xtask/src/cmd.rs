@@ -102,6 +102,12 @@ pub(crate) fn lint_while_building() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether every [`cargo`] lints the workspace's crates as it compiles
+/// them ([`lint_while_building`] was called).
+pub(crate) fn linting() -> bool {
+    LINTER.get().is_some()
+}
+
 /// The cargo binary that runs us (`CARGO`, set by the `cargo run` that
 /// started xtask), else `cargo` from `PATH`.
 pub(crate) fn cargo_program() -> PathBuf {
@@ -123,7 +129,16 @@ pub(crate) fn cargo() -> Command {
 /// `CARGO`, set for xtask by the `cargo run` that started it).
 pub(crate) fn cargo_through(program: impl AsRef<OsStr>) -> Command {
     let mut cmd = Command::new(program);
-    cmd.current_dir(repo_root());
+    // `cargo run` (which started xtask) set these for xtask; build scripts
+    // that read one (ring reads CARGO_MANIFEST_DIR) would be rerun, and
+    // everything above them rebuilt, whenever a cargo from a shell and
+    // one from xtask take turns on the same target directory.
+    cmd.current_dir(repo_root())
+        .env_remove("CARGO_MANIFEST_DIR")
+        .env_remove("CARGO_MANIFEST_PATH")
+        .env_remove("CARGO_PKG_NAME")
+        .env_remove("CARGO_CRATE_NAME")
+        .env_remove("CARGO_PRIMARY_PACKAGE");
     if ONE_SHOT.load(Ordering::Relaxed) {
         cmd.envs(ONE_SHOT_ENV);
     }

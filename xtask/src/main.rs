@@ -30,6 +30,7 @@ mod new_provider;
 mod processes;
 mod release;
 mod sandbox;
+mod test_run;
 mod timestamp;
 mod tools;
 mod upstream_flags;
