@@ -4,6 +4,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::artifacts;
 use crate::cmd::{cargo, run};
 use crate::disk::LowWater;
 use crate::test_run::TestBinary;
@@ -25,7 +26,8 @@ use crate::tools;
 /// clippy linting it as it compiles (clippy-driver as the workspace's
 /// compiler, warnings denied: as `cargo clippy --workspace --all-targets --
 /// -D warnings`, without compiling the dependencies a second time for its
-/// check), every test run, `cargo deny check
+/// check), every test run (three test executables at a time:
+/// `test_run/pool.rs`), `cargo deny check
 /// licenses bans sources` (deny.toml; after `cargo fetch`, which brings
 /// every platform's packages for its `cargo metadata`), actionlint over the
 /// GitHub workflows,
@@ -48,7 +50,8 @@ use crate::tools;
 /// pushed to a docker-registry on loopback and read back with skopeo, oras
 /// and helm) and the fake provider's release with both platforms,
 /// and `cargo xtask bench --against-upstream --quick` (ours at 20 nodes,
-/// held to upstream's committed figures).
+/// held to upstream's committed figures). Last, `target/debug/deps` is
+/// pruned of what no build of the run used (`artifacts.rs`).
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub(crate) struct Options {
@@ -215,6 +218,18 @@ fn tests() -> anyhow::Result<()> {
     .map(drop)
 }
 
+/// Removes from `target/debug/deps` what no build of this run used
+/// (`artifacts.rs`), xtask's own build (as `cargo xtask` makes it) kept.
+fn prune() -> anyhow::Result<()> {
+    artifacts::run(crate::cmd::plain_cargo().args(["build", "--locked", "-p", "xtask"]))?;
+    let (files, bytes) = artifacts::prune(&crate::cmd::target_dir().join("debug/deps"))?;
+    println!(
+        "xtask ci: removed {files} files ({:.1} GiB) no build of this run used from target/debug/deps",
+        bytes as f64 / f64::from(1u32 << 30)
+    );
+    Ok(())
+}
+
 /// What later steps use that a fresh machine builds from source, minutes
 /// each: cargo-deny from crates.io, actionlint and oras from the Go module
 /// proxy (with the real cluster's steps only). cargo-auditable is not here:
@@ -287,9 +302,11 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     let built_tools = tools::background::spawn("tools", None, move || build_tools(real_cluster));
     steps.time("fmt", || run(cargo().args(["fmt", "--all", "--check"])))?;
     steps.time("rustdoc", || {
-        run(cargo()
-            .args(["doc", "--no-deps", "--locked", "-p", "ccm-cloud-provider"])
-            .env("RUSTDOCFLAGS", "-D warnings"))
+        artifacts::run(
+            cargo()
+                .args(["doc", "--no-deps", "--locked", "-p", "ccm-cloud-provider"])
+                .env("RUSTDOCFLAGS", "-D warnings"),
+        )
     })?;
     steps.time("e2e tools", tools::ensure_e2e)?;
     // The images' release compile is the longest piece of work CI does
@@ -317,7 +334,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     // the workspace's crates as they compile.
     steps.time("build and clippy", || {
         crate::cmd::lint_while_building()?;
-        run(cargo().args(["build", "--workspace", "--all-targets", "--locked"]))?;
+        artifacts::run(cargo().args(["build", "--workspace", "--all-targets", "--locked"]))?;
         crate::cmd::workspace_built();
         Ok(())
     })?;
@@ -348,6 +365,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         // After the images: the AWS binary it runs is theirs, already built.
         steps.time("bench --against-upstream", || task(AGAINST_UPSTREAM))?;
     }
+    steps.time("prune target/debug", prune)?;
     steps.print();
     if real_cluster {
         println!("\nxtask ci: all checks passed");

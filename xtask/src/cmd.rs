@@ -124,21 +124,50 @@ pub(crate) fn cargo() -> Command {
     cmd
 }
 
+/// What `cargo run` sets for the program it runs (and every `CARGO_PKG_`
+/// variable), left out of the cargo commands xtask starts (see
+/// [`cargo_through`]).
+const CARGO_RUN_VARS: [&str; 5] = [
+    "CARGO_MANIFEST_DIR",
+    "CARGO_MANIFEST_PATH",
+    "CARGO_CRATE_NAME",
+    "CARGO_BIN_NAME",
+    "CARGO_PRIMARY_PACKAGE",
+];
+
+/// Removes from `cmd`'s environment what `cargo run` set for xtask.
+fn without_cargo_run_vars(cmd: &mut Command) {
+    for var in CARGO_RUN_VARS {
+        cmd.env_remove(var);
+    }
+    for (name, _) in std::env::vars_os() {
+        if name.to_string_lossy().starts_with("CARGO_PKG_") {
+            cmd.env_remove(name);
+        }
+    }
+}
+
+/// Cargo as a developer's shell runs it: no one-shot settings, no linter;
+/// as `cargo xtask` builds xtask itself.
+pub(crate) fn plain_cargo() -> Command {
+    let mut cmd = Command::new(cargo_program());
+    cmd.current_dir(repo_root());
+    without_cargo_run_vars(&mut cmd);
+    cmd
+}
+
 /// `program` run as [`cargo`] is, from the repository root and one-shot in
 /// CI: for a cargo subcommand's binary that runs cargo itself (it reads
 /// `CARGO`, set for xtask by the `cargo run` that started it).
 pub(crate) fn cargo_through(program: impl AsRef<OsStr>) -> Command {
     let mut cmd = Command::new(program);
     // `cargo run` (which started xtask) set these for xtask; build scripts
-    // that read one (ring reads CARGO_MANIFEST_DIR) would be rerun, and
+    // that read one (ring reads CARGO_MANIFEST_DIR and CARGO_PKG_VERSION_*:
+    // cargo tracks the value it inherited) would be rerun, and
     // everything above them rebuilt, whenever a cargo from a shell and
     // one from xtask take turns on the same target directory.
-    cmd.current_dir(repo_root())
-        .env_remove("CARGO_MANIFEST_DIR")
-        .env_remove("CARGO_MANIFEST_PATH")
-        .env_remove("CARGO_PKG_NAME")
-        .env_remove("CARGO_CRATE_NAME")
-        .env_remove("CARGO_PRIMARY_PACKAGE");
+    cmd.current_dir(repo_root());
+    without_cargo_run_vars(&mut cmd);
     if ONE_SHOT.load(Ordering::Relaxed) {
         cmd.envs(ONE_SHOT_ENV);
     }
@@ -204,7 +233,7 @@ pub(crate) fn output_with_stdin(cmd: &mut Command, input: &[u8]) -> anyhow::Resu
         .with_context(|| format!("waiting for `{shown}`"))
 }
 
-fn display(cmd: &Command) -> String {
+pub(crate) fn display(cmd: &Command) -> String {
     let mut parts = vec![cmd.get_program().to_string_lossy().into_owned()];
     parts.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));
     parts.join(" ")

@@ -14,6 +14,7 @@
     reason = "xtask is synchronous: a blocking sleep blocks no async worker"
 )]
 
+mod artifacts;
 mod bench;
 mod chaos;
 mod chart;

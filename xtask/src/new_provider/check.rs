@@ -37,6 +37,7 @@ pub(crate) fn check() -> anyhow::Result<()> {
         );
         super::format(&copy, name);
     }
+    own_artifacts(&copy)?;
     match super::generate(&copy, "acme", GENERATED[0].1) {
         Err(e) if e.downcast_ref::<super::Refused>().is_some() => {
             println!("generating `acme` again is refused: {e}");
@@ -69,7 +70,17 @@ pub(crate) fn check() -> anyhow::Result<()> {
             .args(&bins)
             .args(["--", "-D", "warnings"]))?;
     }
+    // Built and recorded first, so `ci` keeps these artifacts for its next
+    // run (`artifacts.rs`).
+    crate::artifacts::run(
+        in_copy(&["test", "--no-run", "--all-targets"])
+            .args(&libs)
+            .args(&bins),
+    )?;
     run(in_copy(&["test", "--all-targets"]).args(&libs).args(&bins))?;
+    crate::artifacts::run(&mut in_copy(&[
+        "test", "--no-run", "-p", "xtask", "--test", "tidy",
+    ]))?;
     run(&mut in_copy(&["test", "-p", "xtask", "--test", "tidy"]))?;
     for (name, _) in GENERATED {
         let binary = target_dir()
@@ -92,6 +103,54 @@ pub(crate) fn check() -> anyhow::Result<()> {
         GENERATED.len()
     );
     std::fs::remove_dir_all(&copy).with_context(|| format!("removing {}", copy.display()))
+}
+
+/// Gives the copy's workspace crates artifacts of their own in the shared
+/// target directory.
+///
+/// Cargo hashes a workspace crate by its path relative to the workspace's
+/// root: the copy's `crates/app` and the repository's would be the same
+/// unit with different sources (each build overwrites the other's
+/// artifacts, and `ci`'s next build of the repository recompiled ccm-app
+/// and everything above it: about two minutes). A profile setting of no
+/// effect (one codegen unit fewer than the default 256) changes the copy's
+/// units' hashes alone; its dependencies from crates.io stay shared.
+fn own_artifacts(copy: &Path) -> anyhow::Result<()> {
+    let out = Command::new(crate::cmd::cargo_program())
+        .current_dir(repo_root())
+        .args([
+            "metadata",
+            "--no-deps",
+            "--offline",
+            "--format-version",
+            "1",
+        ])
+        .output()
+        .context("running cargo metadata")?;
+    ensure!(
+        out.status.success(),
+        "cargo metadata failed: {}",
+        out.status
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let mut overrides = String::from(
+        "\n# new-provider's check: artifacts apart from the repository's (check.rs).\n",
+    );
+    for name in metadata["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["name"].as_str())
+    {
+        overrides.push_str(&format!(
+            "[profile.dev.package.{name}]\ncodegen-units = 255\n"
+        ));
+    }
+    let manifest = copy.join("Cargo.toml");
+    let mut text = std::fs::read_to_string(&manifest)
+        .with_context(|| format!("reading {}", manifest.display()))?;
+    text.push_str(&overrides);
+    std::fs::write(&manifest, text).with_context(|| format!("writing {}", manifest.display()))
 }
 
 /// Copies the files git knows of (tracked, and untracked but not ignored)
@@ -129,6 +188,14 @@ fn copy_workspace(root: &Path, to: &Path) -> anyhow::Result<()> {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
         std::fs::copy(&from, &dest).with_context(|| format!("copying {}", from.display()))?;
+        // The source's time, so cargo finds the copy's crates unchanged
+        // since the previous run's check built them.
+        let modified = std::fs::metadata(&from)?.modified()?;
+        std::fs::File::options()
+            .write(true)
+            .open(&dest)?
+            .set_modified(modified)
+            .with_context(|| format!("setting the time of {}", dest.display()))?;
     }
     Ok(())
 }
