@@ -71,7 +71,9 @@ pub(crate) fn check() -> anyhow::Result<()> {
             .args(["--", "-D", "warnings"]))?;
     }
     // Built and recorded first, so `ci` keeps these artifacts for its next
-    // run (`artifacts.rs`).
+    // run (`artifacts.rs`). The binaries themselves too: a test build of a
+    // binary crate without integration tests compiles only its unit tests.
+    crate::artifacts::run(in_copy(&["build"]).args(&bins))?;
     crate::artifacts::run(
         in_copy(&["test", "--no-run", "--all-targets"])
             .args(&libs)
