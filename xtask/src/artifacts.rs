@@ -11,12 +11,11 @@
 //! the run named.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Mutex, PoisonError};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use serde_json::Value;
 
 /// The hashes (`-<16 hex digits>` in a file name) of the units built or
@@ -29,24 +28,12 @@ static USED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
 pub(crate) fn run(cargo: &mut Command) -> anyhow::Result<()> {
     cargo.arg("--message-format=json-render-diagnostics");
     let shown = crate::cmd::display(cargo);
-    println!("\n$ {shown}");
-    let mut child = cargo
-        .stdout(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("could not start `{shown}`"))?;
-    let stdout = child.stdout.take().context("cargo has no stdout")?;
     let mut found = BTreeSet::new();
-    for line in BufReader::new(stdout).lines() {
-        found.extend(hashes_named(&line?));
-    }
-    let status = child.wait()?;
+    let result = crate::cmd::run_lines(cargo, &shown, |line| found.extend(hashes_named(line)));
     USED.lock()
         .unwrap_or_else(PoisonError::into_inner)
         .extend(found);
-    if !status.success() {
-        bail!("`{shown}` failed ({status})");
-    }
-    Ok(())
+    result
 }
 
 /// The hashes of the files one JSON message of cargo names.

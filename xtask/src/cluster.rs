@@ -201,7 +201,8 @@ pub(crate) fn run_suites() -> anyhow::Result<()> {
             &["e2e", "admission"],
         )) {
             count += run_counting(
-                crate::tools::kubectl::point_at(&mut binary.command(&["--ignored"]))
+                binary
+                    .command(&["--ignored"])
                     .env("KUBECONFIG", &kubeconfig),
             )?;
         }
@@ -234,7 +235,7 @@ pub(crate) fn run_suites() -> anyhow::Result<()> {
         let args: Vec<&str> = skips.iter().flat_map(|skip| ["--skip", skip]).collect();
         for binary in suite(package, targets) {
             let mut job = binary.job(&args);
-            crate::tools::kubectl::point_at(&mut job.command)
+            job.command
                 .env(APISERVER_ENV, "real")
                 .env(KUBE_APISERVER_ENV, &plane.kube_apiserver)
                 .env(ETCD_ENV, &plane.etcd)

@@ -233,6 +233,29 @@ pub(crate) fn output_with_stdin(cmd: &mut Command, input: &[u8]) -> anyhow::Resu
         .with_context(|| format!("waiting for `{shown}`"))
 }
 
+/// Runs `cmd` with its stdout read line by line into `on_line` (stderr
+/// inherited), `shown` first; fails on a non-zero exit.
+pub(crate) fn run_lines(
+    cmd: &mut Command,
+    shown: &str,
+    mut on_line: impl FnMut(&str),
+) -> anyhow::Result<()> {
+    println!("\n$ {shown}");
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("could not start `{shown}`"))?;
+    let stdout = child.stdout.take().context("no stdout")?;
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+        on_line(&line?);
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        bail!("`{shown}` failed ({status})");
+    }
+    Ok(())
+}
+
 pub(crate) fn display(cmd: &Command) -> String {
     let mut parts = vec![cmd.get_program().to_string_lossy().into_owned()];
     parts.extend(cmd.get_args().map(|a| a.to_string_lossy().into_owned()));

@@ -36,7 +36,7 @@ fn parse_df(out: &str) -> Option<u64> {
     Some(kib * 1024)
 }
 
-fn gib(bytes: u64) -> f64 {
+pub(crate) fn gib(bytes: u64) -> f64 {
     bytes as f64 / GIB as f64
 }
 

@@ -4,7 +4,6 @@
 
 pub(crate) mod pool;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -82,12 +81,13 @@ impl TestBinary {
     }
 
     /// The executable with libtest's `args`, run from its package's
-    /// directory as cargo runs it.
+    /// directory as cargo runs it, with the kubectl xtask chose.
     pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(&self.executable);
         cmd.args(args)
             .current_dir(&self.package_dir)
             .env("CARGO_MANIFEST_DIR", &self.package_dir);
+        crate::tools::kubectl::point_at(&mut cmd);
         cmd
     }
 
@@ -113,22 +113,11 @@ impl TestBinary {
 /// passed (libtest's `N passed`).
 pub(crate) fn run_counting(cmd: &mut Command) -> anyhow::Result<u64> {
     let shown = format!("{cmd:?}");
-    println!("\n$ {shown}");
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .spawn()
-        .with_context(|| format!("could not start {shown}"))?;
-    let stdout = child.stdout.take().context("no stdout")?;
     let mut passed = 0;
-    for line in BufReader::new(stdout).lines() {
-        let line = line?;
+    crate::cmd::run_lines(cmd, &shown, |line| {
         println!("{line}");
-        passed += passed_in(&line);
-    }
-    let status = child.wait()?;
-    if !status.success() {
-        bail!("{shown} failed ({status})");
-    }
+        passed += passed_in(line);
+    })?;
     Ok(passed)
 }
 

@@ -118,8 +118,7 @@ pub(crate) fn check() -> anyhow::Result<()> {
 /// effect (one codegen unit fewer than the default 256) changes the copy's
 /// units' hashes alone; its dependencies from crates.io stay shared.
 fn own_artifacts(copy: &Path) -> anyhow::Result<()> {
-    let out = Command::new(crate::cmd::cargo_program())
-        .current_dir(repo_root())
+    let out = crate::cmd::plain_cargo()
         .args([
             "metadata",
             "--no-deps",
