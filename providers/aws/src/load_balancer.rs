@@ -21,6 +21,7 @@
 pub mod annotations;
 mod attributes;
 mod classic;
+mod kind_change;
 mod listeners;
 mod naming;
 mod nlb;
@@ -35,6 +36,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use aws_sdk_ec2::types::{Instance, InstanceStateName};
+use aws_sdk_elasticloadbalancingv2::types::{LoadBalancer as Nlb, Tag};
 use cloud_provider::annotations::AnnotationSchema;
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::{CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerStatus};
@@ -45,7 +47,7 @@ use crate::tagging::elbv2_tags;
 use annotations::labels_match;
 use classic::ClassicSpec;
 use listeners::forward_target;
-use nlb::status;
+use nlb::{AttachedGroups, status};
 use security_groups::asked::AskedGroups;
 use security_groups::node_rules::{client_cidrs, needs_health_rule};
 use spec::{Kind, LoadBalancerSpec, ServiceRef, is_external, kind};
@@ -112,9 +114,10 @@ impl Cloud {
         cluster_name: &str,
         spec: &LoadBalancerSpec,
         nodes: &[Arc<Node>],
+        found: Option<(Nlb, Vec<Tag>, AttachedGroups)>,
     ) -> Result<EnsuredLoadBalancer, CloudError> {
         // Everything that can refuse the Service happens before any change.
-        let (existing, groups) = match self.find_with_groups(&spec.svc.load_balancer_name).await? {
+        let (existing, groups) = match found {
             Some((lb, tags, groups)) => (Some((lb, tags)), Some(groups)),
             None => (None, None),
         };
@@ -198,19 +201,21 @@ impl Cloud {
         Ok(status(&lb).into())
     }
 
-    async fn update(&self, spec: &LoadBalancerSpec, nodes: &[Arc<Node>]) -> Result<(), CloudError> {
+    async fn update(
+        &self,
+        spec: &LoadBalancerSpec,
+        nodes: &[Arc<Node>],
+        found: Option<(Nlb, Vec<Tag>)>,
+    ) -> Result<(), CloudError> {
         let instances = self
             .target_instances(&spec.target_node_labels, nodes)
             .await?;
-        let (lb, tags) = self
-            .find_load_balancer(&spec.svc.load_balancer_name)
-            .await?
-            .ok_or_else(|| {
-                CloudError::msg(format!(
-                    "load balancer {} for Service {} does not exist",
-                    spec.svc.load_balancer_name, spec.svc.key
-                ))
-            })?;
+        let (lb, tags) = found.ok_or_else(|| {
+            CloudError::msg(format!(
+                "load balancer {} for Service {} does not exist",
+                spec.svc.load_balancer_name, spec.svc.key
+            ))
+        })?;
         self.check_existing(spec, &lb, &tags)?;
         let ids = instance_ids(&instances);
         let listeners = self
@@ -310,6 +315,8 @@ fn instance_ids(instances: &[Instance]) -> Vec<String> {
 
 #[async_trait]
 impl LoadBalancer for AwsProvider {
+    /// The load balancer of the kind the Service asks for, or, when there
+    /// is none and the Service had one, of the other kind ([`kind_change`]).
     async fn get_load_balancer(
         &self,
         _cluster_name: &str,
@@ -319,10 +326,12 @@ impl LoadBalancer for AwsProvider {
             return Err(CloudError::ImplementedElsewhere);
         }
         let cloud = self.cloud()?;
-        match kind(service)? {
-            Kind::Network => cloud.status(service).await,
-            Kind::Classic => cloud.classic_status(&ServiceRef::of(service)).await,
+        let asked = kind(service)?;
+        let status = cloud.status_of(service, asked).await?;
+        if status.is_some() || !kind_change::had_load_balancer(service) {
+            return Ok(status);
         }
+        cloud.status_of(service, kind_change::other(asked)).await
     }
 
     /// Ownership and every annotation are read from the Service alone, so
@@ -335,6 +344,8 @@ impl LoadBalancer for AwsProvider {
         Some(&annotations::SCHEMA)
     }
 
+    /// A Service whose type annotation changed keeps the load balancer it
+    /// has, with a Warning ([`kind_change`]).
     async fn ensure_load_balancer(
         &self,
         cluster_name: &str,
@@ -342,17 +353,24 @@ impl LoadBalancer for AwsProvider {
         nodes: &[Arc<Node>],
     ) -> Result<EnsuredLoadBalancer, CloudError> {
         let cloud = self.cloud()?;
-        let probe = cloud.config.shared_health_probe.as_ref();
-        match kind(service)? {
-            Kind::Network => {
-                let spec = LoadBalancerSpec::under(service, probe)?;
-                cloud.ensure(cluster_name, &spec, nodes).await
-            }
-            Kind::Classic => {
-                let spec = ClassicSpec::under(service, probe)?;
-                cloud.ensure_classic(&spec, nodes).await
-            }
+        let asked = kind(service)?;
+        if let Some(ensured) = cloud
+            .ensure_as(cluster_name, service, asked, nodes, true)
+            .await?
+        {
+            return Ok(ensured);
         }
+        let built = kind_change::other(asked);
+        let (as_built, dropped) = kind_change::as_built(service, built);
+        let mut ensured = cloud
+            .ensure_as(cluster_name, &as_built, built, nodes, false)
+            .await?
+            .ok_or_else(|| CloudError::msg("the load balancer disappeared while it was ensured"))?;
+        let name = ServiceRef::of(service).load_balancer_name;
+        ensured
+            .warnings
+            .push(kind_change::warning(asked, &name, &dropped));
+        Ok(ensured)
     }
 
     async fn update_load_balancer(
@@ -362,22 +380,22 @@ impl LoadBalancer for AwsProvider {
         nodes: &[Arc<Node>],
     ) -> Result<(), CloudError> {
         let cloud = self.cloud()?;
-        let probe = cloud.config.shared_health_probe.as_ref();
-        match kind(service)? {
-            Kind::Network => {
-                let spec = LoadBalancerSpec::under(service, probe)?;
-                cloud.update(&spec, nodes).await
-            }
-            Kind::Classic => {
-                let spec = ClassicSpec::under(service, probe)?;
-                cloud.update_classic(&spec, nodes).await
-            }
+        let asked = kind(service)?;
+        if cloud.update_as(service, asked, nodes, true).await? {
+            return Ok(());
         }
+        let built = kind_change::other(asked);
+        let (as_built, _) = kind_change::as_built(service, built);
+        cloud
+            .update_as(&as_built, built, nodes, false)
+            .await
+            .map(drop)
     }
 
     /// Needs only the Service's names and type: a Service whose
     /// annotations became malformed can still be deleted (with a type
-    /// nobody knows, both kinds are looked for).
+    /// nobody knows, both kinds are looked for). A load balancer of the
+    /// other kind (left by a type change, [`kind_change`]) goes too.
     async fn ensure_load_balancer_deleted(
         &self,
         cluster_name: &str,
@@ -392,12 +410,105 @@ impl LoadBalancer for AwsProvider {
         let a = annotations::Annotations(service.metadata.annotations.as_ref().unwrap_or(&empty));
         let asked = AskedGroups::from_annotations(&a).unwrap_or_default();
         match kind(service) {
-            Ok(Kind::Network) => cloud.delete(cluster_name, &svc).await,
-            Ok(Kind::Classic) => cloud.delete_classic(&svc, &asked).await,
+            Ok(Kind::Network) => {
+                cloud.delete(cluster_name, &svc).await?;
+                if cloud.holds(&svc, Kind::Classic).await? {
+                    cloud.delete_classic(&svc, &asked).await?;
+                }
+                Ok(())
+            }
+            Ok(Kind::Classic) => {
+                cloud.delete_classic(&svc, &asked).await?;
+                if cloud.holds(&svc, Kind::Network).await? {
+                    cloud.delete(cluster_name, &svc).await?;
+                }
+                Ok(())
+            }
             Err(_) => {
                 cloud.delete_classic(&svc, &asked).await?;
                 cloud.delete(cluster_name, &svc).await
             }
         }
+    }
+}
+
+impl Cloud {
+    async fn status_of(
+        &self,
+        service: &Service,
+        kind: Kind,
+    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
+        match kind {
+            Kind::Network => self.status(service).await,
+            Kind::Classic => self.classic_status(&ServiceRef::of(service)).await,
+        }
+    }
+
+    /// Ensures `service`'s load balancer as `kind`. `None` when `guarded`
+    /// and the Service's load balancer is of the other kind
+    /// ([`Cloud::built_kind`]): nothing was changed.
+    async fn ensure_as(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+        kind: Kind,
+        nodes: &[Arc<Node>],
+        guarded: bool,
+    ) -> Result<Option<EnsuredLoadBalancer>, CloudError> {
+        let probe = self.config.shared_health_probe.as_ref();
+        let name = ServiceRef::of(service).load_balancer_name;
+        match kind {
+            Kind::Network => {
+                let spec = LoadBalancerSpec::under(service, probe)?;
+                let found = self.find_with_groups(&name).await?;
+                if guarded && self.built_kind(service, kind, found.is_some()).await? != kind {
+                    return Ok(None);
+                }
+                self.ensure(cluster_name, &spec, nodes, found)
+                    .await
+                    .map(Some)
+            }
+            Kind::Classic => {
+                let spec = ClassicSpec::under(service, probe)?;
+                let found = self.find_classic(&name).await?;
+                if guarded && self.built_kind(service, kind, found.is_some()).await? != kind {
+                    return Ok(None);
+                }
+                self.ensure_classic(&spec, nodes, found).await.map(Some)
+            }
+        }
+    }
+
+    /// Updates `service`'s load balancer as `kind`. `false` when `guarded`
+    /// and the Service's load balancer is of the other kind: nothing was
+    /// changed.
+    async fn update_as(
+        &self,
+        service: &Service,
+        kind: Kind,
+        nodes: &[Arc<Node>],
+        guarded: bool,
+    ) -> Result<bool, CloudError> {
+        let probe = self.config.shared_health_probe.as_ref();
+        let name = ServiceRef::of(service).load_balancer_name;
+        match kind {
+            Kind::Network => {
+                let spec = LoadBalancerSpec::under(service, probe)?;
+                let found = self.find_load_balancer(&name).await?;
+                if guarded && self.built_kind(service, kind, found.is_some()).await? != kind {
+                    return Ok(false);
+                }
+                self.update(&spec, nodes, found).await?;
+            }
+            Kind::Classic => {
+                let spec = ClassicSpec::under(service, probe)?;
+                let found = self.find_classic(&name).await?;
+                if guarded && self.built_kind(service, kind, found.is_some()).await? != kind {
+                    return Ok(false);
+                }
+                self.update_classic(&spec, nodes, found).await?;
+            }
+        }
+        Ok(true)
     }
 }

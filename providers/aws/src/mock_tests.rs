@@ -37,6 +37,17 @@ fn provider_with(
     elbv2: &[&Rule],
     limit: RateLimit,
 ) -> AwsProvider {
+    provider_with_classic(config, ec2, &[], elbv2, limit)
+}
+
+/// As [`provider_with`], with `elb`'s rules answering classic ELB calls.
+fn provider_with_classic(
+    config: AwsConfig,
+    ec2: &[&Rule],
+    elb: &[&Rule],
+    elbv2: &[&Rule],
+    limit: RateLimit,
+) -> AwsProvider {
     // As in production, the SDK does not retry: the provider decides.
     let ec2 = mock_client!(aws_sdk_ec2, RuleMode::MatchAny, ec2, |b| b
         .retry_config(RetryConfig::disabled()));
@@ -46,8 +57,8 @@ fn provider_with(
         elbv2,
         |b| b.retry_config(RetryConfig::disabled())
     );
-    // No rules: a classic ELB call fails the test.
-    let elb = mock_client!(aws_sdk_elasticloadbalancing, RuleMode::MatchAny, &[], |b| b
+    // Without rules, a classic ELB call fails the test.
+    let elb = mock_client!(aws_sdk_elasticloadbalancing, RuleMode::MatchAny, elb, |b| b
         .retry_config(RetryConfig::disabled()));
     AwsProvider::with_clients(config, (ec2, elb, elbv2), limit)
 }

@@ -75,8 +75,9 @@ async fn provider(proxy: &Proxy, estate: &Estate) -> Arc<dyn CloudProvider> {
 }
 
 /// Ensures `svc` on what upstream made, asserting that nothing changed:
-/// no changing call, the node rules as they were.
-async fn adopt(moto: &Moto, estate: &Estate, svc: &Service) -> Arc<dyn CloudProvider> {
+/// no changing call, the node rules as they were. The proxy goes with the
+/// provider: its clients reach AWS through it.
+async fn adopt(moto: &Moto, estate: &Estate, svc: &Service) -> (Arc<dyn CloudProvider>, Proxy) {
     let rules_before = node_rules(moto, estate).await;
     let proxy = Proxy::start(&moto.endpoint).await.expect("proxy");
     let provider = provider(&proxy, estate).await;
@@ -107,7 +108,7 @@ async fn adopt(moto: &Moto, estate: &Estate, svc: &Service) -> Arc<dyn CloudProv
         rules_before,
         "the node rules stay as upstream made them"
     );
-    provider
+    (provider, proxy)
 }
 
 #[tokio::test]
@@ -123,7 +124,7 @@ async fn an_nlb_upstream_made_is_adopted_without_a_change_and_deleted_with_its_s
     };
     upstream::nlb(&moto, &estate, made).await;
     let svc = nlb_service(UID, &[], &[(PORT, NODE_PORT)]);
-    let provider = adopt(&moto, &estate, &svc).await;
+    let (provider, _proxy) = adopt(&moto, &estate, &svc).await;
 
     provider
         .load_balancer()
@@ -250,7 +251,7 @@ async fn a_classic_elb_upstream_made_is_adopted_without_a_change_and_deleted_wit
     let estate = seed::estate(&ec2(&moto), 2).await.expect("seeded");
     let group = upstream::classic(&moto, &estate).await;
     let svc = classic_service(UID, &[], &[(PORT, NODE_PORT)]);
-    let provider = adopt(&moto, &estate, &svc).await;
+    let (provider, _proxy) = adopt(&moto, &estate, &svc).await;
 
     provider
         .load_balancer()

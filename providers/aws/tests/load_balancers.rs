@@ -20,6 +20,8 @@ mod nlb_table;
 mod security_groups;
 #[path = "load_balancers/tls.rs"]
 mod tls;
+#[path = "load_balancers/type_change.rs"]
+mod type_change;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -32,7 +32,7 @@ use aws_sdk_elasticloadbalancing::types::{LoadBalancerDescription, Tag};
 use cloud_provider::k8s_openapi::api::core::v1::Node;
 use cloud_provider::{CloudError, EnsuredLoadBalancer, LoadBalancerIngress, LoadBalancerStatus};
 
-pub(crate) use spec::ClassicSpec;
+pub(crate) use spec::{ClassicSpec, NETWORK_ONLY};
 
 use super::instance_ids;
 use super::security_groups::asked::AskedGroups;
@@ -76,9 +76,9 @@ impl Cloud {
         &self,
         spec: &ClassicSpec,
         nodes: &[Arc<Node>],
+        existing: Option<(LoadBalancerDescription, Vec<Tag>)>,
     ) -> Result<EnsuredLoadBalancer, CloudError> {
         let name = &spec.svc.load_balancer_name;
-        let existing = self.find_classic(name).await?;
         if let Some((lb, tags)) = &existing {
             self.check_classic(spec, lb, tags)?;
         }
@@ -137,9 +137,10 @@ impl Cloud {
         &self,
         spec: &ClassicSpec,
         nodes: &[Arc<Node>],
+        found: Option<(LoadBalancerDescription, Vec<Tag>)>,
     ) -> Result<(), CloudError> {
         let name = &spec.svc.load_balancer_name;
-        let (lb, tags) = self.find_classic(name).await?.ok_or_else(|| {
+        let (lb, tags) = found.ok_or_else(|| {
             CloudError::msg(format!(
                 "classic ELB {name} for Service {} does not exist",
                 spec.svc.key

@@ -294,6 +294,16 @@ async fn asking_an_existing_load_balancer_to_turn_internal_is_invalid_input() {
     );
 }
 
+/// Deleting an NLB's Service also looks for a classic ELB of its name
+/// (left by a type change): none here.
+fn no_classic_elb() -> Rule {
+    mock!(aws_sdk_elasticloadbalancing::Client::describe_load_balancers).then_error(|| {
+        aws_sdk_elasticloadbalancing::operation::describe_load_balancers::DescribeLoadBalancersError::generic(
+            aws_error("LoadBalancerNotFound"),
+        )
+    })
+}
+
 #[tokio::test]
 async fn a_security_group_aws_still_holds_makes_delete_retry_until_it_lets_go() {
     let no_lb = mock!(Elbv2::describe_load_balancers)
@@ -328,9 +338,11 @@ async fn a_security_group_aws_still_holds_makes_delete_retry_until_it_lets_go() 
         .error(|| DeleteSecurityGroupError::generic(aws_error("DependencyViolation")))
         .output(|| DeleteSecurityGroupOutput::builder().build())
         .build();
-    let provider = provider_with(
+    let no_classic = no_classic_elb();
+    let provider = provider_with_classic(
         no_node_rules(),
         &[&group, &delete],
+        &[&no_classic],
         &[&no_lb, &no_target_groups],
         GENEROUS,
     );
@@ -358,9 +370,11 @@ async fn deleting_works_whatever_the_annotations_say() {
         .then_output(|| DescribeTargetGroupsOutput::builder().build());
     let no_groups = mock!(Ec2::describe_security_groups)
         .then_output(|| DescribeSecurityGroupsOutput::builder().build());
-    let provider = provider_with(
+    let no_classic = no_classic_elb();
+    let provider = provider_with_classic(
         no_node_rules(),
         &[&no_groups],
+        &[&no_classic],
         &[&no_lb, &no_target_groups],
         GENEROUS,
     );

@@ -20,7 +20,7 @@ fn classic(
 }
 
 impl Fixture {
-    async fn classic_elbs(&self) -> Vec<LoadBalancerDescription> {
+    pub(crate) async fn classic_elbs(&self) -> Vec<LoadBalancerDescription> {
         let out = elb(&self.moto)
             .describe_load_balancers()
             .send()
@@ -70,7 +70,7 @@ impl Fixture {
     }
 }
 
-fn registered(lb: &LoadBalancerDescription) -> BTreeSet<String> {
+pub(crate) fn registered(lb: &LoadBalancerDescription) -> BTreeSet<String> {
     lb.instances()
         .iter()
         .filter_map(|i| i.instance_id().map(str::to_owned))

@@ -19,7 +19,7 @@ use crate::load_balancer::spec::{
 
 /// Keys that only a Network Load Balancer has a use for: refused on a
 /// classic ELB, where upstream ignores them.
-const NETWORK_ONLY: &[&str] = &[
+pub(crate) const NETWORK_ONLY: &[&str] = &[
     key::EIP_ALLOCATIONS,
     key::PRIVATE_IPV4_ADDRESSES,
     key::IP_ADDRESS_TYPE,
