@@ -18,6 +18,8 @@ mod fixture;
 mod nlb_table;
 #[path = "load_balancers/security_groups.rs"]
 mod security_groups;
+#[path = "load_balancers/shared_rules.rs"]
+mod shared_rules;
 #[path = "load_balancers/tls.rs"]
 mod tls;
 #[path = "load_balancers/type_change.rs"]

@@ -104,16 +104,18 @@ pub(crate) fn permissions<'a>(rules: impl IntoIterator<Item = &'a Rule>) -> Vec<
         .collect()
 }
 
-/// Rules to add and remove in one security group.
+/// Rules to add, remove and describe anew in one security group.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct RuleChanges {
     pub(crate) grant: BTreeSet<Rule>,
     pub(crate) revoke: BTreeSet<Rule>,
+    /// Rules that stay, with the description they get.
+    pub(crate) describe: BTreeSet<Rule>,
 }
 
 impl RuleChanges {
     pub(crate) fn is_empty(&self) -> bool {
-        self.grant.is_empty() && self.revoke.is_empty()
+        self.grant.is_empty() && self.revoke.is_empty() && self.describe.is_empty()
     }
 }
 
@@ -143,14 +145,27 @@ impl Cloud {
             .await
     }
 
-    /// Applies `changes` to the group: revocations first, then grants. A
-    /// rule already gone or already there (a concurrent writer, or a user's
-    /// rule with another description) is not an error.
+    /// Applies `changes` to the group: new descriptions first, then
+    /// revocations, then grants. A rule already gone or already there (a
+    /// concurrent writer, or a user's rule with another description) is not
+    /// an error.
     pub(crate) async fn apply_rules(
         &self,
         group_id: &str,
         changes: &RuleChanges,
     ) -> Result<(), CloudError> {
+        if !changes.describe.is_empty() {
+            self.api
+                .call("UpdateSecurityGroupRuleDescriptionsIngress", || {
+                    self.api
+                        .ec2
+                        .update_security_group_rule_descriptions_ingress()
+                        .group_id(group_id)
+                        .set_ip_permissions(Some(permissions(&changes.describe)))
+                        .send()
+                })
+                .await?;
+        }
         if !changes.revoke.is_empty() {
             self.revoke(group_id, permissions(&changes.revoke)).await?;
         }

@@ -198,7 +198,10 @@ impl Cloud {
             .collect())
     }
 
-    async fn describe_subnets(&self, filters: Vec<Filter>) -> Result<Vec<Subnet>, ApiError> {
+    pub(crate) async fn describe_subnets(
+        &self,
+        filters: Vec<Filter>,
+    ) -> Result<Vec<Subnet>, ApiError> {
         self.api
             .paged(
                 "DescribeSubnets",

@@ -92,6 +92,7 @@ impl Cloud {
         let changes = RuleChanges {
             grant: desired.difference(&existing).cloned().collect(),
             revoke: existing.difference(&desired).cloned().collect(),
+            ..RuleChanges::default()
         };
         if !changes.is_empty() {
             self.apply_rules(&id, &changes).await?;

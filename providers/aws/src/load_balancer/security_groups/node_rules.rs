@@ -10,7 +10,9 @@
 //!
 //! Each rule's description names the load balancer
 //! (`kubernetes.io/rule/nlb/client=<name>`), which is how rules are found
-//! again to update or remove, in any security group of the VPC.
+//! again to update or remove, in any security group of the VPC. A rule two
+//! load balancers need is described as shared and reference-counted
+//! against the VPC's load balancers ([`shared`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,6 +20,8 @@ use aws_sdk_ec2::types::{Instance, SecurityGroup};
 use aws_sdk_elasticloadbalancingv2::types::{IpAddressType, ProtocolEnum};
 use cloud_provider::CloudError;
 use cloud_provider::ipnet::IpNet;
+
+mod shared;
 
 use super::{Rule, RuleChanges, flatten};
 use crate::instances::lookup::filter;
@@ -27,6 +31,7 @@ use crate::provider::Cloud;
 use crate::tagging::ec2_tags;
 
 const CLIENT_RULE_PREFIX: &str = "kubernetes.io/rule/nlb/client=";
+const HEALTH_RULE_PREFIX: &str = "kubernetes.io/rule/nlb/health=";
 
 /// The client CIDRs of the Service's load balancer.
 pub(crate) fn client_cidrs(spec: &LoadBalancerSpec, vpc_cidrs: &[IpNet]) -> Vec<IpNet> {
@@ -101,17 +106,40 @@ pub(crate) fn desired_rules(
 /// What to change in a group whose rules are `existing` so that the load
 /// balancer `lb` has exactly `desired`, and the shared MTU rules cover
 /// every load balancer's client ranges.
+///
+/// Rules are matched as EC2 matches them, by protocol, ports and CIDR; the
+/// description only says whose a rule is. A rule `lb` needs that another
+/// load balancer's rule already grants is described as shared
+/// ([`shared`]) rather than granted again, so that neither load balancer's
+/// deletion revokes what the other still needs; a user's rule that grants
+/// it is left as it is.
 pub(crate) fn plan(existing: &[Rule], desired: &BTreeSet<Rule>, lb: &str) -> RuleChanges {
     let (client, health) = (client_rule(lb), health_rule(lb));
-    let ours: BTreeSet<Rule> = existing
+    let is_ours = |r: &Rule| r.description == client || r.description == health;
+    let by_key: BTreeMap<RuleKey<'_>, &Rule> = existing.iter().map(|r| (key(r), r)).collect();
+    let desired_keys: BTreeSet<RuleKey<'_>> = desired.iter().map(key).collect();
+    let mut changes = RuleChanges::default();
+    for wanted in desired {
+        match by_key.get(&key(wanted)) {
+            None => {
+                changes.grant.insert(wanted.clone());
+            }
+            Some(found) if is_ours(found) => {}
+            Some(found) => {
+                if let Some(description) = shared::share(&found.description, &wanted.description) {
+                    changes.describe.insert(Rule {
+                        description,
+                        ..(*found).clone()
+                    });
+                }
+            }
+        }
+    }
+    changes.revoke = existing
         .iter()
-        .filter(|r| r.description == client || r.description == health)
+        .filter(|r| is_ours(r) && !desired_keys.contains(&key(r)))
         .cloned()
         .collect();
-    let mut changes = RuleChanges {
-        grant: desired.difference(&ours).cloned().collect(),
-        revoke: ours.difference(desired).cloned().collect(),
-    };
     let client_ranges: BTreeSet<IpNet> = existing
         .iter()
         .filter(|r| r.description.starts_with(CLIENT_RULE_PREFIX) && !changes.revoke.contains(*r))
@@ -141,6 +169,13 @@ pub(crate) fn plan(existing: &[Rule], desired: &BTreeSet<Rule>, lb: &str) -> Rul
         .revoke
         .extend(mtu_have.difference(&mtu_wanted).cloned());
     changes
+}
+
+/// What EC2 tells rules apart by: protocol, ports and CIDR.
+type RuleKey<'a> = (&'a str, i32, i32, IpNet);
+
+fn key(rule: &Rule) -> RuleKey<'_> {
+    (&rule.protocol, rule.from_port, rule.to_port, rule.cidr)
 }
 
 /// The node security group of `instance`: the one tagged for the cluster,
@@ -205,7 +240,7 @@ impl Cloud {
                 ),
             }
         }
-        self.sync_node_rules(&spec.svc.load_balancer_name, &groups, &desired)
+        self.sync_node_rules(&spec.svc.load_balancer_name, &groups, &desired, None)
             .await
     }
 
@@ -222,24 +257,38 @@ impl Cloud {
             .map(|v| vec![filter("vpc-id", &[v])])
             .unwrap_or_default();
         let groups = self.security_groups(filters).await?;
-        self.sync_node_rules(lb_name, &groups, &BTreeMap::new())
+        let any_shared = groups
+            .iter()
+            .flat_map(|g| flatten(g.ip_permissions()))
+            .any(|r| shared::is_shared(&r.description));
+        let needs = if any_shared {
+            Some(self.shared_rule_needs(vpc_id, lb_name).await?)
+        } else {
+            None
+        };
+        self.sync_node_rules(lb_name, &groups, &BTreeMap::new(), needs.as_ref())
             .await
     }
 
+    /// Brings each group to `desired` for `lb_name`; with `needs`, also
+    /// revokes the shared rules nothing needs any more.
     async fn sync_node_rules(
         &self,
         lb_name: &str,
         groups: &[SecurityGroup],
         desired: &BTreeMap<String, BTreeSet<Rule>>,
+        needs: Option<&shared::Needs>,
     ) -> Result<(), CloudError> {
         let none = BTreeSet::new();
         for group in groups {
             let Some(id) = group.group_id() else { continue };
-            let changes = plan(
-                &flatten(group.ip_permissions()),
-                desired.get(id).unwrap_or(&none),
-                lb_name,
-            );
+            let mut existing = flatten(group.ip_permissions());
+            let unneeded = needs
+                .map(|needs| shared::unneeded(&existing, needs))
+                .unwrap_or_default();
+            existing.retain(|r| !unneeded.contains(r));
+            let mut changes = plan(&existing, desired.get(id).unwrap_or(&none), lb_name);
+            changes.revoke.extend(unneeded);
             if !changes.is_empty() {
                 tracing::info!(
                     group = id,

@@ -219,3 +219,72 @@ fn the_node_group_is_the_tagged_one_or_the_only_one() {
     let two_tagged = BTreeSet::from(["sg-a", "sg-b"]);
     assert!(node_security_group(&instance(&["sg-a", "sg-b"]), &two_tagged).is_err());
 }
+
+#[test]
+fn a_rule_another_load_balancer_granted_is_described_as_shared_not_granted_again() {
+    let theirs = Rule::port(
+        "tcp",
+        10256,
+        net(SUBNET),
+        "kubernetes.io/rule/nlb/health=b2",
+    );
+    let user = Rule::port("tcp", 10256, net("10.0.2.0/24"), "kube-proxy from the VPC");
+    let desired = BTreeSet::from([
+        Rule::port(
+            "tcp",
+            10256,
+            net(SUBNET),
+            "kubernetes.io/rule/nlb/health=a1",
+        ),
+        Rule::port(
+            "tcp",
+            10256,
+            net("10.0.2.0/24"),
+            "kubernetes.io/rule/nlb/health=a1",
+        ),
+    ]);
+    let changes = plan(&[theirs.clone(), user], &desired, "a1");
+    assert!(changes.grant.is_empty(), "{:?}", changes.grant);
+    assert!(changes.revoke.is_empty(), "{:?}", changes.revoke);
+    assert_eq!(
+        changes.describe,
+        BTreeSet::from([Rule {
+            description: "kubernetes.io/rule/nlb/health=(shared)".into(),
+            ..theirs
+        }]),
+        "the user's rule stays theirs"
+    );
+}
+
+#[test]
+fn a_load_balancer_never_shares_with_itself_or_revokes_a_shared_rule() {
+    let client = Rule::port(
+        "tcp",
+        30080,
+        net(SUBNET),
+        "kubernetes.io/rule/nlb/client=a1",
+    );
+    let shared = Rule::port(
+        "tcp",
+        10256,
+        net(SUBNET),
+        "kubernetes.io/rule/nlb/health=(shared)",
+    );
+    // Its health rule would be the same rule as its own client rule.
+    let desired = BTreeSet::from([
+        client.clone(),
+        Rule::port(
+            "tcp",
+            30080,
+            net(SUBNET),
+            "kubernetes.io/rule/nlb/health=a1",
+        ),
+    ]);
+    let changes = plan(&[client, shared.clone()], &desired, "a1");
+    assert!(changes.describe.is_empty() && changes.revoke.is_empty());
+    let gone = plan(&[shared], &BTreeSet::new(), "a1");
+    assert!(
+        gone.revoke.is_empty(),
+        "a shared rule goes only when nothing needs it"
+    );
+}
