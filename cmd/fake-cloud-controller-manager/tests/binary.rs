@@ -473,15 +473,10 @@ async fn readyz_fails_while_a_watch_makes_no_progress() {
         "alive, only not ready"
     );
 
-    // Once watches work again and an event arrives, it is ready again.
+    // Once a watch succeeds again it is ready again, with no event: on a
+    // quiet cluster none comes.
     server.clear_faults();
-    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(server.client());
-    let node: k8s_openapi::api::core::v1::Node =
-        serde_json::from_value(serde_json::json!({ "metadata": { "name": "after-the-outage" } }))
-            .unwrap();
-    nodes
-        .create(&kube::api::PostParams::default(), &node)
-        .await
-        .unwrap();
+    let cleared = std::time::Instant::now();
     wait_for(&ccm, "/readyz", |status, _| status == 200).await;
+    println!("ready {:?} after the faults cleared", cleared.elapsed());
 }

@@ -4,8 +4,8 @@
 
 mod health;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use axum::Router;
 use axum::extract::{RawQuery, State};
@@ -15,6 +15,7 @@ use axum::routing::get;
 use ccm_runtime::{Informers, Metrics, Running, STALLED_AFTER};
 use cloud_provider::CloudProvider;
 use leader_election::{LeaderHandle, NotLeader};
+use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use health::Check;
@@ -26,8 +27,65 @@ pub(crate) struct Health {
     pub(crate) initialized: AtomicBool,
     /// This process leads and its controllers' caches are filled.
     pub(crate) synced: AtomicBool,
-    /// The leader's informers, whose watches must make progress.
-    pub(crate) informers: OnceLock<Arc<Informers>>,
+    /// The leader's informers, whose watches must make progress: the main
+    /// controllers', and with leader migration the migrated ones'.
+    informers: Mutex<Vec<Arc<Informers>>>,
+    /// Every Lease this process campaigns for, whose terms must be renewed
+    /// while it leads on them.
+    leases: Mutex<Vec<Campaign>>,
+}
+
+/// A Lease this process campaigns for.
+#[derive(Debug)]
+struct Campaign {
+    /// `namespace/name`.
+    lease: String,
+    handle: LeaderHandle,
+}
+
+impl Health {
+    /// Liveness checks from now on that `handle`'s term on `lease`
+    /// (`namespace/name`) is renewed whenever the handle says it leads.
+    pub(crate) fn campaigns_for(&self, lease: String, handle: LeaderHandle) {
+        self.leases.lock().push(Campaign { lease, handle });
+    }
+
+    /// Readiness checks from now on, while this process leads, that the
+    /// watches of `informers` make progress.
+    pub(crate) fn watches(&self, informers: Arc<Informers>) {
+        self.informers.lock().push(informers);
+    }
+
+    /// Each Lease's term as liveness judges it, read now.
+    fn terms(&self) -> Vec<Term> {
+        self.leases
+            .lock()
+            .iter()
+            .map(|campaign| Term {
+                lease: campaign.lease.clone(),
+                leading: campaign.handle.is_leading(),
+                fence: campaign.handle.fence(),
+            })
+            .collect()
+    }
+
+    /// The first watch that makes no progress, as `(kind, its last error)`.
+    fn stuck_watch(&self) -> Option<(&'static str, String)> {
+        self.informers
+            .lock()
+            .iter()
+            .find_map(|informers| informers.watch_errors().into_iter().next())
+    }
+}
+
+/// What the elector of one Lease says: whether it counts itself leader,
+/// and whether its fence lets a mutation through.
+#[derive(Debug)]
+struct Term {
+    /// `namespace/name`.
+    lease: String,
+    leading: bool,
+    fence: Result<(), NotLeader>,
 }
 
 #[derive(Clone)]
@@ -132,30 +190,32 @@ async fn set_verbosity(body: String) -> (StatusCode, String) {
     }
 }
 
-/// Alive unless this process leads but has not renewed its lease in time
-/// (it is about to lose leadership), or a controller is stalled (a
-/// reconcile has run past `STALLED_AFTER`): either way it should be
-/// restarted. A controller that died has already stopped the process.
+/// Alive unless this process leads on a Lease (the main one, or with
+/// leader migration the migration Lease) but has not renewed it in time (it
+/// is about to lose leadership), or a controller is stalled (a reconcile has
+/// run past `STALLED_AFTER`): either way it should be restarted. A
+/// controller that died has already stopped the process.
 fn liveness(state: &AppState) -> [Check; 3] {
-    checks_of_liveness(
-        state.leader.is_leading(),
-        state.leader.fence(),
-        state.metrics.longest_reconcile(),
-    )
+    checks_of_liveness(&state.health.terms(), state.metrics.longest_reconcile())
 }
 
-/// The [`LIVENESS`] checks: the elector still counts itself leader
-/// (`leading`) while the fence already refuses, so the lease went
-/// unrenewed; the longest running reconcile has run too long.
-fn checks_of_liveness(
-    leading: bool,
-    fence: Result<(), NotLeader>,
-    longest: Option<Running>,
-) -> [Check; 3] {
+/// The [`LIVENESS`] checks: on some Lease the elector still counts itself
+/// leader while the fence already refuses, so that Lease went unrenewed
+/// (each such Lease named); the longest running reconcile has run too long.
+fn checks_of_liveness(terms: &[Term], longest: Option<Running>) -> [Check; 3] {
     let [ping, leader_election, controllers] = LIVENESS;
-    let leader_election = match fence {
-        Err(err) if leading => Check::failed(leader_election, err.to_string()),
-        _ => Check::passed(leader_election),
+    let unrenewed: Vec<String> = terms
+        .iter()
+        .filter(|term| term.leading)
+        .filter_map(|term| {
+            let err = term.fence.as_ref().err()?;
+            Some(format!("lease {}: {err}", term.lease))
+        })
+        .collect();
+    let leader_election = if unrenewed.is_empty() {
+        Check::passed(leader_election)
+    } else {
+        Check::failed(leader_election, unrenewed.join("; "))
     };
     let controllers = match longest.filter(|r| r.running_for >= STALLED_AFTER) {
         Some(running) => Check::failed(
@@ -173,8 +233,9 @@ fn checks_of_liveness(
 }
 
 /// Ready once initialized; a leader also needs its caches filled and every
-/// watch making progress (no error without an event since, for
-/// `WATCH_ERROR_WINDOW`). Standby replicas are ready: they serve metrics
+/// watch making progress, the migrated controllers' too (no error unless an
+/// event or a successful list or watch request came after it:
+/// `Informer::watch_error`). Standby replicas are ready: they serve metrics
 /// and wait to lead.
 fn readiness(state: &AppState) -> [Check; 4] {
     let [ping, initialized, synced, watches] = READINESS;
@@ -189,10 +250,7 @@ fn readiness(state: &AppState) -> [Check; 4] {
     } else {
         Check::passed(synced)
     };
-    let stuck = leader
-        .then(|| state.health.informers.get())
-        .flatten()
-        .and_then(|informers| informers.watch_errors().into_iter().next());
+    let stuck = leader.then(|| state.health.stuck_watch()).flatten();
     let watches = match stuck {
         Some((kind, error)) => Check::failed(
             watches,
@@ -246,26 +304,70 @@ mod tests {
             .unwrap()
     }
 
+    const MAIN: &str = "kube-system/cloud-controller-manager";
+    const MIGRATION: &str = "kube-system/cloud-provider-extraction-migration";
+
+    fn renewed(lease: &str) -> Term {
+        Term {
+            lease: lease.to_owned(),
+            leading: true,
+            fence: Ok(()),
+        }
+    }
+
+    fn expired(lease: &str) -> Term {
+        Term {
+            lease: lease.to_owned(),
+            leading: true,
+            fence: Err(NotLeader::Expired {
+                expired_for: Duration::from_secs(3),
+            }),
+        }
+    }
+
+    fn standby(lease: &str) -> Term {
+        Term {
+            lease: lease.to_owned(),
+            leading: false,
+            fence: Err(NotLeader::NotElected),
+        }
+    }
+
     #[test]
     fn liveness_fails_when_leading_with_an_unrenewed_lease() {
-        let expired = Err(NotLeader::Expired {
-            expired_for: Duration::from_secs(3),
-        });
-        let checks = checks_of_liveness(true, expired, None);
-        let reason = outcome(&checks, "leaderElection").unwrap_err();
-        assert!(reason.contains("expired"), "{reason}");
+        let checks = checks_of_liveness(&[expired(MAIN)], None);
+        assert_eq!(
+            outcome(&checks, "leaderElection"),
+            Err(format!(
+                "lease {MAIN}: leadership expired 3s ago: the lease was not renewed in time"
+            ))
+        );
         assert_eq!(outcome(&checks, "controllers"), Ok(()));
     }
 
     #[test]
-    fn liveness_passes_for_a_renewed_leader_and_for_standbys() {
-        let passes = |checks: [Check; 3]| checks.iter().all(|c| c.outcome.is_ok());
-        assert!(passes(checks_of_liveness(true, Ok(()), None)));
-        assert!(passes(checks_of_liveness(
-            false,
-            Err(NotLeader::NotElected),
-            None
-        )));
+    fn liveness_fails_naming_an_unrenewed_migration_lease_when_the_main_one_is_renewed() {
+        let checks = checks_of_liveness(&[renewed(MAIN), expired(MIGRATION)], None);
+        let reason = outcome(&checks, "leaderElection").unwrap_err();
+        assert!(
+            reason.starts_with(&format!("lease {MIGRATION}: ")),
+            "{reason}"
+        );
+        assert!(reason.contains("expired"), "{reason}");
+        assert!(!reason.contains(MAIN), "{reason}");
+    }
+
+    #[test]
+    fn liveness_passes_for_renewed_leases_and_for_standbys() {
+        let passes = |terms: &[Term]| {
+            checks_of_liveness(terms, None)
+                .iter()
+                .all(|c| c.outcome.is_ok())
+        };
+        assert!(passes(&[]), "no Lease: --leader-elect=false");
+        assert!(passes(&[renewed(MAIN), renewed(MIGRATION)]));
+        assert!(passes(&[renewed(MAIN), standby(MIGRATION)]));
+        assert!(passes(&[standby(MAIN), standby(MIGRATION)]));
     }
 
     #[test]
@@ -275,13 +377,13 @@ mod tests {
             object: "default/web".into(),
             running_for: Duration::from_secs(secs),
         };
-        let checks = checks_of_liveness(true, Ok(()), Some(running(60)));
+        let checks = checks_of_liveness(&[renewed(MAIN)], Some(running(60)));
         assert_eq!(
             outcome(&checks, "controllers"),
             Ok(()),
             "a long reconcile is not a stall"
         );
-        let checks = checks_of_liveness(true, Ok(()), Some(running(STALLED_AFTER.as_secs())));
+        let checks = checks_of_liveness(&[renewed(MAIN)], Some(running(STALLED_AFTER.as_secs())));
         assert_eq!(
             outcome(&checks, "controllers"),
             Err("controller service stalled: its reconcile of default/web has run for 900s".into())

@@ -164,6 +164,10 @@ pub(crate) async fn run<F: ProviderFactory>(
     }
     let cloud = Arc::new(cloud);
     let health = Arc::new(Health::default());
+    if let Some(config) = &election {
+        let lease = format!("{}/{}", config.lease_namespace, config.lease_name);
+        health.campaigns_for(lease, leader.clone());
+    }
     let mut supervisor = Supervisor::default();
     if let Some(serving) = &settings.serving {
         let addr = serving.addr;
@@ -273,7 +277,7 @@ pub(crate) async fn run<F: ProviderFactory>(
         informers: Arc::new(Informers::new(informer_client)),
         shutdown: shutdown.clone(),
     };
-    let _ = health.informers.set(ctx.informers.clone());
+    health.watches(ctx.informers.clone());
     let controller_settings = controller_settings(&settings);
     for (n, id) in plan.main.iter().enumerate() {
         // Upstream's --controller-start-interval: a pause between starts.
@@ -343,6 +347,7 @@ pub(crate) async fn run<F: ProviderFactory>(
         lease_client,
         &leader,
         &ctx,
+        &health,
         &controller_settings,
         controller_clients,
     )

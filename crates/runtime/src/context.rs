@@ -6,7 +6,6 @@ use std::sync::{Arc, OnceLock};
 use futures::future::join4;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, Service};
-use kube::api::Api;
 use tokio_util::sync::CancellationToken;
 
 use crate::cloud::MeteredCloud;
@@ -77,28 +76,28 @@ impl Informers {
     /// The Node informer.
     pub fn nodes(&self) -> Arc<Informer<Node>> {
         self.nodes
-            .get_or_init(|| Arc::new(Informer::new(Api::all(self.client.clone()))))
+            .get_or_init(|| Arc::new(Informer::new(self.client.clone())))
             .clone()
     }
 
     /// The Service informer (all namespaces).
     pub fn services(&self) -> Arc<Informer<Service>> {
         self.services
-            .get_or_init(|| Arc::new(Informer::new(Api::all(self.client.clone()))))
+            .get_or_init(|| Arc::new(Informer::new(self.client.clone())))
             .clone()
     }
 
     /// The PersistentVolume informer (a cluster-scoped kind).
     pub fn persistent_volumes(&self) -> Arc<Informer<PersistentVolume>> {
         self.persistent_volumes
-            .get_or_init(|| Arc::new(Informer::new(Api::all(self.client.clone()))))
+            .get_or_init(|| Arc::new(Informer::new(self.client.clone())))
             .clone()
     }
 
     /// The CertificateSigningRequest informer (a cluster-scoped kind).
     pub fn certificate_signing_requests(&self) -> Arc<Informer<CertificateSigningRequest>> {
         self.csrs
-            .get_or_init(|| Arc::new(Informer::new(Api::all(self.client.clone()))))
+            .get_or_init(|| Arc::new(Informer::new(self.client.clone())))
             .clone()
     }
 

@@ -1,13 +1,14 @@
 //! One watch and one cache per resource kind, shared by every controller.
 
 mod lean;
+mod progress;
 mod relist;
 
 pub use lean::Lean;
+use progress::Progress;
 
 use std::fmt::Debug;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
@@ -18,7 +19,6 @@ use kube::runtime::{WatchStreamExt, watcher};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Called with every watch event after the cache applied it: applies,
@@ -53,6 +53,10 @@ pub enum InformerError {
 /// - Subscribers receive every object that is created or changes (from the
 ///   cache, after it is updated); hooks additionally see deletions and
 ///   relists.
+/// - [`Informer::watch_error`] reports a watch error from when it happens
+///   until the watch makes progress again: an event, or a 2xx answer to
+///   one of the informer's own list or watch requests (a re-watch that
+///   succeeds on a quiet cluster yields no event).
 ///
 /// # Assumptions
 /// Subscribers and hooks are registered before [`Informer::run`] starts, and
@@ -67,20 +71,14 @@ pub struct Informer<K>
 where
     K: Resource<DynamicType = ()> + Clone + 'static,
 {
-    api: Api<K>,
+    client: kube::Client,
     reader: Store<K>,
     writer: Mutex<Option<reflector::store::Writer<K>>>,
     subscribers: Mutex<Vec<UnboundedSender<Arc<K>>>>,
     hooks: Mutex<Vec<EventHook<K>>>,
     ready: watch::Sender<bool>,
-    /// The last watch error and when, until an event arrives.
-    last_error: Mutex<Option<(Instant, String)>>,
+    progress: Progress,
 }
-
-/// How long a watch error counts against readiness without a newer one:
-/// longer than the watch's longest backoff (30 s), so a watch that keeps
-/// failing is never seen healthy between two tries.
-pub const WATCH_ERROR_WINDOW: Duration = Duration::from_secs(60);
 
 impl<K> Debug for Informer<K>
 where
@@ -98,28 +96,31 @@ impl<K> Informer<K>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
 {
-    /// An informer over every object `api` can list.
-    pub fn new(api: Api<K>) -> Self {
+    /// An informer over every object of its kind, in every namespace,
+    /// listed and watched with `client`.
+    pub fn new(client: kube::Client) -> Self {
         let (reader, writer) = reflector::store();
         Self {
-            api,
+            client,
             reader,
             writer: Mutex::new(Some(writer)),
             subscribers: Mutex::new(Vec::new()),
             hooks: Mutex::new(Vec::new()),
             ready: watch::Sender::new(false),
-            last_error: Mutex::new(None),
+            progress: Progress::default(),
         }
     }
 
-    /// Why the watch cannot make progress: its last error, when no event
-    /// arrived since and it is under [`WATCH_ERROR_WINDOW`] old.
+    /// Why the watch cannot make progress: its last error, unless an event
+    /// arrived since or the API server answered one of the informer's list
+    /// or watch requests with a 2xx since.
+    ///
+    /// No time limit: a watch that keeps failing is reported through every
+    /// backoff and every try, however long they take (a try against an
+    /// unreachable server may take its whole connect timeout), until it
+    /// succeeds.
     pub fn watch_error(&self) -> Option<String> {
-        self.last_error
-            .lock()
-            .as_ref()
-            .filter(|(at, _)| at.elapsed() < WATCH_ERROR_WINDOW)
-            .map(|(_, error)| error.clone())
+        self.progress.error()
     }
 
     /// Waits until the cache holds its first complete list. Any number of
@@ -202,6 +203,10 @@ where
     /// over with a fresh list on 410 Gone, when the server calls its
     /// resourceVersion too large, and after errors that keep repeating.
     ///
+    /// The requests go through a client of the informer's own, wrapping the
+    /// one it was made with, that counts their 2xx answers as progress
+    /// ([`Informer::watch_error`]).
+    ///
     /// # Errors
     /// [`InformerError::AlreadyStarted`] when called twice.
     pub async fn run(&self, shutdown: CancellationToken) -> Result<(), InformerError>
@@ -215,7 +220,7 @@ where
             .take()
             .ok_or_else(|| InformerError::AlreadyStarted { kind: kind.clone() })?;
         let hooks = std::mem::take(&mut *self.hooks.lock());
-        let api = self.api.clone();
+        let api: Api<K> = Api::all(self.progress.recording(self.client.clone()));
         let events = relist::restarting(kind.clone(), move || {
             watcher(api.clone(), watcher::Config::default()).default_backoff()
         })
@@ -224,7 +229,7 @@ where
         .for_each(|event| {
             match event {
                 Ok(event) => {
-                    *self.last_error.lock() = None;
+                    self.progress.made();
                     if matches!(event, watcher::Event::InitDone) {
                         self.ready.send_replace(true);
                     }
@@ -233,7 +238,7 @@ where
                 }
                 Err(err) => {
                     tracing::warn!(%kind, error = %err, "watch failed; retrying");
-                    *self.last_error.lock() = Some((Instant::now(), err.to_string()));
+                    self.progress.failed(err.to_string());
                 }
             }
             futures::future::ready(())

@@ -42,7 +42,7 @@ pub use cloud::{AlwaysLeader, Fence, Fenced, MeteredCloud};
 pub use context::{Context, Informers};
 pub use error::{ReconcileError, Retry};
 pub use events::Events;
-pub use informer::{Changes, EventHook, Informer, InformerError, Lean, WATCH_ERROR_WINDOW};
+pub use informer::{Changes, EventHook, Informer, InformerError, Lean};
 pub use metrics::Metrics;
 pub use quiescence::{Activity, ActivitySnapshot, Busy, Quiescence, QuiescenceError};
 pub use stalls::{Running, STALLED_AFTER};

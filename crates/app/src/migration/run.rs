@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::plan::{Plan, list};
 use crate::client::service_account::ControllerClients;
+use crate::server::Health;
 use crate::supervisor::Supervisor;
 
 /// How long the migrated controllers and the migration Lease's release get
@@ -62,15 +63,22 @@ impl Migration {
     /// they start (upstream's controller context per Lease, so a kind both
     /// sets of controllers use is watched twice during a migration), and the
     /// same provider behind a fence that also checks the migration Lease.
+    /// `health` checks the migration Lease's term (liveness) and those
+    /// informers' watches (readiness) from now on.
     ///
     /// # Errors
     /// When the migration Lease's configuration is invalid.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "each is an independent part of the process, built in start.rs"
+    )]
     pub(crate) fn start(
         plan: &Plan,
         election: Option<&LeaderElectionConfig>,
         lease_client: kube::Client,
         main: &LeaderHandle,
         ctx: &Context,
+        health: &Health,
         settings: &ControllerSettings,
         clients: ControllerClients,
     ) -> Result<Self, ConfigError> {
@@ -98,6 +106,8 @@ impl Migration {
             informers: Arc::new(Informers::new(ctx.informers.client().clone())),
             ..ctx.clone()
         };
+        health.campaigns_for(lease.clone(), handle.clone());
+        health.watches(migrated_ctx.informers.clone());
         for id in &plan.migrated {
             migrated_ctx
                 .metrics
