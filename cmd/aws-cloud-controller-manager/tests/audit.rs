@@ -1,15 +1,17 @@
 //! `aws-cloud-controller-manager audit` against moto: a load balancer (with
 //! its target group and security group) the provider made for a Service
-//! that no longer exists is listed, `--delete --yes` removes exactly those,
-//! and a second audit lists nothing; a live Service's load balancer is
-//! never listed.
+//! that no longer exists is listed, `--delete --yes` is refused while a CCM
+//! holds the Lease, `--force` then removes exactly those, and a second audit
+//! lists nothing; a live Service's load balancer is never listed.
 
 mod support;
 
 use std::collections::BTreeSet;
 
 use ccm_test_support::{ApiServer, Credentials};
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, PostParams};
 use provider_aws::test_util::seed;
 use provider_aws::test_util::{CLUSTER, cloud_config, ec2, elbv2, moto, nlb_service, provider_at};
@@ -18,6 +20,23 @@ use serde_json::Value;
 /// A Service nobody has any more.
 const GONE_UID: &str = "0deadbee-0000-4000-8000-00000000dead";
 const GONE_LB: &str = "a0deadbee00004000800000000000dea";
+
+/// The leader-election Lease, held by `holder` and renewed just now.
+fn held_lease(holder: &str) -> Lease {
+    Lease {
+        metadata: ObjectMeta {
+            name: Some("cloud-controller-manager".into()),
+            namespace: Some("kube-system".into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some(holder.into()),
+            lease_duration_seconds: Some(300),
+            renew_time: Some(MicroTime(k8s_openapi::jiff::Timestamp::now())),
+            ..LeaseSpec::default()
+        }),
+    }
+}
 
 /// Runs `audit` with `extra` flags and the cluster's usual flags.
 async fn audit(
@@ -133,9 +152,37 @@ async fn audit_lists_and_deletes_exactly_the_leaked_load_balancer() {
         "nothing deleted without --yes"
     );
 
-    let (code, stdout, stderr) =
-        audit("audit-delete", &admin, &config, &["--delete", "--yes"]).await;
+    // A CCM leads: it may adopt what was listed, so --delete is refused.
+    let leases: Api<Lease> = Api::namespaced(api.client(), "kube-system");
+    leases
+        .create(&PostParams::default(), &held_lease("ccm-0"))
+        .await
+        .expect("created");
+    let (code, stdout, stderr) = audit("audit-led", &admin, &config, &["--delete", "--yes"]).await;
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(
+        stderr
+            .contains("not deleting while ccm-0 leads (Lease kube-system/cloud-controller-manager"),
+        "{stderr}"
+    );
+    assert_eq!(
+        load_balancer_names(&moto).await.len(),
+        2,
+        "nothing deleted while a CCM leads"
+    );
+
+    let (code, stdout, stderr) = audit(
+        "audit-delete",
+        &admin,
+        &config,
+        &["--delete", "--yes", "--force"],
+    )
+    .await;
     assert_eq!(code, 0, "{stdout}{stderr}");
+    assert!(
+        stderr.contains("--force: deleting while ccm-0 leads"),
+        "--force says so loudly: {stderr}"
+    );
     let deleted: Vec<&str> = stdout
         .lines()
         .filter(|l| l.starts_with("deleted "))

@@ -6,12 +6,19 @@
 //!
 //! The cloud is read first and the cluster second, so a resource made for a
 //! Service created meanwhile is never taken for a leak: its Service existed
-//! before the resource, hence before the cluster was read. Deletions go
-//! through `MeteredCloud` (counted, paced, each request fenced) with no
-//! Lease: the audit is an operator's explicit act, and the CCM that leads
-//! deletes only what belongs to a Service, never what the audit lists.
+//! before the resource, hence before the cluster was read. Ownership is
+//! decided as the controllers decide it (a route is a node's by name or by
+//! provider ID, `ccm_controllers::route_goes_to_node`).
+//!
+//! Deletions go through `MeteredCloud` (counted, paced, each request
+//! fenced) without the Lease, so `--delete` is refused while a CCM holds it
+//! and renews it ([`lease`]; `--force` goes on anyway, saying so on stderr),
+//! and each resource is classified again against a fresh read of the
+//! cluster just before its delete: one a Service or Node claimed since the
+//! listing is kept.
 
 mod classify;
+mod lease;
 pub(crate) mod options;
 mod report;
 #[cfg(test)]
@@ -66,16 +73,7 @@ pub(crate) async fn run<F: ProviderFactory>(
     let owned = cloud.owned_resources(cluster).await.map_err(|e| {
         Failure::Runtime(format!("listing what the cloud holds for {cluster}: {e}"))
     })?;
-    let services = Api::<Service>::all(kube.clone())
-        .list(&ListParams::default())
-        .await
-        .map_err(|e| Failure::Runtime(format!("listing Services: {e}")))?
-        .items;
-    let nodes = Api::<Node>::all(kube)
-        .list(&ListParams::default())
-        .await
-        .map_err(|e| Failure::Runtime(format!("listing Nodes: {e}")))?
-        .items;
+    let (services, nodes) = read_cluster(&kube).await?;
     let findings = classify::classify(
         &cloud,
         cluster,
@@ -88,23 +86,16 @@ pub(crate) async fn run<F: ProviderFactory>(
     if !options.delete {
         return Ok(());
     }
-    let mut failed = 0_usize;
-    for leak in &findings.leaked {
-        let resource = &leak.resource;
-        match cloud.delete_owned(cluster, resource).await {
-            Ok(()) => report::line(&format!(
-                "deleted {} {} ({})",
-                resource.kind, resource.id, resource.name
-            )),
-            Err(e) => {
-                failed += 1;
-                report::line(&format!(
-                    "could not delete {} {}: {e}",
-                    resource.kind, resource.id
-                ));
-            }
-        }
-    }
+    refuse_while_led(&kube, &options).await?;
+    let failed = delete_leaks(
+        &cloud,
+        cluster,
+        &settings.cluster_cidrs,
+        &findings.leaked,
+        || read_cluster(&kube),
+        report::line,
+    )
+    .await?;
     if failed > 0 {
         return Err(Failure::Runtime(format!(
             "audit: {failed} of {} deletions failed",
@@ -112,4 +103,112 @@ pub(crate) async fn run<F: ProviderFactory>(
         )));
     }
     Ok(())
+}
+
+/// Deletes each of `leaks` that the cluster, as `cluster_now` reads it just
+/// before that delete, still leaves unclaimed, telling `say` one line per
+/// resource; returns how many deletions failed.
+///
+/// # Errors
+/// When the cluster cannot be read.
+async fn delete_leaks<F, Fut>(
+    cloud: &dyn CloudProvider,
+    cluster: &str,
+    cluster_cidrs: &[ipnet::IpNet],
+    leaks: &[classify::Leak],
+    mut cluster_now: F,
+    mut say: impl FnMut(&str),
+) -> Result<usize, Failure>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<(Vec<Service>, Vec<Node>), Failure>>,
+{
+    let Some(inventory) = cloud.inventory() else {
+        return Ok(0);
+    };
+    let mut failed = 0_usize;
+    for leak in leaks {
+        let resource = &leak.resource;
+        let (services, nodes) = cluster_now().await?;
+        let again = classify::classify(
+            cloud,
+            cluster,
+            cluster_cidrs,
+            vec![resource.clone()],
+            &services,
+            &nodes,
+        );
+        if again.leaked.is_empty() {
+            say(&format!(
+                "kept {} {}: the cluster claims it since it was listed",
+                resource.kind, resource.id
+            ));
+            continue;
+        }
+        match inventory.delete_owned(cluster, resource).await {
+            Ok(()) => say(&format!(
+                "deleted {} {} ({})",
+                resource.kind, resource.id, resource.name
+            )),
+            Err(e) => {
+                failed += 1;
+                say(&format!(
+                    "could not delete {} {}: {e}",
+                    resource.kind, resource.id
+                ));
+            }
+        }
+    }
+    Ok(failed)
+}
+
+/// The cluster's Services and Nodes, read now.
+async fn read_cluster(kube: &kube::Client) -> Result<(Vec<Service>, Vec<Node>), Failure> {
+    let services = Api::<Service>::all(kube.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| Failure::Runtime(format!("listing Services: {e}")))?
+        .items;
+    let nodes = Api::<Node>::all(kube.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| Failure::Runtime(format!("listing Nodes: {e}")))?
+        .items;
+    Ok((services, nodes))
+}
+
+/// Refuses `--delete` while a CCM holds and renews the leader-election
+/// Lease, unless `--force`; then says on stderr who leads.
+async fn refuse_while_led(kube: &kube::Client, options: &Options) -> Result<(), Failure> {
+    let Some(election) = &options.settings.leader_election else {
+        return Ok(());
+    };
+    let (namespace, name) = (&election.lease_namespace, &election.lease_name);
+    let leader = lease::leader(kube.clone(), namespace, name)
+        .await
+        .map_err(|e| Failure::Runtime(format!("audit: reading Lease {namespace}/{name}: {e}")))?;
+    let Some(leader) = leader else {
+        return Ok(());
+    };
+    let who = format!(
+        "{} leads (Lease {namespace}/{name}, renewed {}s ago)",
+        leader.holder,
+        leader.renewed_ago.as_secs()
+    );
+    if options.force {
+        #[expect(
+            clippy::print_stderr,
+            reason = "the audit's loud warning, for the operator"
+        )]
+        {
+            eprintln!(
+                "audit: --force: deleting while {who}; a Service it adopts meanwhile may lose its load balancer"
+            );
+        }
+        return Ok(());
+    }
+    Err(Failure::Runtime(format!(
+        "audit: not deleting while {who}: it may adopt what was listed; stop it (scale it to zero) \
+         and run again, or add --force"
+    )))
 }

@@ -47,6 +47,13 @@ pub struct OwnedResource {
     /// For a route: the pod CIDR it sends to its node, so that a route to a
     /// node that exists but has another CIDR counts as leaked.
     pub cidr: Option<String>,
+    /// For a route: its target's provider ID, when the provider knows it.
+    /// As for the route controller, the route is the node's whose name the
+    /// owner gives *or* whose `spec.providerID` this is (a cloud that maps
+    /// instances to node names by a convention, such as AWS's private DNS
+    /// names, must not make a live route look leaked where node names
+    /// follow another).
+    pub provider_id: Option<String>,
 }
 
 impl OwnedResource {

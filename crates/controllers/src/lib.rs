@@ -82,7 +82,7 @@ pub mod fuzzing {
 pub use id::ControllerId;
 pub use nodeipam::dual_stack_cluster_cidr;
 pub use provider_controllers::{ProviderControllerSettings, QueueRate, start_provider_controller};
-pub use route::check_cluster_cidrs;
+pub use route::{check_cluster_cidrs, route_goes_to_node};
 pub use service::spec::{has_finalizer, wants_load_balancer};
 pub use service_observer::{SERVICE_OBSERVER, start_service_observer};
 pub use settings::ControllerSettings;

@@ -55,6 +55,7 @@ use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use kube::api::Api;
 use kube::{Resource, ResourceExt};
 use parking_lot::Mutex;
+pub use plan::route_goes_to_node;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::Notify;

@@ -61,6 +61,16 @@ async fn everything(moto: &Moto, estate: &Estate) -> BTreeSet<String> {
     lbs.chain(tgs).chain(sgs).map(str::to_owned).collect()
 }
 
+/// How many node security-group rules are described for load balancer `lb`.
+async fn node_rules_of(moto: &Moto, estate: &Estate, lb: &str) -> usize {
+    provider_aws::test_util::ingress_rules(&ec2(moto), &estate.node_security_group)
+        .await
+        .expect("described")
+        .iter()
+        .filter(|(_, _, _, _, description)| description.ends_with(&format!("={lb}")))
+        .count()
+}
+
 /// A network load balancer and target group made without the provider,
 /// with `tags`.
 async fn made_by_hand(moto: &Moto, estate: &Estate, name: &str, tags: &[(&str, &str)]) {
@@ -206,18 +216,32 @@ async fn the_inventory_lists_and_deletes_exactly_what_the_cluster_made() {
     assert_eq!(listed[3].owner, by_lb);
     assert_eq!(listed[4].owner, Owner::Node(node.private_dns_name.clone()));
     assert_eq!(listed[4].cidr.as_deref(), Some(POD_CIDR));
+    assert_eq!(
+        listed[4].provider_id,
+        Some(node.provider_id()),
+        "matched to nodes by provider ID too, as the route controller does"
+    );
     assert_eq!(listed[4].id, format!("{}:{POD_CIDR}", estate.route_table));
     assert!(
         listed.iter().all(|r| !b_listed.contains(r)),
         "{b_listed:#?}"
     );
 
+    assert!(
+        node_rules_of(&moto, &estate, LB_A).await > 0,
+        "the nodes admit A's load balancer"
+    );
     for resource in &listed {
         inventory(&a)
             .delete_owned(CLUSTER, resource)
             .await
             .unwrap_or_else(|e| panic!("deleting {resource:?}: {e}"));
     }
+    assert_eq!(
+        node_rules_of(&moto, &estate, LB_A).await,
+        0,
+        "deleting a leaked load balancer revokes the node rules made for it"
+    );
     assert_eq!(
         inventory(&a)
             .owned_resources(CLUSTER)

@@ -88,6 +88,7 @@ fn owned_load_balancer(lb: &types::LoadBalancer, cluster_tag: &str) -> Option<Ow
         name: lb.name.clone(),
         owner: Owner::LoadBalancerName(lb.name.clone()),
         cidr: None,
+        provider_id: None,
     })
 }
 
@@ -99,6 +100,7 @@ fn owned_firewall(firewall: &Firewall, name: &str) -> Option<OwnedResource> {
         name: firewall.spec.name.clone(),
         owner: Owner::Cluster,
         cidr: None,
+        provider_id: None,
     })
 }
 

@@ -47,6 +47,7 @@ fn load_balancer(id: &str, name: &str) -> OwnedResource {
         name: name.to_owned(),
         owner: Owner::LoadBalancerName(name.to_owned()),
         cidr: None,
+        provider_id: None,
     }
 }
 
@@ -104,6 +105,7 @@ async fn a_cluster_lists_and_deletes_only_its_own_load_balancers_and_firewall() 
             name: FIREWALL.to_owned(),
             owner: Owner::Cluster,
             cidr: None,
+            provider_id: None,
         }
     );
     listed.sort();

@@ -30,6 +30,7 @@ impl Inventory for FakeCloud {
                 name: format!("{} ({})", lb.name, lb.service),
                 owner: Owner::LoadBalancerName(lb.name.clone()),
                 cidr: None,
+                provider_id: None,
             });
         let routes = state
             .routes
@@ -41,6 +42,7 @@ impl Inventory for FakeCloud {
                 name: r.route.name.clone(),
                 owner: Owner::Node(r.route.target_node.clone()),
                 cidr: Some(r.route.destination_cidr.to_string()),
+                provider_id: r.route.target_provider_id.clone(),
             });
         Ok(load_balancers.chain(routes).collect())
     }

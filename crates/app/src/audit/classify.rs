@@ -149,9 +149,11 @@ fn route_verdict(
     cluster_cidrs: &[IpNet],
     nodes: &[Node],
 ) -> RouteVerdict {
+    // As the route controller matches routes to nodes: by name, or by
+    // provider ID where the cloud knows the target's.
     let found = nodes
         .iter()
-        .find(|n| n.metadata.name.as_deref() == Some(node));
+        .find(|n| ccm_controllers::route_goes_to_node(node, resource.provider_id.as_deref(), n));
     let Some(cidr) = &resource.cidr else {
         return match found {
             Some(_) => RouteVerdict::Owned,
@@ -165,7 +167,10 @@ fn route_verdict(
         return RouteVerdict::NotAudited;
     }
     let Some(found) = found else {
-        return RouteVerdict::Leaked(format!("node {node} is gone"));
+        return RouteVerdict::Leaked(match &resource.provider_id {
+            Some(id) => format!("no node is named {node} or has provider ID {id}"),
+            None => format!("node {node} is gone"),
+        });
     };
     let spec = found.spec.as_ref();
     let pod_cidrs: Vec<&str> = spec
@@ -184,7 +189,8 @@ fn route_verdict(
         RouteVerdict::Owned
     } else {
         RouteVerdict::Leaked(format!(
-            "node {node}'s pod CIDRs are [{}], not {cidr}",
+            "node {}'s pod CIDRs are [{}], not {cidr}",
+            found.metadata.name.as_deref().unwrap_or(node),
             pod_cidrs.join(", ")
         ))
     }

@@ -19,6 +19,8 @@ pub(crate) struct Options {
     pub(crate) output: Output,
     /// `--delete --yes`: remove what was listed.
     pub(crate) delete: bool,
+    /// `--force`: delete even while a CCM leads.
+    pub(crate) force: bool,
     pub(crate) settings: Settings,
 }
 
@@ -31,19 +33,23 @@ pub(crate) enum Parsed {
 
 /// The audit's own lines of `audit --help`.
 const USAGE: &str = "\
-Usage: {program} audit [--output=table|json] [--delete --yes] [flags]
+Usage: {program} audit [--output=table|json] [--delete --yes [--force]] [flags]
 
 Lists the cloud resources tagged for this cluster (--cluster-name, or the
 cluster ID of the cloud config) that no Service or Node owns any more, and
 the Services whose recorded load balancer no longer exists. Changes nothing
-unless --delete --yes is given. Takes the binary's usual flags
-(--kubeconfig, --master, --cloud-config, --cluster-name, --cluster-cidr);
-routes are audited only inside --cluster-cidr.
+unless --delete --yes is given, and then refuses while a CCM holds the
+leader-election Lease (--leader-elect-resource-namespace/-name), since a
+leader may adopt what the audit listed; each resource is checked against
+the cluster again just before it is deleted. Takes the binary's usual
+flags (--kubeconfig, --master, --cloud-config, --cluster-name,
+--cluster-cidr); routes are audited only inside --cluster-cidr.
 
 Audit flags:
   -o, --output FORMAT   table (the default) or json
       --delete          delete every leaked resource listed (needs --yes)
       --yes             confirm --delete
+      --force           with --delete: delete even while a CCM leads
 ";
 
 /// Parses the arguments after `audit` (the program name first).
@@ -54,7 +60,7 @@ pub(crate) fn parse(
     args: Vec<String>,
 ) -> Result<Parsed, String> {
     let mut output = Output::Table;
-    let (mut delete, mut yes) = (false, false);
+    let (mut delete, mut yes, mut force) = (false, false, false);
     let mut rest = Vec::with_capacity(args.len());
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -79,6 +85,7 @@ pub(crate) fn parse(
         match arg.as_str() {
             "--delete" => delete = true,
             "--yes" => yes = true,
+            "--force" => force = true,
             "-h" | "--help" => return Ok(Parsed::Help(USAGE.replace("{program}", program))),
             _ => rest.push(arg),
         }
@@ -89,10 +96,14 @@ pub(crate) fn parse(
     if yes && !delete {
         return Err("audit: --yes confirms --delete, which is not given".to_owned());
     }
+    if force && !delete {
+        return Err("audit: --force applies to --delete, which is not given".to_owned());
+    }
     match flags::provider::parse_for(provider, extras, rest)? {
         Command::Run(settings) => Ok(Parsed::Run(Box::new(Options {
             output,
             delete,
+            force,
             settings: *settings,
         }))),
         Command::Help(_) | Command::Version { .. } => {
@@ -121,7 +132,7 @@ mod tests {
             panic!("a valid audit command line");
         };
         assert_eq!(o.output, Output::Json);
-        assert!(o.delete);
+        assert!(o.delete && !o.force);
         assert_eq!(o.settings.cluster_name, "c1");
         let Ok(Parsed::Run(o)) = parse_audit(&["--output=table"]) else {
             panic!("a valid audit command line");
@@ -134,6 +145,7 @@ mod tests {
         for (args, expected) in [
             (&["--delete"][..], "add --yes"),
             (&["--yes"][..], "--yes confirms --delete"),
+            (&["--force"][..], "--force applies to --delete"),
             (&["--output=yaml"][..], "--output=`yaml`"),
             (&["-o"][..], "-o needs a value"),
             (&["--no-such-flag"][..], "--no-such-flag"),

@@ -108,6 +108,7 @@ mod tests {
             name: "a1 (default/web)".into(),
             owner: Owner::LoadBalancerName("a1".into()),
             cidr: None,
+            provider_id: None,
         };
         let findings = Findings {
             leaked: vec![Leak {

@@ -161,3 +161,129 @@ async fn without_a_cluster_cidr_no_route_is_audited() {
     assert!(findings.leaked.is_empty(), "{findings:#?}");
     assert_eq!(findings.routes_not_audited, 1);
 }
+
+/// A cloud that names a route's target by a convention (AWS: the
+/// instance's private DNS name) where nodes are named otherwise: the route
+/// is matched by provider ID, as the route controller matches it.
+#[tokio::test]
+async fn a_route_is_a_nodes_by_name_or_by_provider_id_as_the_route_controller_decides() {
+    let cloud = FakeCloud::new(FakeConfig::default());
+    cloud.set_auto_instances(true);
+    for (target, provider_id, cidr) in [
+        (
+            "ip-10-0-1-7.ec2.internal",
+            "aws:///us-east-1a/i-07",
+            "10.244.1.0/24",
+        ),
+        (
+            "ip-10-0-1-8.ec2.internal",
+            "aws:///us-east-1a/i-08",
+            "10.244.2.0/24",
+        ),
+    ] {
+        let mut r = route(target, cidr);
+        r.target_provider_id = Some(provider_id.to_owned());
+        cloud.create_route(CLUSTER, "", &r).await.expect("created");
+    }
+    let named_otherwise: Node = serde_json::from_value(json!({
+        "metadata": {"name": "worker-7"},
+        "spec": {"podCIDR": "10.244.1.0/24", "providerID": "aws:///us-east-1a/i-07"},
+    }))
+    .expect("a Node");
+    let owned = cloud.owned_resources(CLUSTER).await.expect("listed");
+    let findings = classify(
+        &cloud,
+        CLUSTER,
+        &["10.244.0.0/16".parse().expect("a CIDR")],
+        owned,
+        &[],
+        &[named_otherwise],
+    );
+    let leaked: Vec<(&str, &str)> = findings
+        .leaked
+        .iter()
+        .map(|l| (l.id.as_str(), l.reason.as_str()))
+        .collect();
+    assert_eq!(
+        leaked,
+        [(
+            "10.244.2.0/24",
+            "no node is named ip-10-0-1-8.ec2.internal or has provider ID aws:///us-east-1a/i-08"
+        )],
+        "the live route to worker-7 is not listed"
+    );
+}
+
+/// A Service that claims a listed load balancer between the listing and
+/// the delete keeps it: each resource is classified again against the
+/// cluster read just before its delete.
+#[tokio::test]
+async fn a_resource_claimed_after_the_listing_is_kept_and_the_rest_deleted() {
+    let cloud = FakeCloud::new(FakeConfig::default());
+    cloud.set_auto_instances(true);
+    let adopter = service(
+        "adopter",
+        "60000000-0000-4000-8000-000000000000",
+        "LoadBalancer",
+        true,
+        None,
+    );
+    let gone = service(
+        "gone",
+        "70000000-0000-4000-8000-000000000000",
+        "LoadBalancer",
+        true,
+        None,
+    );
+    for owner in [&adopter, &gone] {
+        cloud
+            .ensure_load_balancer(CLUSTER, owner, &[])
+            .await
+            .expect("ensured");
+    }
+    let owned = cloud.owned_resources(CLUSTER).await.expect("listed");
+    let findings = classify(&cloud, CLUSTER, &[], owned, &[], &[]);
+    assert_eq!(findings.leaked.len(), 2, "{findings:#?}");
+
+    // The adopter's Service appears after the listing.
+    let mut reads = 0;
+    let mut lines = Vec::new();
+    let failed = super::delete_leaks(
+        &cloud,
+        CLUSTER,
+        &[],
+        &findings.leaked,
+        || {
+            reads += 1;
+            let services = vec![adopter.clone()];
+            async move { Ok((services, Vec::new())) }
+        },
+        |line| lines.push(line.to_owned()),
+    )
+    .await
+    .expect("the cluster was read");
+    assert_eq!(failed, 0);
+    assert_eq!(reads, 2, "the cluster is read before each delete");
+    let adopted = cloud.load_balancer_name(CLUSTER, &adopter);
+    let gone_name = cloud.load_balancer_name(CLUSTER, &gone);
+    let left: Vec<String> = cloud
+        .owned_resources(CLUSTER)
+        .await
+        .expect("listed")
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(left, std::slice::from_ref(&adopted), "{lines:?}");
+    assert!(
+        lines.contains(&format!(
+            "kept load-balancer {adopted}: the cluster claims it since it was listed"
+        )),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("deleted load-balancer {gone_name}"))),
+        "{lines:?}"
+    );
+}

@@ -83,11 +83,42 @@ fn provider_id(node: &Node) -> Option<String> {
         .filter(|id| !id.is_empty())
 }
 
-/// Whether `route` goes to the node named `name` with provider ID `id`:
-/// by name, or by provider ID when both sides know it (a cloud may list
-/// routes by instance, under a name that is not the node's).
+/// Whether `route` goes to the node named `name` with provider ID `id`
+/// ([`goes_to`]).
 fn targets(route: &Route, name: &str, id: Option<&str>) -> bool {
-    route.target_node == name || (id.is_some() && route.target_provider_id.as_deref() == id)
+    goes_to(
+        &route.target_node,
+        route.target_provider_id.as_deref(),
+        (name, id),
+    )
+}
+
+/// Whether a route to `target_node` (with the target's provider ID
+/// `target_provider_id`, when the cloud knows it) goes to the node `(name,
+/// provider ID)`: by name, or by provider ID when both sides know it (a
+/// cloud may list routes by instance, under a name that is not the
+/// node's). The route controller and `audit` decide alike through it.
+fn goes_to(
+    target_node: &str,
+    target_provider_id: Option<&str>,
+    (name, id): (&str, Option<&str>),
+) -> bool {
+    target_node == name || (id.is_some() && target_provider_id == id)
+}
+
+/// [`goes_to`] for a Node object.
+pub fn route_goes_to_node(
+    target_node: &str,
+    target_provider_id: Option<&str>,
+    node: &Node,
+) -> bool {
+    let name = node.metadata.name.as_deref().unwrap_or_default();
+    let id = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.provider_id.as_deref())
+        .filter(|id| !id.is_empty());
+    goes_to(target_node, target_provider_id, (name, id))
 }
 
 /// Compares the nodes' pod CIDRs with the cloud's routes.

@@ -44,6 +44,7 @@ impl Cloud {
                 name: (*name).to_owned(),
                 owner: Owner::LoadBalancerName((*name).to_owned()),
                 cidr: None,
+                provider_id: None,
             })
             .chain(
                 classic
@@ -57,6 +58,7 @@ impl Cloud {
                             name: name.to_owned(),
                             owner: Owner::LoadBalancerName(name.to_owned()),
                             cidr: None,
+                            provider_id: None,
                         }
                     }),
             )
@@ -202,6 +204,7 @@ impl Cloud {
                 owner: load_balancer
                     .map_or(service, |name| Owner::LoadBalancerName((*name).to_owned())),
                 cidr: None,
+                provider_id: None,
             });
         }
         out.sort();
@@ -236,6 +239,7 @@ impl Cloud {
                     .get(id)
                     .map_or(service, |name| Owner::LoadBalancerName((*name).to_owned())),
                 cidr: None,
+                provider_id: None,
             });
         }
         out.sort();
@@ -265,6 +269,25 @@ impl Cloud {
         if made_for_a_service(cluster, elbv2_tags(&tags)).is_none() {
             return Err(not_the_clusters("load balancer", arn, cluster));
         }
+        // Its name and VPC find the node rules made for it.
+        let described = self
+            .api
+            .call("DescribeLoadBalancers", || {
+                self.api
+                    .elbv2
+                    .describe_load_balancers()
+                    .load_balancer_arns(arn)
+                    .send()
+            })
+            .await;
+        let lb = match described {
+            Ok(out) => out.load_balancers().first().cloned(),
+            Err(e) if e.is("LoadBalancerNotFound") => None,
+            Err(e) => return Err(e.into()),
+        };
+        let Some(lb) = lb else {
+            return Ok(());
+        };
         tracing::info!(arn, "deleting a network load balancer of the inventory");
         let deleted = self
             .api
@@ -277,9 +300,15 @@ impl Cloud {
             })
             .await;
         match deleted {
-            Err(e) if e.is("LoadBalancerNotFound") => Ok(()),
-            other => Ok(other.map(drop)?),
+            Err(e) if e.is("LoadBalancerNotFound") => {}
+            other => {
+                other?;
+            }
         }
+        // As the service controller's delete: the nodes stop admitting it.
+        let name = lb.load_balancer_name().unwrap_or_default();
+        self.remove_node_rules(name, lb.vpc_id().or(self.config.vpc.as_deref()))
+            .await
     }
 
     /// A classic ELB, by name.

@@ -1,5 +1,6 @@
 //! The cluster's pod-CIDR routes as inventory: one resource per route and
-//! route table, owned by the node its instance is.
+//! route table, owned by the node its instance is (by the instance's private
+//! DNS name, or its provider ID, as the route controller matches them).
 
 use aws_sdk_ec2::types::InstanceStateName;
 use cloud_provider::ipnet::IpNet;
@@ -8,6 +9,7 @@ use cloud_provider::{CloudError, OwnedResource, Owner};
 use super::ROUTE;
 use crate::instances::lookup::state;
 use crate::provider::Cloud;
+use crate::provider_id;
 use crate::routes::{destination, is_cluster_route};
 use crate::tagging::ClusterTags;
 
@@ -53,18 +55,29 @@ impl Cloud {
         let mut out: Vec<OwnedResource> = routes
             .into_iter()
             .map(|(table, cidr, target, instance)| {
-                let node = instance
+                let live = instance
                     .and_then(|id| instances.get(id))
-                    .filter(|i| state(i) != InstanceStateName::Terminated)
+                    .filter(|i| state(i) != InstanceStateName::Terminated);
+                let node = live
                     .and_then(|i| i.private_dns_name())
                     .filter(|name| !name.is_empty())
                     .unwrap_or(target);
+                // As `list_routes` gives the route controller.
+                let provider_id = live.map(|i| {
+                    provider_id::format(
+                        i.placement()
+                            .and_then(|p| p.availability_zone())
+                            .unwrap_or_default(),
+                        i.instance_id().unwrap_or_default(),
+                    )
+                });
                 OwnedResource {
                     kind: ROUTE.to_owned(),
                     id: route_id(table, cidr),
                     name: format!("{cidr} in {table} to {target}"),
                     owner: Owner::Node(node.to_owned()),
                     cidr: Some(cidr.to_string()),
+                    provider_id,
                 }
             })
             .collect();

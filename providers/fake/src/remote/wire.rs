@@ -372,6 +372,8 @@ pub(crate) struct WireOwned {
     owner: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     cidr: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    provider_id: Option<String>,
 }
 
 impl From<&OwnedResource> for WireOwned {
@@ -389,6 +391,7 @@ impl From<&OwnedResource> for WireOwned {
             owner_kind: owner_kind.to_owned(),
             owner,
             cidr: r.cidr.clone(),
+            provider_id: r.provider_id.clone(),
         }
     }
 }
@@ -420,6 +423,7 @@ impl TryFrom<WireOwned> for OwnedResource {
             name: w.name,
             owner,
             cidr: w.cidr,
+            provider_id: w.provider_id,
         })
     }
 }
