@@ -87,6 +87,35 @@ impl E2e {
     }
 }
 
+#[allow(dead_code, reason = "only some suites crash the CCM")]
+impl E2e {
+    /// Kills the CCM: SIGKILL, a crash, its Lease left held.
+    ///
+    /// # Errors
+    /// When the process does not die.
+    pub async fn crash(&mut self) -> anyhow::Result<()> {
+        self.ccm.signal("KILL").await?;
+        self.ccm.wait(std::time::Duration::from_secs(10)).await?;
+        Ok(())
+    }
+
+    /// Starts a new CCM after [`E2e::crash`], named `name` in its log file,
+    /// with the test cluster's flags; it leads once the dead one's Lease
+    /// expires.
+    ///
+    /// # Errors
+    /// When it does not start.
+    pub async fn start_again(&mut self, name: &str) -> anyhow::Result<()> {
+        let config = self.dir.path().join("cloud.conf");
+        let credentials = self.api.ccm_credentials("aws").await?;
+        self.ccm = ccm::launch(name, &flags(&config))
+            .credentials(&credentials)
+            .start()
+            .await?;
+        Ok(())
+    }
+}
+
 /// The flags of a test cluster (but `--kubeconfig`): every controller, pod
 /// CIDRs allocated in [`CLUSTER_CIDR`], a one-second node monitor, and a
 /// short lease.
