@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use aws_sdk_elasticloadbalancing::types::LoadBalancerDescription;
-use aws_sdk_elasticloadbalancingv2::types::{LoadBalancer, LoadBalancerTypeEnum, Tag};
+use aws_sdk_elasticloadbalancingv2::types::{LoadBalancer, Tag};
 use cloud_provider::{CloudError, OwnedResource, Owner};
 
 use super::{SECURITY_GROUP, TARGET_GROUP, made_for_a_service, not_the_clusters};
@@ -74,28 +74,7 @@ impl Cloud {
         &self,
         cluster: &ClusterTags,
     ) -> Result<Vec<LoadBalancer>, CloudError> {
-        let nlbs: Vec<LoadBalancer> = self
-            .api
-            .paged(
-                "DescribeLoadBalancers",
-                |marker| {
-                    self.api
-                        .elbv2
-                        .describe_load_balancers()
-                        .set_marker(marker)
-                        .send()
-                },
-                |page| {
-                    (
-                        page.load_balancers().to_vec(),
-                        page.next_marker().map(str::to_owned),
-                    )
-                },
-            )
-            .await?
-            .into_iter()
-            .filter(|lb| lb.r#type() == Some(&LoadBalancerTypeEnum::Network))
-            .collect();
+        let nlbs = self.network_load_balancers().await?;
         let arns: Vec<&str> = nlbs
             .iter()
             .filter_map(|lb| lb.load_balancer_arn())

@@ -52,6 +52,32 @@ pub(crate) struct AttachedGroups {
 }
 
 impl Cloud {
+    /// Every Network Load Balancer of the account and region, across pages.
+    pub(crate) async fn network_load_balancers(&self) -> Result<Vec<LoadBalancer>, CloudError> {
+        Ok(self
+            .api
+            .paged(
+                "DescribeLoadBalancers",
+                |marker| {
+                    self.api
+                        .elbv2
+                        .describe_load_balancers()
+                        .set_marker(marker)
+                        .send()
+                },
+                |page| {
+                    (
+                        page.load_balancers().to_vec(),
+                        page.next_marker().map(str::to_owned),
+                    )
+                },
+            )
+            .await?
+            .into_iter()
+            .filter(|lb| lb.r#type() == Some(&LoadBalancerTypeEnum::Network))
+            .collect())
+    }
+
     /// The Network Load Balancer named `name` and its tags, if it exists.
     pub(crate) async fn find_load_balancer(
         &self,

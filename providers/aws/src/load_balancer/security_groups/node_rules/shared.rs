@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use aws_sdk_elasticloadbalancingv2::types::{LoadBalancer, LoadBalancerTypeEnum, ProtocolEnum};
+use aws_sdk_elasticloadbalancingv2::types::{LoadBalancer, ProtocolEnum};
 use cloud_provider::CloudError;
 use cloud_provider::ipnet::IpNet;
 
@@ -93,26 +93,9 @@ impl Cloud {
         excluding: &str,
     ) -> Result<Needs, CloudError> {
         let lbs: Vec<LoadBalancer> = self
-            .api
-            .paged(
-                "DescribeLoadBalancers",
-                |marker| {
-                    self.api
-                        .elbv2
-                        .describe_load_balancers()
-                        .set_marker(marker)
-                        .send()
-                },
-                |page| {
-                    (
-                        page.load_balancers().to_vec(),
-                        page.next_marker().map(str::to_owned),
-                    )
-                },
-            )
+            .network_load_balancers()
             .await?
             .into_iter()
-            .filter(|lb| lb.r#type() == Some(&LoadBalancerTypeEnum::Network))
             .filter(|lb| vpc_id.is_none_or(|v| lb.vpc_id() == Some(v)))
             .filter(|lb| lb.load_balancer_name() != Some(excluding))
             .collect();
