@@ -9,10 +9,11 @@ use std::time::Duration;
 
 const GIB: u64 = 1 << 30;
 
-/// What one `cargo xtask ci` on a fresh machine takes at its peak: the
-/// target directory, the e2e and image tools, and the Go build of the real
-/// control plane (figure measured by the run's own low-water mark).
-pub(crate) const NEEDED_GIB: u64 = 40;
+/// What one `cargo xtask ci` on a fresh machine takes at its peak, with a
+/// margin: the target directory, the e2e and image tools, and the Go build
+/// of the real control plane (17.5 GiB by the run's own low-water mark on
+/// 2026-12-06, once `target/debug` was pruned of what runs left behind).
+pub(crate) const NEEDED_GIB: u64 = 22;
 
 /// How often the low-water mark is sampled, and for how long at most.
 const SAMPLE_EVERY: Duration = Duration::from_secs(5);
