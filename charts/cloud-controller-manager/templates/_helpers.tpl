@@ -174,6 +174,9 @@ it is enabled, the shadow's (`dryRun`) never. "true" or empty. */}}
 {{- if .Values.webhook.clientCAConfigMap }}
 {{- $args = append $args "--webhook-client-ca-file=/etc/webhook-client-ca/ca.crt" }}
 {{- end }}
+{{- if .Values.webhook.strict }}
+{{- $args = append $args "--webhook-strict=true" }}
+{{- end }}
 {{- end }}
 {{- $args = append $args (printf "--v=%d" (int .Values.verbosity)) }}
 {{- $args = append $args (printf "--logging-format=%s" .Values.logFormat) }}

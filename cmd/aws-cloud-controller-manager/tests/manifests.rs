@@ -5,7 +5,12 @@
 //! in-cluster config and its region from the metadata service; a test has
 //! neither, so it adds `--kubeconfig` and a cloud config pointing at moto,
 //! and nothing else.
+//!
+//! And a manifest written for upstream applies: the admission webhook
+//! denies only what upstream also fails the Service on ([`admission`]).
 
+#[path = "manifests/admission.rs"]
+mod admission;
 mod support;
 
 use std::time::Duration;

@@ -3,7 +3,12 @@
 //! gets its API server from the in-cluster config and its region from the
 //! droplet metadata service; a test has neither, so it adds `--kubeconfig`,
 //! `REGION` and `DO_OVERRIDE_URL` (the fake API), and nothing else.
+//!
+//! And a manifest written for upstream applies: the admission webhook
+//! denies only what upstream also fails the Service on ([`admission`]).
 
+#[path = "manifests/admission.rs"]
+mod admission;
 mod support;
 
 use ccm_test_support::{ApiServer, UNINITIALIZED, eventually, has_taint};

@@ -1,8 +1,11 @@
 //! The admission webhook against a real kube-apiserver: kube-apiserver
 //! calls the CCM's `service-annotations` webhook, `kubectl apply` of a
-//! misspelled annotation fails with the CCM's message, `--dry-run=server`
-//! shows the same, a deprecated key shows kubectl's `Warning:` line, and
-//! with the CCM stopped Services are admitted within the timeout.
+//! value the cloud's upstream CCM fails on is refused with the CCM's
+//! message, `--dry-run=server` shows the same; a misspelled key, keys of
+//! another controller and a deprecated key are applied with kubectl's
+//! `Warning:` lines (and the misspelling gets its Warning event); with
+//! `--webhook-strict` the misspelling is refused; and with the CCM stopped
+//! Services are admitted within the timeout.
 //!
 //! The test API server does not call admission webhooks, so this suite
 //! needs a real cluster (`cargo xtask ci` runs it against the kube-apiserver
@@ -24,6 +27,27 @@ const NAMESPACE: &str = "default";
 const TYPE: &str = "service.beta.kubernetes.io/fake-load-balancer-type";
 const TYPO: &str = "service.beta.kubernetes.io/fake-load-balancer-typ";
 const DEPRECATED: &str = "service.beta.kubernetes.io/fake-load-balancer-health-check-interval";
+const INTERVAL: &str = "service.beta.kubernetes.io/fake-load-balancer-healthcheck-interval";
+/// The fake's stand-ins for keys another controller reads under the same
+/// prefix (as the AWS Load Balancer Controller's `aws-load-balancer-*`
+/// keys on an AWS Service): upstream ignores them.
+const OTHER_CONTROLLERS_KEYS: &[(&str, &str)] = &[
+    (
+        "service.beta.kubernetes.io/fake-load-balancer-nlb-target-type",
+        "ip",
+    ),
+    (
+        "service.beta.kubernetes.io/fake-load-balancer-scheme",
+        "internet-facing",
+    ),
+    (
+        "service.beta.kubernetes.io/fake-load-balancer-healthcheck-success-codes",
+        "200-399",
+    ),
+];
+/// What the webhook adds to an unknown key's message when it admits it.
+const IGNORED: &str =
+    "(ignored here, as upstream's cloud-controller-manager ignores keys it does not read)";
 
 /// What `kubectl` said and whether it succeeded.
 struct Outcome {
@@ -100,6 +124,10 @@ struct Setup {
 
 impl Setup {
     async fn start_ccm(&self) -> Ccm {
+        self.start_ccm_with(&[]).await
+    }
+
+    async fn start_ccm_with(&self, extra: &[&str]) -> Ccm {
         let cloud_config = self.dir.path().join("cloud.toml");
         std::fs::write(&cloud_config, "[settings]\nauto_instances = true\n").unwrap();
         let cluster = &self.cluster;
@@ -124,6 +152,7 @@ impl Setup {
             format!("--webhook-service={NAMESPACE}/{cluster}-webhook"),
             format!("--webhook-configuration={cluster}"),
         ])
+        .args(extra.iter().map(|a| (*a).to_owned()))
         .start()
         .await
         .expect("the CCM starts and is ready")
@@ -148,7 +177,7 @@ async fn warnings(client: &kube::Client, name: &str) -> Vec<(String, String)> {
 #[tokio::test]
 #[ignore = "needs a real cluster: set KUBECONFIG"]
 #[allow(clippy::print_stdout, reason = "the figure the suite reports")]
-async fn kubectl_apply_is_refused_with_the_ccms_words() {
+async fn kubectl_apply_is_refused_or_warned_with_the_ccms_words() {
     let kubeconfig = std::path::PathBuf::from(
         std::env::var_os("KUBECONFIG").expect("set KUBECONFIG to a real cluster"),
     );
@@ -192,11 +221,11 @@ async fn kubectl_apply_is_refused_with_the_ccms_words() {
 
     // The API server picks the configuration up within a moment; until then
     // `failurePolicy: Ignore` admits, so the first refusal is awaited.
-    let typo = format!("{cluster}-typo");
+    let malformed = format!("{cluster}-malformed");
     let refused = eventually("kubectl apply to be refused", WAIT, || async {
         let out = kubectl_apply(
             &setup.kubeconfig,
-            &manifest(&typo, &[(TYPO, "nlb")]),
+            &manifest(&malformed, &[(INTERVAL, "1")]),
             &["--dry-run=server"],
         )
         .await;
@@ -204,23 +233,72 @@ async fn kubectl_apply_is_refused_with_the_ccms_words() {
     })
     .await
     .unwrap();
-    let expected = format!("unknown annotation {TYPO}; did you mean {TYPE}?");
+    let expected = format!("annotation {INTERVAL}: expected a whole number from 5 to 300, got `1`");
     assert!(
         refused.contains(&format!("denied the request: {expected}")),
         "{refused}"
     );
-    let out = kubectl_apply(&setup.kubeconfig, &manifest(&typo, &[(TYPO, "nlb")]), &[]).await;
+    let out = kubectl_apply(
+        &setup.kubeconfig,
+        &manifest(&malformed, &[(INTERVAL, "1")]),
+        &[],
+    )
+    .await;
     assert!(!out.ok, "{}", out.stdout);
     assert!(out.stderr.contains(&expected), "{}", out.stderr);
     let services: Api<Service> = Api::namespaced(client.clone(), NAMESPACE);
     assert!(
-        services.get_opt(&typo).await.unwrap().is_none(),
+        services.get_opt(&malformed).await.unwrap().is_none(),
         "nothing was stored"
     );
+
+    // Upstream ignores keys it does not know: applied, with a Warning line
+    // each, and the misspelling gets the service controller's event in the
+    // same words.
+    let typo = format!("{cluster}-typo");
+    let out = kubectl_apply(&setup.kubeconfig, &manifest(&typo, &[(TYPO, "nlb")]), &[]).await;
+    assert!(out.ok, "{}", out.stderr);
+    let unknown = format!("unknown annotation {TYPO}; did you mean {TYPE}?");
+    assert!(
+        out.stderr
+            .contains(&format!("Warning: {unknown} {IGNORED}")),
+        "{}",
+        out.stderr
+    );
+    let published = eventually("the UnknownAnnotation warning", WAIT, || async {
+        warnings(&client, &typo)
+            .await
+            .into_iter()
+            .find(|(reason, _)| reason == "UnknownAnnotation")
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        published.1, unknown,
+        "the event and the warning say the same"
+    );
+
+    let others = format!("{cluster}-others");
+    let out = kubectl_apply(
+        &setup.kubeconfig,
+        &manifest(&others, OTHER_CONTROLLERS_KEYS),
+        &[],
+    )
+    .await;
+    assert!(out.ok, "{}", out.stderr);
+    for (key, _) in OTHER_CONTROLLERS_KEYS {
+        assert!(
+            out.stderr
+                .contains(&format!("Warning: unknown annotation {key}")),
+            "{key}: {}",
+            out.stderr
+        );
+    }
 
     let good = format!("{cluster}-good");
     let out = kubectl_apply(&setup.kubeconfig, &manifest(&good, &[(TYPE, "nlb")]), &[]).await;
     assert!(out.ok, "{}", out.stderr);
+    assert!(!out.stderr.contains("Warning:"), "{}", out.stderr);
 
     let old = format!("{cluster}-old");
     let out = kubectl_apply(
@@ -238,12 +316,37 @@ async fn kubectl_apply_is_refused_with_the_ccms_words() {
         out.stderr
     );
 
+    // Strict: the misspelling is refused, with the same words.
+    ccm.terminate().await.unwrap();
+    let ccm = setup.start_ccm_with(&["--webhook-strict"]).await;
+    let strict = format!("{cluster}-strict");
+    let refused = eventually("the strict CCM to refuse", WAIT, || async {
+        let out = kubectl_apply(
+            &setup.kubeconfig,
+            &manifest(&strict, &[(TYPO, "nlb")]),
+            &["--dry-run=server"],
+        )
+        .await;
+        (!out.ok).then_some(out.stderr)
+    })
+    .await
+    .unwrap();
+    assert!(
+        refused.contains(&format!("denied the request: {unknown}")),
+        "{refused}"
+    );
+
     // The CCM down: Services are admitted at once (connection refused,
     // failurePolicy Ignore), and a bad one bypasses admission.
     ccm.terminate().await.unwrap();
     let bypass = format!("{cluster}-bypass");
     let started = Instant::now();
-    let out = kubectl_apply(&setup.kubeconfig, &manifest(&bypass, &[(TYPO, "nlb")]), &[]).await;
+    let out = kubectl_apply(
+        &setup.kubeconfig,
+        &manifest(&bypass, &[(INTERVAL, "1")]),
+        &[],
+    )
+    .await;
     let took = started.elapsed();
     assert!(out.ok, "{}", out.stderr);
     assert!(took < Duration::from_secs(3), "admitted in {took:?}");
@@ -252,11 +355,11 @@ async fn kubectl_apply_is_refused_with_the_ccms_words() {
     // Back up, the service controller warns about the Service that
     // bypassed admission in the admission's very words.
     let ccm = setup.start_ccm().await;
-    let published = eventually("the UnknownAnnotation warning", WAIT, || async {
+    let published = eventually("the InvalidAnnotation warning", WAIT, || async {
         warnings(&client, &bypass)
             .await
             .into_iter()
-            .find(|(reason, _)| reason == "UnknownAnnotation")
+            .find(|(reason, _)| reason == "InvalidAnnotation")
     })
     .await
     .unwrap();
@@ -266,14 +369,15 @@ async fn kubectl_apply_is_refused_with_the_ccms_words() {
     );
 
     // Deleted while the CCM runs, so their finalizers are released.
-    for name in [&good, &old, &bypass] {
+    let stored = [&typo, &others, &good, &old, &bypass];
+    for name in stored {
         services
             .delete(name, &DeleteParams::default())
             .await
             .unwrap();
     }
     eventually("the Services to be gone", WAIT, || async {
-        for name in [&good, &old, &bypass] {
+        for name in stored {
             if services.get_opt(name).await.ok()?.is_some() {
                 return None;
             }

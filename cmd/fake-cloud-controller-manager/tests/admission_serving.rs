@@ -11,7 +11,11 @@ use serde_json::{Value, json};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_fake-cloud-controller-manager");
 const WAIT: Duration = Duration::from_secs(60);
-const TYPO: &str = "service.beta.kubernetes.io/fake-load-balancer-typ";
+/// A value the webhook refuses: the fake fails it, as AWS would.
+const MALFORMED: (&str, &str) = (
+    "service.beta.kubernetes.io/fake-load-balancer-healthcheck-interval",
+    "1",
+);
 
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
@@ -33,7 +37,7 @@ fn review() -> Value {
             "userInfo": {"username": "alice"},
             "object": {
                 "apiVersion": "v1", "kind": "Service",
-                "metadata": {"name": "web", "namespace": "default", "annotations": {TYPO: "nlb"}},
+                "metadata": {"name": "web", "namespace": "default", "annotations": {MALFORMED.0: MALFORMED.1}},
                 "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
             },
         }

@@ -1,10 +1,14 @@
 //! The validating admission webhook `service-annotations` (upstream's
 //! cloud-provider webhooks, KEP 2699, on `--webhook-secure-port`): a
-//! LoadBalancer Service whose load-balancer annotations are malformed,
-//! unknown under the provider's prefixes, or an immutable one changed on an
-//! existing load balancer is refused at `kubectl apply`, with the words the
-//! service controller's Warning event would use ([`decide`]); a deprecated
-//! one is admitted with a warning.
+//! LoadBalancer Service whose load-balancer annotations upstream's
+//! cloud-controller-manager would fail (a malformed value or an immutable
+//! change where the provider's schema says upstream fails on it) is refused
+//! at `kubectl apply`, with the words the service controller's Warning
+//! event would use ([`decide`]); every other problem (an unknown key under
+//! the provider's prefixes, a value upstream reads anyway, a deprecated
+//! key) is admitted with a `Warning:` line, so a manifest that applied with
+//! the Go CCM still applies. `--webhook-strict` refuses every malformed
+//! value, unknown key and immutable change instead.
 //!
 //! Every replica serves it, leader or not: admission needs no Lease and
 //! changes nothing in the cloud. Certificates come from files, from a
@@ -29,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::serving::{self, CertSource, Serving, TlsOptions};
 
+pub(crate) use decide::{Policy, decide};
 pub(crate) use handler::respond;
 
 /// The webhook's name in `--webhooks`.
@@ -64,6 +69,8 @@ pub(crate) struct Options {
     /// `--webhook-client-ca-file`: callers must present a certificate this
     /// CA vouches for.
     pub(crate) client_ca: Option<std::path::PathBuf>,
+    /// `--webhook-strict`: which problems are refused.
+    pub(crate) policy: Policy,
 }
 
 /// What went wrong starting the webhook.
@@ -94,11 +101,11 @@ impl Error {
 }
 
 /// The router: one route; reviews of up to [`handler::MAX_BODY`], at most
-/// [`handler::MAX_CONCURRENT_REVIEWS`] at once.
-pub(crate) fn router(cloud: Arc<dyn CloudProvider>) -> Router {
+/// [`handler::MAX_CONCURRENT_REVIEWS`] at once, decided under `policy`.
+pub(crate) fn router(cloud: Arc<dyn CloudProvider>, policy: Policy) -> Router {
     Router::new()
         .route(PATH, post(handler::validate))
-        .with_state(handler::Reviewer::new(cloud))
+        .with_state(handler::Reviewer::new(cloud, policy))
 }
 
 /// Binds the port and loads (or issues) the certificate, then returns the
@@ -150,7 +157,7 @@ pub(crate) async fn start(
         (None, _) => "the configured certificate",
     };
     tracing::info!(addr = %options.addr, path = PATH, "serving the admission webhook over HTTPS with {source}");
-    let router = router(cloud);
+    let router = router(cloud, options.policy);
     Ok(async move {
         let keeper = async move {
             if let Some(keeper) = keeper {

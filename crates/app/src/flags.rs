@@ -362,7 +362,7 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
     );
     notes.extend(resync_note);
     let logging = logging(&global, &feature_gates)?;
-    let webhook = webhook_serving.validate(webhook.validate()?)?;
+    let webhook = webhook_serving.validate(webhook.validate()?, webhook.policy())?;
     for (flag, set) in [
         (
             "allow-untagged-cloud",

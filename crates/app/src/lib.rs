@@ -37,8 +37,8 @@ use std::process::ExitCode;
 
 use cloud_provider::{Environment, ProviderFactory};
 
-/// The flag parsers, for the fuzz targets (`crates/fuzz-targets`): not an
-/// API.
+/// The flag parsers and the admission webhook's answers, for the fuzz
+/// targets (`crates/fuzz-targets`) and the binaries' tests: not an API.
 #[doc(hidden)]
 pub mod fuzzing {
     use std::time::Duration;
@@ -58,14 +58,33 @@ pub mod fuzzing {
     }
 
     /// The admission webhook's answer to `body` (an AdmissionReview, as the
-    /// API server posts it) for `cloud`: the review to send back as JSON, or
-    /// why the body is answered 400.
+    /// API server posts it) for `cloud`, under the default policy: the
+    /// review to send back as JSON, or why the body is answered 400.
     pub fn admission_review(
         cloud: &dyn cloud_provider::CloudProvider,
         body: &[u8],
     ) -> Result<String, String> {
-        let review = crate::admission::respond(cloud, body)?;
+        let review = crate::admission::respond(cloud, body, crate::admission::Policy::default())?;
         serde_json::to_string(&review).map_err(|e| e.to_string())
+    }
+
+    /// The admission webhook's verdict on `service` (and `old`, the stored
+    /// Service on an update) for `cloud`, as `--webhook-strict` decides when
+    /// `strict`: the refusal, if any, and the warnings. For the binaries'
+    /// tests of their provider's keys.
+    pub fn admission_verdict(
+        cloud: &dyn cloud_provider::CloudProvider,
+        old: Option<&k8s_openapi::api::core::v1::Service>,
+        service: &k8s_openapi::api::core::v1::Service,
+        strict: bool,
+    ) -> (Option<String>, Vec<String>) {
+        let policy = if strict {
+            crate::admission::Policy::Strict
+        } else {
+            crate::admission::Policy::Upstream
+        };
+        let verdict = crate::admission::decide(cloud.load_balancer(), old, service, policy);
+        (verdict.refusal, verdict.warnings)
     }
 
     /// Go's `time.Duration.String()`, as `/configz` writes durations.

@@ -1,14 +1,17 @@
 //! Helpers for providers that read their settings from Service annotations:
-//! each provider's annotations described once ([`AnnotationSchema`]), and
+//! each provider's annotations described once ([`AnnotationSchema`]), with
+//! what upstream's CCM does when one is at fault ([`Upstream`]), and
 //! warnings about keys they do not know, with the nearest key they do.
 
+mod finding;
 mod schema;
+mod upstream;
 
 use std::collections::BTreeMap;
 
-pub use schema::{
-    Agreement, Annotation, AnnotationSchema, Finding, FindingKind, Value, parse_bool,
-};
+pub use finding::{Finding, FindingKind};
+pub use schema::{Agreement, Annotation, AnnotationSchema, Value, parse_bool};
+pub use upstream::{Meaning, UNKNOWN_KEY, Upstream, UpstreamVerdict};
 
 use crate::LoadBalancerWarning;
 

@@ -1,5 +1,6 @@
-//! Warnings a provider returns with a successful ensure become Warning
-//! events on the Service, and the load balancer is ensured all the same.
+//! Warnings a provider returns with a successful ensure, and the findings
+//! of its annotation schema, become Warning events on the Service, and the
+//! load balancer is ensured all the same (but for a malformed value).
 
 mod support;
 
@@ -13,6 +14,7 @@ use cloud_provider::{
     CloudError, CloudProvider, EnsuredLoadBalancer, LoadBalancer, LoadBalancerStatus,
 };
 use k8s_openapi::api::core::v1::{Node, Service};
+use kube::api::{Patch, PatchParams};
 use provider_fake::{
     ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_HOSTNAME, ANNOTATION_LOAD_BALANCER_ID,
     ANNOTATION_TYPE, FakeCloud, Operation,
@@ -212,5 +214,47 @@ async fn the_schemas_malformed_value_is_refused_before_the_cloud_is_called() {
     h.settled().await;
     assert_eq!(h.cloud.count(Operation::EnsureLoadBalancer), 0);
     assert!(h.cloud.load_balancers().is_empty());
+    h.stop().await;
+}
+
+/// A change the cloud cannot make in place, admitted by the webhook with a
+/// warning (or past it while it was down), is an ImmutableAnnotation event
+/// in the webhook's words; what to do about it is the provider's to say.
+#[tokio::test]
+async fn an_annotation_changed_on_an_existing_load_balancer_is_a_warning_in_the_webhooks_words() {
+    let mut h = Harness::new().await;
+    h.create_node(&ready_node("n1")).await;
+    let service = load_balancer_service("web", &[]);
+    h.create_service(&service).await;
+    h.start(&[ControllerId::Service], &fast_settings()).await;
+    eventually("the load balancer ensured", WAIT, || async {
+        (!h.events("web", "EnsuredLoadBalancer").await.is_empty()).then_some(())
+    })
+    .await
+    .expect("a bounded wait");
+    h.settled().await;
+    assert!(h.events("web", "ImmutableAnnotation").await.is_empty());
+
+    let stored = h.services().get("web").await.expect("the Service");
+    let patch = serde_json::json!({"metadata": {"annotations": {ANNOTATION_TYPE: "nlb"}}});
+    let changed = h
+        .services()
+        .patch("web", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("patched");
+    let expected: Vec<String> = provider_fake::SCHEMA
+        .review(Some(&stored), &changed)
+        .into_iter()
+        .map(|f| f.message)
+        .collect();
+    assert_eq!(expected.len(), 1, "{expected:?}");
+    let events = eventually("an ImmutableAnnotation event", WAIT, || async {
+        let events = h.events("web", "ImmutableAnnotation").await;
+        (!events.is_empty()).then_some(events)
+    })
+    .await
+    .expect("a bounded wait");
+    assert_eq!(events[0].type_.as_deref(), Some("Warning"));
+    assert_eq!(events[0].note.as_deref(), Some(expected[0].as_str()));
     h.stop().await;
 }

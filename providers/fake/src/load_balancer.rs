@@ -39,29 +39,42 @@ pub const ANNOTATION_PANIC: &str = "service.beta.kubernetes.io/fake-load-balance
 pub const ANNOTATION_HOSTNAME: &str = "service.beta.kubernetes.io/fake-load-balancer-hostname";
 
 /// Every annotation the fake cloud reads: what the service controller warns
-/// from and the admission webhook refuses from.
+/// from and the admission webhook refuses from. The fake has no upstream of
+/// its own: each entry says what the cloud it stands for does, so the
+/// suites see both a key admission denies and one it warns about.
 pub static SCHEMA: AnnotationSchema = AnnotationSchema {
     prefixes: &["service.beta.kubernetes.io/fake-load-balancer-"],
     annotations: &[
-        Annotation::new(ANNOTATION_TYPE, Value::OneOf(&["", "nlb", "external"])).immutable(
-            "the fake cloud cannot change a load balancer's type: delete the Service and create it again",
-        ),
+        Annotation::new(ANNOTATION_TYPE, Value::OneOf(&["", "nlb", "external"]))
+            .upstream_fails("the fake fails the Service on a type it cannot make")
+            .immutable(
+                "the fake cloud cannot change a load balancer's type: delete the Service and create it again",
+            )
+            .upstream_fails_change(
+                "the fake fails the ensure when the type changes, as AWS's upstream CCM does since v1.36",
+            ),
         Annotation::new(
             ANNOTATION_HEALTHCHECK_INTERVAL,
             Value::Int { min: 5, max: 300 },
-        ),
+        )
+        .upstream_fails(HEALTHCHECK_INTERVAL_REFUSED),
         Annotation::new(
             ANNOTATION_HEALTH_CHECK_INTERVAL_DEPRECATED,
             Value::Int { min: 5, max: 300 },
         )
         .deprecated("use service.beta.kubernetes.io/fake-load-balancer-healthcheck-interval instead")
-        .conflicts(&[ANNOTATION_HEALTHCHECK_INTERVAL]),
+        .conflicts(&[ANNOTATION_HEALTHCHECK_INTERVAL])
+        .upstream_fails(HEALTHCHECK_INTERVAL_REFUSED),
         Annotation::new(ANNOTATION_LOAD_BALANCER_ID, Value::Text),
         Annotation::new(ANNOTATION_FAIL, Value::Text),
         Annotation::new(ANNOTATION_PANIC, Value::Text),
         Annotation::new(ANNOTATION_HOSTNAME, Value::Text),
     ],
 };
+
+/// Where a bad health-check interval fails, as AWS refuses one.
+const HEALTHCHECK_INTERVAL_REFUSED: &str =
+    "the fake fails the Service on an interval outside 5 to 300 seconds, as AWS refuses one";
 
 fn service_key(service: &Service) -> String {
     let m = &service.metadata;

@@ -49,7 +49,7 @@ impl Figures {
              The release fake-cloud-controller-manager serves `service-annotations` over HTTPS \
              (a self-signed certificate made in memory); one keep-alive connection posts \
              AdmissionReviews at {RATE} per second, open loop, a mix of four: a valid \
-             LoadBalancer Service with three annotations, one with a misspelled key (refused), \
+             LoadBalancer Service with three annotations, one with a malformed health-check interval (refused), \
              a ClusterIP Service, and an update carrying the old object.\n\n\
              | figure | value |\n|---|---|\n\
              | reviews | {} in {:.1} s ({:.0}/s) |\n\
@@ -198,7 +198,8 @@ pub(super) fn bodies() -> anyhow::Result<Vec<String>> {
         "service.beta.kubernetes.io/fake-load-balancer-healthcheck-interval": "10",
         "service.beta.kubernetes.io/fake-load-balancer-hostname": "web.example.com",
     });
-    let typo = json!({"service.beta.kubernetes.io/fake-load-balancer-typ": "nlb"});
+    let malformed =
+        json!({"service.beta.kubernetes.io/fake-load-balancer-healthcheck-interval": "1"});
     let review = |operation: &str, object: Value, old: Value| {
         json!({
             "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
@@ -215,7 +216,7 @@ pub(super) fn bodies() -> anyhow::Result<Vec<String>> {
     };
     Ok(vec![
         review("CREATE", service("LoadBalancer", good.clone()), Value::Null),
-        review("CREATE", service("LoadBalancer", typo), Value::Null),
+        review("CREATE", service("LoadBalancer", malformed), Value::Null),
         review("CREATE", service("ClusterIP", json!({})), Value::Null),
         review(
             "UPDATE",

@@ -143,6 +143,11 @@ const REFUSED: &[(&str, &[&str], &str)] = &[
         "timeoutSeconds",
     ),
     (
+        "a webhook strictness that is not a boolean",
+        &["provider=fake", "webhook.strict=perhaps"],
+        "strict",
+    ),
+    (
         "a cert-manager issuer kind without its name",
         &[
             "provider=fake",

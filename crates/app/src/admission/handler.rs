@@ -24,7 +24,7 @@ use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::decide::decide;
+use super::decide::{Policy, decide};
 
 /// The largest review accepted: kube-apiserver's own request body limit
 /// (`MaxRequestBodyBytes`, 3 MiB), so it never sends a larger one.
@@ -61,10 +61,12 @@ impl Default for Limits {
     }
 }
 
-/// The cloud the reviews are decided for, and the slots they take.
+/// The cloud the reviews are decided for, under which policy, and the
+/// slots they take.
 #[derive(Clone)]
 pub(crate) struct Reviewer {
     cloud: Arc<dyn CloudProvider>,
+    policy: Policy,
     slots: Arc<Semaphore>,
     limits: Limits,
 }
@@ -72,6 +74,7 @@ pub(crate) struct Reviewer {
 impl std::fmt::Debug for Reviewer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Reviewer")
+            .field("policy", &self.policy)
             .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
@@ -79,13 +82,18 @@ impl std::fmt::Debug for Reviewer {
 
 impl Reviewer {
     /// The default [`Limits`].
-    pub(crate) fn new(cloud: Arc<dyn CloudProvider>) -> Self {
-        Self::with_limits(cloud, Limits::default())
+    pub(crate) fn new(cloud: Arc<dyn CloudProvider>, policy: Policy) -> Self {
+        Self::with_limits(cloud, policy, Limits::default())
     }
 
-    pub(crate) fn with_limits(cloud: Arc<dyn CloudProvider>, limits: Limits) -> Self {
+    pub(crate) fn with_limits(
+        cloud: Arc<dyn CloudProvider>,
+        policy: Policy,
+        limits: Limits,
+    ) -> Self {
         Self {
             cloud,
+            policy,
             slots: Arc::new(Semaphore::new(limits.concurrent.max(1))),
             limits,
         }
@@ -142,11 +150,12 @@ pub(crate) async fn validate(State(reviewer): State<Reviewer>, request: Request)
         }
     };
     let cloud = reviewer.cloud.clone();
+    let policy = reviewer.policy;
     // The slot goes with the parse: a caller that hangs up does not free
     // it before the parse ends.
     let answered = tokio::task::spawn_blocking(move || {
         let _slot = slot;
-        respond(cloud.as_ref(), &body).map(|review| serde_json::to_vec(&review))
+        respond(cloud.as_ref(), &body, policy).map(|review| serde_json::to_vec(&review))
     })
     .await;
     match answered {
@@ -171,7 +180,8 @@ fn too_large(max_body: usize) -> Response {
         .into_response()
 }
 
-/// The review to send back for `body`, or why it is not a review.
+/// The review to send back for `body` under `policy`, or why it is not a
+/// review.
 ///
 /// # Errors
 /// The body is not JSON of an AdmissionReview with a request; the message
@@ -179,6 +189,7 @@ fn too_large(max_body: usize) -> Response {
 pub(crate) fn respond(
     cloud: &dyn CloudProvider,
     body: &[u8],
+    policy: Policy,
 ) -> Result<AdmissionReview<DynamicObject>, String> {
     let review: AdmissionReview<DynamicObject> = serde_json::from_slice(body).map_err(|e| {
         format!(
@@ -190,13 +201,14 @@ pub(crate) fn respond(
     let request: AdmissionRequest<DynamicObject> = review
         .try_into()
         .map_err(|_| "not an AdmissionReview: it has no request".to_owned())?;
-    Ok(answer(cloud, &request).into_review())
+    Ok(answer(cloud, &request, policy).into_review())
 }
 
 /// The response to one request: anything but a core/v1 Service is admitted.
 fn answer(
     cloud: &dyn CloudProvider,
     request: &AdmissionRequest<DynamicObject>,
+    policy: Policy,
 ) -> AdmissionResponse {
     let mut response = AdmissionResponse::from(request);
     if !request.kind.group.is_empty() || request.kind.kind != "Service" {
@@ -206,7 +218,7 @@ fn answer(
         return response;
     };
     let old = request.old_object.as_ref().and_then(as_service);
-    let verdict = decide(cloud.load_balancer(), old.as_ref(), &service);
+    let verdict = decide(cloud.load_balancer(), old.as_ref(), &service, policy);
     if !verdict.warnings.is_empty() {
         response.warnings = Some(verdict.warnings);
     }

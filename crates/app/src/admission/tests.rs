@@ -1,5 +1,7 @@
-//! The webhook's answers, for the fake cloud: the verdicts, the review
-//! envelope, and bodies that are not reviews.
+//! The webhook's answers, for the fake cloud: the verdicts under both
+//! policies, the review envelope, and bodies that are not reviews. The
+//! providers' own keys are judged in their binaries' tests
+//! (`cmd/*/tests/admission.rs`).
 
 mod client_ca;
 mod limits;
@@ -9,7 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use provider_fake::{ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_TYPE, FakeCloud};
 use serde_json::{Value, json};
 
-use super::decide::{Verdict, decide};
+use super::decide::{Policy, Verdict, decide};
 use super::*;
 
 fn service(type_: &str, annotations: &[(&str, &str)]) -> Service {
@@ -53,17 +55,36 @@ fn review(operation: &str, object: &Service, old: Option<&Service>) -> Vec<u8> {
     .unwrap()
 }
 
-fn answer(body: &[u8]) -> Value {
+fn answer_under(policy: Policy, body: &[u8]) -> Value {
     let cloud = FakeCloud::default();
-    serde_json::to_value(respond(&cloud, body).unwrap()).unwrap()
+    serde_json::to_value(respond(&cloud, body, policy).unwrap()).unwrap()
+}
+
+fn answer(body: &[u8]) -> Value {
+    answer_under(Policy::Upstream, body)
 }
 
 const TYPO: &str = "service.beta.kubernetes.io/fake-load-balancer-typ";
 
 #[test]
-fn a_misspelled_annotation_is_refused_with_a_suggestion() {
+fn a_misspelled_annotation_is_admitted_with_a_warning_naming_the_nearest_key() {
     let body = review("CREATE", &service("LoadBalancer", &[(TYPO, "nlb")]), None);
     let answer = answer(&body);
+    let response = &answer["response"];
+    assert_eq!(response["uid"], "4f1c0e4e-0000-4000-8000-000000000001");
+    assert_eq!(response["allowed"], true, "upstream ignores unknown keys");
+    assert_eq!(
+        response["warnings"],
+        json!([format!(
+            "unknown annotation {TYPO}; did you mean {ANNOTATION_TYPE}? (ignored here, as upstream's cloud-controller-manager ignores keys it does not read)"
+        )])
+    );
+}
+
+#[test]
+fn strict_mode_refuses_a_misspelled_annotation_with_a_suggestion() {
+    let body = review("CREATE", &service("LoadBalancer", &[(TYPO, "nlb")]), None);
+    let answer = answer_under(Policy::Strict, &body);
     let response = &answer["response"];
     assert_eq!(answer["kind"], "AdmissionReview");
     assert_eq!(answer["apiVersion"], "admission.k8s.io/v1");
@@ -81,12 +102,15 @@ fn the_refusal_is_the_schema_finding_the_service_controller_publishes() {
     let svc = service("LoadBalancer", &[(ANNOTATION_HEALTHCHECK_INTERVAL, "1")]);
     let cloud = FakeCloud::default();
     let findings = provider_fake::SCHEMA.review(None, &svc);
-    let verdict = decide(cloud.load_balancer(), None, &svc);
     assert_eq!(findings.len(), 1);
-    assert_eq!(
-        verdict.refusal.as_deref(),
-        Some(findings[0].message.as_str())
-    );
+    for policy in [Policy::Upstream, Policy::Strict] {
+        let verdict = decide(cloud.load_balancer(), None, &svc, policy);
+        assert_eq!(
+            verdict.refusal.as_deref(),
+            Some(findings[0].message.as_str()),
+            "{policy:?}: the fake fails a bad interval, as AWS does"
+        );
+    }
 }
 
 #[test]
@@ -94,18 +118,18 @@ fn well_formed_and_other_services_are_admitted() {
     let cloud = FakeCloud::default();
     let good = service("LoadBalancer", &[(ANNOTATION_TYPE, "nlb")]);
     assert_eq!(
-        decide(cloud.load_balancer(), None, &good),
+        decide(cloud.load_balancer(), None, &good, Policy::Upstream),
         Verdict::default()
     );
     let cluster_ip = service("ClusterIP", &[(TYPO, "nlb")]);
     assert_eq!(
-        decide(cloud.load_balancer(), None, &cluster_ip),
+        decide(cloud.load_balancer(), None, &cluster_ip, Policy::Strict),
         Verdict::default()
     );
     let mut classed = service("LoadBalancer", &[(TYPO, "nlb")]);
     classed.spec.as_mut().unwrap().load_balancer_class = Some("example.com/other".into());
     assert_eq!(
-        decide(cloud.load_balancer(), None, &classed),
+        decide(cloud.load_balancer(), None, &classed, Policy::Strict),
         Verdict::default()
     );
     let elsewhere = service(
@@ -113,12 +137,17 @@ fn well_formed_and_other_services_are_admitted() {
         &[(ANNOTATION_TYPE, "external"), (TYPO, "x")],
     );
     assert_eq!(
-        decide(cloud.load_balancer(), None, &elsewhere),
+        decide(cloud.load_balancer(), None, &elsewhere, Policy::Strict),
         Verdict::default(),
         "another controller's annotations are not ours to judge"
     );
     assert_eq!(
-        decide(None, None, &service("LoadBalancer", &[(TYPO, "x")])),
+        decide(
+            None,
+            None,
+            &service("LoadBalancer", &[(TYPO, "x")]),
+            Policy::Strict
+        ),
         Verdict::default()
     );
 }
@@ -167,7 +196,7 @@ fn bodies_that_are_not_reviews_are_refused_without_quoting_them() {
         br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview"}"#,
         b"",
     ] {
-        let err = respond(&cloud, body).unwrap_err();
+        let err = respond(&cloud, body, Policy::Upstream).unwrap_err();
         assert!(err.starts_with("not an AdmissionReview"), "{err}");
         assert!(!err.contains("secret"), "{err}");
     }
@@ -199,4 +228,40 @@ fn an_update_that_keeps_an_existing_problem_is_admitted() {
             "annotation {ANNOTATION_HEALTHCHECK_INTERVAL}: expected a whole number from 5 to 300, got `1`"
         )
     );
+    let strict = answer_under(Policy::Strict, &review("UPDATE", &finalized, Some(&stored)));
+    assert_eq!(
+        strict["response"]["allowed"], true,
+        "strict mode ratchets too"
+    );
+    assert_eq!(
+        strict["response"]["warnings"],
+        json!([format!(
+            "unknown annotation {TYPO}; did you mean {ANNOTATION_TYPE}? (ignored here, as upstream's cloud-controller-manager ignores keys it does not read)"
+        )]),
+        "the problem it keeps is still shown"
+    );
+}
+
+#[test]
+fn a_deprecated_key_is_a_warning_under_both_policies() {
+    let svc = service(
+        "LoadBalancer",
+        &[(
+            provider_fake::ANNOTATION_HEALTH_CHECK_INTERVAL_DEPRECATED,
+            "30",
+        )],
+    );
+    let cloud = FakeCloud::default();
+    for policy in [Policy::Upstream, Policy::Strict] {
+        let verdict = decide(cloud.load_balancer(), None, &svc, policy);
+        assert_eq!(verdict.refusal, None, "{policy:?}");
+        assert_eq!(verdict.warnings.len(), 1, "{policy:?}");
+        assert!(
+            verdict.warnings[0].ends_with(
+                "is deprecated: use service.beta.kubernetes.io/fake-load-balancer-healthcheck-interval instead"
+            ),
+            "{policy:?}: {:?}",
+            verdict.warnings
+        );
+    }
 }

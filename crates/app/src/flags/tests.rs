@@ -551,6 +551,37 @@ fn kept_webhook_certificates_need_all_three_flags() {
 }
 
 #[test]
+fn webhook_strict_refuses_every_problem_and_is_off_by_default() {
+    use crate::admission::Policy;
+    let policy = |args: &[&str]| {
+        let mut args = args.to_vec();
+        args.push("--webhooks=service-annotations");
+        ok(&args).webhook.expect("served").policy
+    };
+    assert_eq!(policy(&[]), Policy::Upstream, "what upstream fails on only");
+    assert_eq!(policy(&["--webhook-strict"]), Policy::Strict);
+    assert_eq!(policy(&["--webhook-strict=true"]), Policy::Strict);
+    assert_eq!(policy(&["--webhook-strict=false"]), Policy::Upstream);
+    assert_eq!(
+        policy(&["--webhook-strict=true", "--webhook-strict=false"]),
+        Policy::Upstream,
+        "the last one wins, as pflag"
+    );
+    assert_eq!(
+        ok(&["--webhook-strict"]).webhook,
+        None,
+        "strict alone serves no webhook"
+    );
+    bad(&["--webhook-strict=perhaps"], "not a boolean");
+    bad(&["--webhook-strict", "yes"], "unexpected argument `yes`");
+    let help = match parse("fake", vec!["ccm".to_owned(), "--help".to_owned()]) {
+        Ok(Command::Help(text)) => text,
+        other => panic!("expected help, got {other:?}"),
+    };
+    assert!(help.contains("--webhook-strict"), "{help}");
+}
+
+#[test]
 fn repeated_list_flags_append_as_pflag_string_slices() {
     let s = ok(&["--controllers=service", "--controllers=route"]);
     assert_eq!(

@@ -1,9 +1,10 @@
-//! Upstream's "webhook" and "webhook serving" sections (KEP 2699), and
-//! three flags of ours for certificates the CCM keeps itself. This CCM
-//! serves one webhook, `service-annotations` ([`crate::admission`]), when
-//! `--webhooks` enables it and `--webhook-secure-port` is not 0. Upstream
-//! also needs the alpha `CloudControllerManagerWebhook` gate; this CCM's
-//! webhook is not behind it.
+//! Upstream's "webhook" and "webhook serving" sections (KEP 2699), three
+//! flags of ours for certificates the CCM keeps itself, and one of ours for
+//! what the webhook refuses (`--webhook-strict`). This CCM serves one
+//! webhook, `service-annotations` ([`crate::admission`]), when `--webhooks`
+//! enables it and `--webhook-secure-port` is not 0. Upstream also needs the
+//! alpha `CloudControllerManagerWebhook` gate; this CCM's webhook is not
+//! behind it.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -11,7 +12,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::parse_path;
-use crate::admission::{self, ManagedCerts, ObjectName};
+use crate::admission::{self, ManagedCerts, ObjectName, Policy};
 use crate::serving::{CertSource, TlsOptions};
 
 /// The webhooks this CCM can serve, all on by default (`*`).
@@ -22,9 +23,17 @@ const KNOWN_WEBHOOKS: [&str; 1] = [admission::WEBHOOK_NAME];
 pub(crate) struct Webhook {
     /// Webhooks to enable: `*` for all on by default, `foo` to enable,
     /// `-foo` to disable. Known: service-annotations (refuses LoadBalancer
-    /// Services with malformed or unknown load-balancer annotations).
+    /// Services with load-balancer annotations upstream's CCM would fail
+    /// on, and warns about other malformed or unknown ones).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub(super) webhooks: Vec<String>,
+
+    /// Have service-annotations refuse every malformed value, unknown key
+    /// under the provider's prefixes and change the cloud cannot make in
+    /// place, not only those upstream's CCM fails on (which it otherwise
+    /// admits with a warning).
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_value = "false", default_missing_value = "true", value_parser = super::parse_bool)]
+    pub(super) webhook_strict: bool,
 }
 
 /// The "webhook serving" section.
@@ -143,12 +152,25 @@ impl Webhook {
         let disabled = named.iter().any(|n| n.strip_prefix('-') == Some(this));
         Ok(!disabled && named.iter().any(|n| *n == "*" || *n == this))
     }
+
+    /// What `service-annotations` refuses (`--webhook-strict`).
+    pub(super) fn policy(&self) -> Policy {
+        if self.webhook_strict {
+            Policy::Strict
+        } else {
+            Policy::Upstream
+        }
+    }
 }
 
 impl WebhookServing {
-    /// Upstream's checks, and the webhook server's options when `enabled`
-    /// and the port is not 0.
-    pub(super) fn validate(&self, enabled: bool) -> Result<Option<admission::Options>, String> {
+    /// Upstream's checks, and the webhook server's options, deciding under
+    /// `policy`, when `enabled` and the port is not 0.
+    pub(super) fn validate(
+        &self,
+        enabled: bool,
+        policy: Policy,
+    ) -> Result<Option<admission::Options>, String> {
         let given = |p: &Option<PathBuf>| p.clone().filter(|p| !p.as_os_str().is_empty());
         let cert = match (
             given(&self.webhook_tls_cert_file),
@@ -210,6 +232,7 @@ impl WebhookServing {
             },
             managed,
             client_ca: given(&self.webhook_client_ca_file),
+            policy,
         }))
     }
 }

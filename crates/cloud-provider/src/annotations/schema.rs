@@ -1,17 +1,19 @@
 //! A provider's Service annotations, each described once: its key, the
 //! syntax of its value, whether it may change once the load balancer
-//! exists, whether it is deprecated, and what it requires or excludes.
+//! exists, whether it is deprecated, what it requires or excludes, and
+//! what upstream's cloud-controller-manager does when it is at fault.
 //!
 //! [`AnnotationSchema::review`] turns a Service (and, on an update, the
 //! Service before it) into [`Finding`]s. The service controller publishes
-//! them as Warning events and the admission webhook refuses or warns with
+//! them as Warning events and the admission webhook denies or warns with
 //! them, so both say the same words.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Service;
 
-use super::{nearest_key, quoted};
+use super::upstream::{Meaning, UNKNOWN_KEY, Upstream, UpstreamVerdict};
+use super::{Finding, FindingKind, nearest_key, quoted};
 use crate::CloudError;
 
 /// The longest value quoted in a finding, in bytes.
@@ -50,18 +52,30 @@ pub struct Annotation {
     /// unknown, so manifests written for upstream keep applying.
     pub ignored: Option<&'static str>,
     /// `Some(why)` for a key upstream honours that this provider cannot
-    /// honour yet: refused (a malformed-value finding), so the cloud never
-    /// gets a load balancer other than the one asked for.
+    /// honour yet: a malformed-value finding, so the service controller
+    /// refuses the Service and the cloud never gets a load balancer other
+    /// than the one asked for (admission denies it as
+    /// [`upstream_on_invalid`](Self::upstream_on_invalid) says).
     pub unsupported: Option<&'static str>,
     /// Keys that must be present when this one is.
     pub requires: &'static [&'static str],
     /// Keys that must be absent when this one is present.
     pub conflicts: &'static [&'static str],
+    /// What upstream does with a malformed value of this key, a missing or
+    /// conflicting companion, or a combination the provider's own check
+    /// refuses naming it; `None`: not said, and admission only warns.
+    pub upstream_on_invalid: Option<Upstream>,
+    /// What upstream does when this immutable annotation changes on an
+    /// existing load balancer; `None`: not said, and admission only warns.
+    pub upstream_on_change: Option<Upstream>,
+    /// What a value means, for judging a change; `None`: trimmed values
+    /// compared as [`Value`] compares them, unset unlike any value.
+    pub meaning: Option<Meaning>,
 }
 
 impl Annotation {
     /// An annotation with `key` and `value`, mutable, current, with no
-    /// requirement or conflict.
+    /// requirement or conflict, and no word on upstream.
     pub const fn new(key: &'static str, value: Value) -> Self {
         Self {
             key,
@@ -72,6 +86,9 @@ impl Annotation {
             unsupported: None,
             requires: &[],
             conflicts: &[],
+            upstream_on_invalid: None,
+            upstream_on_change: None,
+            meaning: None,
         }
     }
 
@@ -117,6 +134,60 @@ impl Annotation {
     #[must_use]
     pub const fn conflicts(mut self, keys: &'static [&'static str]) -> Self {
         self.conflicts = keys;
+        self
+    }
+
+    /// Upstream fails the Service on a malformed value (its parser or the
+    /// cloud's API refuses it), so admission denies one; `why` says where.
+    #[must_use]
+    pub const fn upstream_fails(mut self, why: &'static str) -> Self {
+        self.upstream_on_invalid = Some(Upstream::Fails(why));
+        self
+    }
+
+    /// Upstream fails the Services `when` picks on a malformed value and
+    /// goes on for the others; `why` says both.
+    #[must_use]
+    pub const fn upstream_fails_when(
+        mut self,
+        when: fn(&Service) -> bool,
+        why: &'static str,
+    ) -> Self {
+        self.upstream_on_invalid = Some(Upstream::FailsWhen(when, why));
+        self
+    }
+
+    /// Upstream goes on despite a malformed value, so admission admits it
+    /// with a warning; `why` says what upstream does instead, worded to
+    /// follow "admitted because".
+    #[must_use]
+    pub const fn upstream_accepts(mut self, why: &'static str) -> Self {
+        self.upstream_on_invalid = Some(Upstream::Accepts(why));
+        self
+    }
+
+    /// Upstream fails the ensure when this immutable annotation changes on
+    /// an existing load balancer, so admission denies the change.
+    #[must_use]
+    pub const fn upstream_fails_change(mut self, why: &'static str) -> Self {
+        self.upstream_on_change = Some(Upstream::Fails(why));
+        self
+    }
+
+    /// Upstream goes on when this immutable annotation changes (it keeps
+    /// what the load balancer has, say), so admission warns; `why` is
+    /// worded to follow "admitted because".
+    #[must_use]
+    pub const fn upstream_accepts_change(mut self, why: &'static str) -> Self {
+        self.upstream_on_change = Some(Upstream::Accepts(why));
+        self
+    }
+
+    /// How a value is read when a change is judged, so that spelling out
+    /// the default (or another spelling of the same value) is no change.
+    #[must_use]
+    pub const fn meaning(mut self, meaning: Meaning) -> Self {
+        self.meaning = Some(meaning);
         self
     }
 }
@@ -245,67 +316,6 @@ pub fn parse_bool(value: &str) -> Option<bool> {
     }
 }
 
-/// What kind of problem a [`Finding`] is, which decides what each caller
-/// does with it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FindingKind {
-    /// A malformed value, or a missing required or present conflicting
-    /// annotation. Admission refuses it; the service controller makes no
-    /// cloud change.
-    Invalid,
-    /// A key under the provider's prefixes that it does not know. Admission
-    /// refuses it; the service controller warns and goes on without it.
-    Unknown,
-    /// A change to an annotation that cannot change once the load balancer
-    /// exists. Admission refuses it.
-    Immutable,
-    /// A deprecated key: admission admits it with a warning; the service
-    /// controller warns.
-    Deprecated,
-    /// A key upstream knows that this provider does not act on: admitted
-    /// with a warning; the service controller warns.
-    Ignored,
-}
-
-impl FindingKind {
-    /// The reason of the Warning event the service controller publishes.
-    pub const fn reason(self) -> &'static str {
-        match self {
-            Self::Invalid => "InvalidAnnotation",
-            Self::Unknown => super::UNKNOWN_ANNOTATION,
-            Self::Immutable => "ImmutableAnnotation",
-            Self::Deprecated => "DeprecatedAnnotation",
-            Self::Ignored => "IgnoredAnnotation",
-        }
-    }
-
-    /// Whether admission refuses a Service with this finding.
-    pub const fn refuses(self) -> bool {
-        !matches!(self, Self::Deprecated | Self::Ignored)
-    }
-}
-
-/// One problem with a Service's annotations, in words for its author.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Finding {
-    /// What kind of problem it is.
-    pub kind: FindingKind,
-    /// The annotation at fault.
-    pub key: String,
-    /// The message, under 1 KiB.
-    pub message: String,
-}
-
-impl Finding {
-    /// The finding as the error a provider returns for it.
-    pub fn to_error(&self) -> CloudError {
-        CloudError::InvalidInput {
-            field: self.key.clone(),
-            message: self.message.clone(),
-        }
-    }
-}
-
 impl AnnotationSchema {
     /// The description of `key`, if the provider honours it.
     pub fn get(&self, key: &str) -> Option<&Annotation> {
@@ -321,9 +331,9 @@ impl AnnotationSchema {
     /// keys, malformed values, missing requirements, conflicts and
     /// deprecated keys; and, when `old` is the same Service before an
     /// update and its load balancer existed, changes to immutable ones.
+    /// Each problem carries what upstream does with `service`.
     pub fn review(&self, old: Option<&Service>, service: &Service) -> Vec<Finding> {
-        let empty = BTreeMap::new();
-        let given = service.metadata.annotations.as_ref().unwrap_or(&empty);
+        let given = annotations_of(service);
         let known: Vec<&str> = self.annotations.iter().map(|a| a.key).collect();
         let mut findings = Vec::new();
         let mut conflicts = std::collections::BTreeSet::new();
@@ -334,14 +344,16 @@ impl AnnotationSchema {
                 }
                 continue;
             };
+            let invalid = |message: String| Finding {
+                kind: FindingKind::Invalid,
+                key: key.clone(),
+                message,
+                upstream: annotation.upstream_on_invalid.map(|u| u.on(service)),
+            };
             if let Some(why) = annotation.unsupported {
-                findings.push(Finding {
-                    kind: FindingKind::Invalid,
-                    key: key.clone(),
-                    message: format!(
-                        "annotation {key} is not supported by this cloud-controller-manager yet: {why}; remove it to get a load balancer without it"
-                    ),
-                });
+                findings.push(invalid(format!(
+                    "annotation {key} is not supported by this cloud-controller-manager yet: {why}; remove it to get a load balancer without it"
+                )));
                 continue;
             }
             if let Some(why) = annotation.ignored {
@@ -351,27 +363,22 @@ impl AnnotationSchema {
                     message: format!(
                         "annotation {key} is ignored by this cloud-controller-manager: {why}"
                     ),
+                    upstream: None,
                 });
                 continue;
             }
             if let Err(expected) = annotation.value.check(value) {
-                findings.push(Finding {
-                    kind: FindingKind::Invalid,
-                    key: key.clone(),
-                    message: format!(
-                        "annotation {}: expected {expected}, got `{}`",
-                        key,
-                        quoted(value.trim(), MAX_QUOTED_VALUE)
-                    ),
-                });
+                findings.push(invalid(format!(
+                    "annotation {}: expected {expected}, got `{}`",
+                    key,
+                    quoted(value.trim(), MAX_QUOTED_VALUE)
+                )));
             }
             for required in annotation.requires {
                 if !given.contains_key(*required) {
-                    findings.push(Finding {
-                        kind: FindingKind::Invalid,
-                        key: key.clone(),
-                        message: format!("annotation {key} needs {required} as well"),
-                    });
+                    findings.push(invalid(format!(
+                        "annotation {key} needs {required} as well"
+                    )));
                 }
             }
             for conflicting in annotation.conflicts {
@@ -384,6 +391,7 @@ impl AnnotationSchema {
                     kind: FindingKind::Deprecated,
                     key: key.clone(),
                     message: format!("annotation {key} is deprecated: {instead}"),
+                    upstream: None,
                 });
             }
         }
@@ -391,6 +399,7 @@ impl AnnotationSchema {
             kind: FindingKind::Invalid,
             key: a.to_owned(),
             message: format!("annotations {a} and {b} cannot be used together: keep one"),
+            upstream: self.upstream_on_invalid(a, service),
         }));
         if let Some(old) = old.filter(|old| had_load_balancer(old)) {
             findings.extend(self.immutable_changes(old, service));
@@ -398,39 +407,84 @@ impl AnnotationSchema {
         findings
     }
 
-    /// The immutable annotations whose value differs between `old` and
-    /// `service` (added and removed count as changes).
-    fn immutable_changes(&self, old: &Service, service: &Service) -> Vec<Finding> {
-        let value = |s: &Service, key: &str| {
-            s.metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(key))
-                .map(|v| v.trim().to_owned())
+    /// What upstream does with `service` when the annotation `key` is
+    /// malformed, or in a combination the provider refuses; `None` when
+    /// the schema does not say.
+    pub fn upstream_on_invalid(&self, key: &str, service: &Service) -> Option<UpstreamVerdict> {
+        self.get(key)
+            .and_then(|a| a.upstream_on_invalid)
+            .map(|u| u.on(service))
+    }
+
+    /// The provider's own refusal of `service` (what `check_service`
+    /// answers with [`CloudError::InvalidInput`]) as a finding on the key
+    /// it names, in the provider's words, with what upstream does when that
+    /// key is at fault. `None` for any other error.
+    pub fn refusal(&self, err: &CloudError, service: &Service) -> Option<Finding> {
+        let CloudError::InvalidInput { field, .. } = err else {
+            return None;
         };
+        Some(Finding {
+            kind: FindingKind::Invalid,
+            key: field.clone(),
+            message: err.to_string(),
+            upstream: self.upstream_on_invalid(field, service),
+        })
+    }
+
+    /// The immutable annotations whose meaning differs between `old` and
+    /// `service` (added and removed count as changes, unless the value
+    /// means what leaving it unset means).
+    fn immutable_changes(&self, old: &Service, service: &Service) -> Vec<Finding> {
         self.annotations
             .iter()
             .filter_map(|a| a.immutable.map(|instead| (a, instead)))
             .filter_map(|(annotation, instead)| {
                 let key = annotation.key;
-                let (before, after) = (value(old, key), value(service, key));
-                let same = match (&before, &after) {
-                    (Some(a), Some(b)) => annotation.value.same(a, b),
-                    (None, None) => true,
-                    _ => false,
+                let same = match (read(annotation, old), read(annotation, service)) {
+                    (Read::Value(a), Read::Value(b)) => annotation.value.same(a, b),
+                    (Read::Unset, Read::Unset) | (Read::Unknown, _) | (_, Read::Unknown) => true,
+                    (Read::Unset, Read::Value(_)) | (Read::Value(_), Read::Unset) => false,
                 };
+                let raw = |s: &Service| shown(annotations_of(s).get(key).map(|v| v.trim()));
                 (!same).then(|| Finding {
                     kind: FindingKind::Immutable,
                     key: key.to_owned(),
                     message: format!(
                         "annotation {key} cannot change once the load balancer exists ({} -> {}): {instead}",
-                        shown(before.as_deref()),
-                        shown(after.as_deref()),
+                        raw(old),
+                        raw(service),
                     ),
+                    upstream: annotation.upstream_on_change.map(|u| u.on(service)),
                 })
             })
             .collect()
     }
+}
+
+/// An immutable annotation's value, as a change is judged.
+enum Read<'a> {
+    /// Absent, and no [`Meaning`] says what that means.
+    Unset,
+    /// What it means.
+    Value(&'a str),
+    /// What it means cannot be told from the Service alone.
+    Unknown,
+}
+
+fn read<'a>(annotation: &Annotation, service: &'a Service) -> Read<'a> {
+    let annotations = annotations_of(service);
+    let value = annotations.get(annotation.key).map(|v| v.trim());
+    match annotation.meaning {
+        None => value.map_or(Read::Unset, Read::Value),
+        Some(meaning) => meaning(value, annotations).map_or(Read::Unknown, Read::Value),
+    }
+}
+
+/// The Service's annotations, empty when it has none.
+fn annotations_of(service: &Service) -> &BTreeMap<String, String> {
+    static NONE: BTreeMap<String, String> = BTreeMap::new();
+    service.metadata.annotations.as_ref().unwrap_or(&NONE)
 }
 
 /// The two keys in order, so a conflict declared on both sides is one.
@@ -519,6 +573,7 @@ fn unknown(key: &str, known: &[&str]) -> Finding {
         kind: FindingKind::Unknown,
         key: key.to_owned(),
         message,
+        upstream: Some(UNKNOWN_KEY),
     }
 }
 

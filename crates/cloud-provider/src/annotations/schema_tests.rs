@@ -14,25 +14,70 @@ const PORTS: &str = "example.com/lb-ports";
 const CERT: &str = "example.com/lb-cert";
 const OLD_CERT: &str = "example.com/lb-certificate";
 const NAME: &str = "example.com/lb-name";
+const STACK: &str = "example.com/lb-stack";
 
 fn is_path(v: &str) -> bool {
     v.starts_with('/')
+}
+
+/// `nlb`, `alb` and `classic`; unset means `classic`.
+fn type_meaning<'a>(value: Option<&'a str>, _: &'a BTreeMap<String, String>) -> Option<&'a str> {
+    Some(value.filter(|v| !v.is_empty()).unwrap_or("classic"))
+}
+
+/// `v4` when unset on an internal load balancer; unknown when unset on
+/// another.
+fn stack_meaning<'a>(
+    value: Option<&'a str>,
+    given: &'a BTreeMap<String, String>,
+) -> Option<&'a str> {
+    match value {
+        Some(v) => Some(v),
+        None if given.get(INTERNAL).is_some_and(|v| v == "true") => Some("v4"),
+        None => None,
+    }
+}
+
+/// A network load balancer.
+fn is_nlb(service: &Service) -> bool {
+    service
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(TYPE))
+        .is_some_and(|t| t == "nlb")
 }
 
 static SCHEMA: AnnotationSchema = AnnotationSchema {
     prefixes: &[P],
     annotations: &[
         Annotation::new(TYPE, Value::OneOf(&["nlb", "alb", "classic"]))
-            .immutable("create a new Service"),
-        Annotation::new(INTERNAL, Value::Bool).immutable("create a new Service"),
+            .immutable("create a new Service")
+            .upstream_accepts("upstream makes a classic load balancer of any other value")
+            .upstream_fails_change("upstream fails the ensure when the kind changes")
+            .meaning(type_meaning),
+        Annotation::new(INTERNAL, Value::Bool)
+            .immutable("create a new Service")
+            .upstream_fails("upstream fails on a word it cannot read as a boolean")
+            .upstream_accepts_change("upstream keeps the scheme it created"),
         Annotation::new("example.com/lb-idle-timeout", Value::Text).ignored("classic ELBs only"),
         Annotation::new("example.com/lb-security-groups", Value::Text)
             .unsupported("it replaces the load balancer's security groups"),
-        Annotation::new(PORTS, Value::List(&Value::Int { min: 1, max: 65535 })).requires(&[CERT]),
-        Annotation::new(CERT, Value::NonEmpty).conflicts(&[OLD_CERT]),
+        Annotation::new(PORTS, Value::List(&Value::Int { min: 1, max: 65535 }))
+            .requires(&[CERT])
+            .upstream_fails_when(
+                is_nlb,
+                "upstream fails a network load balancer on a bad port and ignores it on others",
+            ),
+        Annotation::new(CERT, Value::NonEmpty)
+            .conflicts(&[OLD_CERT])
+            .upstream_fails("the cloud refuses two certificates"),
         Annotation::new(OLD_CERT, Value::NonEmpty)
             .deprecated("use example.com/lb-cert instead")
             .conflicts(&[CERT]),
+        Annotation::new(STACK, Value::OneOf(&["v4", "dual"]))
+            .immutable("create a new Service")
+            .meaning(stack_meaning),
         Annotation::new(
             NAME,
             Value::Custom {
@@ -295,5 +340,181 @@ fn unsupported_keys_are_refused_whatever_their_value() {
             FindingKind::Invalid,
             "annotation example.com/lb-security-groups is not supported by this cloud-controller-manager yet: it replaces the load balancer's security groups; remove it to get a load balancer without it"
         )]
+    );
+}
+
+#[test]
+fn findings_carry_what_upstream_does_with_the_service() {
+    let verdicts = |svc: &Service| -> Vec<(String, Option<UpstreamVerdict>, bool)> {
+        SCHEMA
+            .review(None, svc)
+            .into_iter()
+            .map(|f| {
+                let fails = f.upstream_fails();
+                (f.key, f.upstream, fails)
+            })
+            .collect()
+    };
+    let accepts = |why| Some(UpstreamVerdict { fails: false, why });
+    let fails = |why| Some(UpstreamVerdict { fails: true, why });
+    let svc = service(&[
+        (TYPE, "NLB"),
+        (INTERNAL, "yes"),
+        ("example.com/lb-scheme", "internal"),
+        (OLD_CERT, "b"),
+        (CERT, "a"),
+        (NAME, "x"),
+    ]);
+    assert_eq!(
+        verdicts(&svc),
+        [
+            (OLD_CERT.to_owned(), None, false),
+            (
+                INTERNAL.to_owned(),
+                fails("upstream fails on a word it cannot read as a boolean"),
+                true
+            ),
+            (NAME.to_owned(), None, false),
+            ("example.com/lb-scheme".to_owned(), Some(UNKNOWN_KEY), false),
+            (
+                TYPE.to_owned(),
+                accepts("upstream makes a classic load balancer of any other value"),
+                false
+            ),
+            (
+                CERT.to_owned(),
+                fails("the cloud refuses two certificates"),
+                true
+            ),
+        ],
+        "a conflict takes the verdict of its first key; deprecated and unstated keys have none"
+    );
+    let why = "upstream fails a network load balancer on a bad port and ignores it on others";
+    let on_nlb = service(&[(TYPE, "nlb"), (PORTS, "http"), (CERT, "c")]);
+    assert_eq!(verdicts(&on_nlb), [(PORTS.to_owned(), fails(why), true)]);
+    let on_classic = service(&[(PORTS, "http"), (CERT, "c")]);
+    assert_eq!(
+        verdicts(&on_classic),
+        [(PORTS.to_owned(), accepts(why), false)]
+    );
+}
+
+#[test]
+fn spelling_out_what_unset_means_is_no_change() {
+    let old = provisioned(&[]);
+    for same in ["classic", " classic "] {
+        assert_eq!(
+            SCHEMA.review(Some(&old), &service(&[(TYPE, same)])),
+            [],
+            "`{same}`"
+        );
+    }
+    let changed = SCHEMA.review(Some(&old), &service(&[(TYPE, "nlb")]));
+    assert_eq!(
+        messages(&changed),
+        [(
+            FindingKind::Immutable,
+            "annotation example.com/lb-type cannot change once the load balancer exists (unset -> `nlb`): create a new Service"
+        )]
+    );
+    assert!(changed[0].upstream_fails(), "{changed:?}");
+    let back = SCHEMA.review(Some(&provisioned(&[(TYPE, "classic")])), &service(&[]));
+    assert_eq!(back, [], "removing the default is no change either");
+}
+
+#[test]
+fn a_change_whose_meaning_the_service_cannot_tell_is_not_reported() {
+    let internal = provisioned(&[(INTERNAL, "true")]);
+    let spelled_out = service(&[(INTERNAL, "true"), (STACK, "v4")]);
+    assert_eq!(SCHEMA.review(Some(&internal), &spelled_out), []);
+    let external = provisioned(&[]);
+    assert_eq!(
+        SCHEMA.review(Some(&external), &service(&[(STACK, "v4")])),
+        [],
+        "unset means what the nodes say: the provider judges it"
+    );
+    let changed = SCHEMA.review(
+        Some(&provisioned(&[(STACK, "dual")])),
+        &service(&[(STACK, "v4")]),
+    );
+    assert_eq!(changed.len(), 1, "{changed:?}");
+    assert_eq!(changed[0].upstream, None);
+    assert!(!changed[0].upstream_fails(), "unstated: admission warns");
+}
+
+#[test]
+fn an_immutable_change_upstream_goes_on_with_is_admitted_with_why() {
+    let old = provisioned(&[(INTERNAL, "true")]);
+    let findings = SCHEMA.review(Some(&old), &service(&[(INTERNAL, "false")]));
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert!(!findings[0].upstream_fails());
+    assert_eq!(
+        findings[0].warning(),
+        "annotation example.com/lb-internal cannot change once the load balancer exists (`true` -> `false`): create a new Service (admitted because upstream keeps the scheme it created)"
+    );
+}
+
+#[test]
+fn warnings_say_why_a_problem_is_admitted_and_what_happens_to_it() {
+    let warnings = |annotations: &[(&str, &str)]| -> Vec<String> {
+        SCHEMA
+            .review(None, &service(annotations))
+            .iter()
+            .map(Finding::warning)
+            .collect()
+    };
+    assert_eq!(
+        warnings(&[("example.com/lb-typ", "nlb")]),
+        [
+            "unknown annotation example.com/lb-typ; did you mean example.com/lb-type? (ignored here, as upstream's cloud-controller-manager ignores keys it does not read)"
+        ]
+    );
+    assert_eq!(
+        warnings(&[(TYPE, "NLB")]),
+        [
+            "annotation example.com/lb-type: expected one of `nlb`, `alb` or `classic`, got `NLB` (admitted because upstream makes a classic load balancer of any other value; this cloud-controller-manager makes no load-balancer change for the Service until it is fixed)"
+        ]
+    );
+    assert_eq!(
+        warnings(&[(NAME, "x")]),
+        [
+            "annotation example.com/lb-name: expected a path, got `x` (this cloud-controller-manager makes no load-balancer change for the Service until it is fixed)"
+        ],
+        "a key that says nothing of upstream"
+    );
+    assert_eq!(
+        warnings(&[("example.com/lb-idle-timeout", "1")]),
+        [
+            "annotation example.com/lb-idle-timeout is ignored by this cloud-controller-manager: classic ELBs only"
+        ]
+    );
+}
+
+#[test]
+fn a_provider_refusal_is_a_finding_on_the_key_it_names() {
+    let svc = service(&[(CERT, "a")]);
+    let refused = SCHEMA
+        .refusal(
+            &CloudError::invalid(CERT, "the certificate is in another region"),
+            &svc,
+        )
+        .expect("an InvalidInput is a finding");
+    assert_eq!(refused.kind, FindingKind::Invalid);
+    assert_eq!(refused.key, CERT);
+    assert_eq!(
+        refused.message,
+        format!("invalid {CERT}: the certificate is in another region")
+    );
+    assert!(refused.upstream_fails());
+    let elsewhere = SCHEMA
+        .refusal(
+            &CloudError::invalid("spec.loadBalancerIP", "not here"),
+            &svc,
+        )
+        .expect("a finding");
+    assert_eq!(elsewhere.upstream, None, "not a key of the schema");
+    assert_eq!(
+        SCHEMA.refusal(&CloudError::ImplementedElsewhere, &svc),
+        None
     );
 }

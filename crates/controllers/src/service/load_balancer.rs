@@ -126,6 +126,7 @@ impl ServiceController {
                 service: spec::fingerprint(&stored, &BTreeMap::new()),
                 nodes: nodes.identity,
                 ingress: ingress.clone(),
+                annotations: stored.metadata.annotations.clone().unwrap_or_default(),
             });
             record.parked = None;
             record.ensure_next = false;
@@ -199,13 +200,17 @@ impl ServiceController {
     }
 
     /// Checks the Service's annotations against the provider's schema, the
-    /// same description the admission webhook refuses from, so the events
-    /// say word for word what admission would have said. A malformed one is
-    /// published as a Warning event and refused: no cloud change, and no
-    /// retry until the Service changes. With `publish_all`, unknown and
-    /// deprecated keys are published too (the ensure goes on without them).
-    /// A Service the provider says another controller implements is not
-    /// checked: that controller's annotations are not ours to judge.
+    /// same description the admission webhook judges from, so the events
+    /// say word for word what admission would have said (and a Service
+    /// admitted with a warning, or past an unreachable webhook, still gets
+    /// its event). A malformed one is published as a Warning event and
+    /// refused: no cloud change, and no retry until the Service changes.
+    /// With `publish_all`, unknown and deprecated keys are published too
+    /// (the ensure goes on without them), and so are changes, since the
+    /// last success in this process, to annotations that cannot change on
+    /// an existing load balancer (the provider decides what to do about
+    /// those). A Service the provider says another controller implements
+    /// is not checked: that controller's annotations are not ours to judge.
     async fn review_annotations(
         &self,
         service: &Service,
@@ -221,7 +226,24 @@ impl ServiceController {
         ) {
             return Ok(());
         }
-        let findings = schema.review(None, service);
+        let mut findings = schema.review(None, service);
+        if publish_all {
+            let last = self
+                .records()
+                .get(&key_of(service))
+                .and_then(|r| r.synced.as_ref())
+                .map(|synced| synced.annotations.clone());
+            if let Some(annotations) = last {
+                let mut before = service.clone();
+                before.metadata.annotations = Some(annotations);
+                findings.extend(
+                    schema
+                        .review(Some(&before), service)
+                        .into_iter()
+                        .filter(|f| f.kind == FindingKind::Immutable),
+                );
+            }
+        }
         let reference = service.object_ref(&());
         let mut refused = None;
         for finding in &findings {

@@ -2,7 +2,7 @@
 //! the decision that memory drives: which provider call, if any, a Service
 //! needs now.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use ccm_runtime::Retry;
@@ -33,6 +33,9 @@ pub(crate) struct Synced {
     pub(crate) nodes: u64,
     /// The ingress the provider reported.
     pub(crate) ingress: Vec<LoadBalancerIngress>,
+    /// The Service's annotations then, for telling which annotations that
+    /// cannot change on an existing load balancer changed since.
+    pub(crate) annotations: BTreeMap<String, String>,
 }
 
 /// Why a Service is left alone until it changes.
@@ -273,6 +276,7 @@ mod tests {
                 service,
                 nodes,
                 ingress: Vec::new(),
+                annotations: BTreeMap::new(),
             }),
             ..Record::default()
         }

@@ -77,7 +77,7 @@ async fn with_a_client_ca_only_its_certificates_may_call() {
     .unwrap();
     let listener = serving::bind("127.0.0.1:0".parse().unwrap(), false).unwrap();
     let url = format!("https://{}{PATH}", listener.local_addr().unwrap());
-    let router = router(Arc::new(FakeCloud::default()));
+    let router = router(Arc::new(FakeCloud::default()), Policy::Upstream);
     tokio::spawn(serving::serve(listener, served, router, shutdown.clone()));
     let body = review("CREATE", &service("LoadBalancer", &[]), None);
 

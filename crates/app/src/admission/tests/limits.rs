@@ -22,6 +22,7 @@ fn limited(limits: Limits) -> Router {
         .route(PATH, axum::routing::post(validate))
         .with_state(Reviewer::with_limits(
             Arc::new(FakeCloud::default()),
+            Policy::Upstream,
             limits,
         ))
 }
