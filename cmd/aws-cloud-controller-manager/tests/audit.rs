@@ -2,15 +2,17 @@
 //! its target group and security group) the provider made for a Service
 //! that no longer exists is listed, `--delete --yes` is refused while a CCM
 //! holds the Lease, `--force` then removes exactly those, and a second audit
-//! lists nothing; a live Service's load balancer is never listed.
+//! lists nothing; a live Service's load balancer is never listed, nor a
+//! live route to a node whose name is not its instance's private DNS name.
 
 mod support;
 
 use std::collections::BTreeSet;
 
 use ccm_test_support::{ApiServer, Credentials};
+use cloud_provider::Route;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Node, NodeSpec, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, PostParams};
 use provider_aws::test_util::seed;
@@ -20,6 +22,8 @@ use serde_json::Value;
 /// A Service nobody has any more.
 const GONE_UID: &str = "0deadbee-0000-4000-8000-00000000dead";
 const GONE_LB: &str = "a0deadbee00004000800000000000dea";
+/// A pod CIDR inside the test cluster's `--cluster-cidr`.
+const POD_CIDR: &str = "10.244.7.0/24";
 
 /// The leader-election Lease, held by `holder` and renewed just now.
 fn held_lease(holder: &str) -> Lease {
@@ -114,6 +118,43 @@ async fn audit_lists_and_deletes_exactly_the_leaked_load_balancer() {
         BTreeSet::from([live_lb.clone(), GONE_LB.to_owned()])
     );
 
+    // A live route to a node whose name is not its instance's private DNS
+    // name: matched by provider ID, as the route controller matches it.
+    let instance = &estate.instances[0];
+    let worker = Node {
+        metadata: ObjectMeta {
+            name: Some("worker-0".into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(NodeSpec {
+            pod_cidr: Some(POD_CIDR.into()),
+            pod_cidrs: Some(vec![POD_CIDR.into()]),
+            provider_id: Some(instance.provider_id()),
+            ..NodeSpec::default()
+        }),
+        ..Node::default()
+    };
+    Api::<Node>::all(api.client())
+        .create(&PostParams::default(), &worker)
+        .await
+        .expect("created");
+    provider
+        .routes()
+        .expect("AWS has routes")
+        .create_route(
+            CLUSTER,
+            "",
+            &Route {
+                name: String::new(),
+                target_node: "worker-0".into(),
+                target_provider_id: Some(instance.provider_id()),
+                destination_cidr: POD_CIDR.parse().expect("a CIDR"),
+                blackhole: false,
+            },
+        )
+        .await
+        .expect("created");
+
     let dir = tempfile::tempdir().expect("a directory");
     let config = dir.path().join("cloud.conf");
     std::fs::write(&config, cloud_config(&moto, &vpc)).expect("written");
@@ -138,6 +179,11 @@ async fn audit_lists_and_deletes_exactly_the_leaked_load_balancer() {
         !stdout.contains(&live_lb),
         "the live Service's load balancer is not listed: {report:#}"
     );
+    assert!(
+        !stdout.contains(POD_CIDR),
+        "the live route to worker-0 is not listed: {report:#}"
+    );
+    assert_eq!(report["routes_not_audited"], 0, "{report:#}");
     assert_eq!(
         report["missing"].as_array().map(Vec::len),
         Some(0),
