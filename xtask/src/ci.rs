@@ -5,11 +5,13 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::artifacts;
+use crate::cluster::Suites;
 use crate::cmd::{cargo, run};
 use crate::disk::LowWater;
 use crate::test_run::TestBinary;
 use crate::test_run::pool::{self, Job};
 use crate::tools;
+use crate::tools::control_plane::{self, Release};
 
 /// Every check CI runs: installs missing tools, fmt, clippy, docs, all tests.
 ///
@@ -35,8 +37,9 @@ use crate::tools;
 /// providers built, linted and tested, the conformance suite included),
 /// `cargo xtask chaos --quick` (the reliability suites' bounded variant),
 /// the real-cluster suites (tier 5: the test API server's contract suite
-/// and every end-to-end suite against the real control plane, the CCMs
-/// under the chart's RBAC), `cargo xtask sandbox --check`, `cargo xtask
+/// against the oldest supported Kubernetes release, then it and every
+/// end-to-end suite against the newest, the CCMs under the chart's RBAC;
+/// `--kubernetes` runs them all against one release instead), `cargo xtask sandbox --check`, `cargo xtask
 /// chart`, `cargo xtask monitoring` (the alert rules and dashboard against
 /// a real Prometheus), `cargo xtask image --check` for each provider's image
 /// (their release compile started in the background at idle CPU priority
@@ -59,6 +62,22 @@ pub(crate) struct Options {
     /// loudly at the end.
     #[arg(long)]
     skip_real_cluster: bool,
+    /// Run every real-cluster suite against this Kubernetes release (1.35,
+    /// 1.36 or 1.37) instead of the default: the contract suite against the
+    /// oldest supported release and every suite against the newest.
+    #[arg(long, value_parser = Release::parse)]
+    kubernetes: Option<Release>,
+}
+
+/// The real-cluster runs: each release with the suites run against it.
+fn real_cluster_runs(kubernetes: Option<Release>) -> Vec<(Release, Suites)> {
+    match kubernetes {
+        Some(release) => vec![(release, Suites::All)],
+        None => vec![
+            (control_plane::OLDEST, Suites::Contract),
+            (control_plane::NEWEST, Suites::All),
+        ],
+    }
 }
 
 /// The README's first command, as a newcomer runs it: the real binaries must
@@ -247,19 +266,20 @@ fn task(args: &[&str]) -> anyhow::Result<()> {
 
 /// The steps run so far and how long each took, and the disk they used.
 struct Steps {
-    done: Vec<(&'static str, f64)>,
+    done: Vec<(String, f64)>,
     disk: LowWater,
 }
 
 impl Steps {
     fn time(
         &mut self,
-        name: &'static str,
+        name: &str,
         step: impl FnOnce() -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         let started = Instant::now();
         let result = step();
-        self.done.push((name, started.elapsed().as_secs_f64()));
+        self.done
+            .push((name.to_owned(), started.elapsed().as_secs_f64()));
         if result.is_err() {
             self.print();
         }
@@ -294,7 +314,12 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     // beside the Rust compile and the tests, each joined before the first
     // step that needs it; cached, they return at once.
     let control_plane_log = crate::cmd::target_dir().join("ci/control-plane.log");
-    let control_plane = real_cluster.then(|| tools::control_plane::prebuild(control_plane_log));
+    let runs = real_cluster_runs(options.kubernetes);
+    let control_plane = real_cluster.then(|| {
+        // The newest first: its suites are the longer wait.
+        let releases = runs.iter().rev().map(|(release, _)| *release).collect();
+        control_plane::prebuild(releases, control_plane_log)
+    });
     let built_tools = tools::background::spawn("tools", None, move || build_tools(real_cluster));
     steps.time("fmt", || run(cargo().args(["fmt", "--all", "--check"])))?;
     steps.time("rustdoc", || {
@@ -344,7 +369,13 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     steps.time("chaos --quick", || task(CHAOS))?;
     if let Some(build) = control_plane {
         steps.time("control plane (joined)", || build.join().map(drop))?;
-        steps.time("real kube-apiserver suites", crate::cluster::run_suites)?;
+        for (release, suites) in &runs {
+            let name = match suites {
+                Suites::Contract => format!("real kube-apiserver {} contract", release.minor()),
+                Suites::All => format!("real kube-apiserver {} suites", release.minor()),
+            };
+            steps.time(&name, || crate::cluster::run_suites(*release, *suites))?;
+        }
     }
     steps.time("sandbox --check", || task(SANDBOX))?;
     steps.time("chart", || task(CHART))?;

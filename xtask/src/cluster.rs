@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use crate::cmd::target_dir;
 use crate::test_run::{TestBinary, pool, run_counting};
-use crate::tools::control_plane::{self, ControlPlane};
+use crate::tools::control_plane::{self, ControlPlane, Release};
 
 /// The real kube-apiserver and etcd on loopback (built from Go modules) until Ctrl-C.
 ///
@@ -33,6 +33,21 @@ pub(crate) struct Options {
     /// and every end-to-end suite with the CCM under the chart's RBAC.
     #[arg(long, verbatim_doc_comment)]
     suites: bool,
+    /// The Kubernetes release to run: 1.35, 1.36 or 1.37 (built from its Go
+    /// modules the first time, each cached by version).
+    #[arg(long, value_parser = Release::parse, default_value_t = control_plane::NEWEST)]
+    kubernetes: Release,
+}
+
+/// Which of the real-cluster suites to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Suites {
+    /// The test API server's contract suite and the fake binary's
+    /// end-to-end suite against one shared cluster: what CI runs against
+    /// the oldest supported release.
+    Contract,
+    /// Those, then every end-to-end suite with a control plane per test.
+    All,
 }
 
 /// The variables that point the end-to-end suites at a real kube-apiserver.
@@ -50,9 +65,9 @@ const START_WITHIN: Duration = Duration::from_secs(180);
 
 pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     if options.suites {
-        return run_suites();
+        return run_suites(options.kubernetes, Suites::All);
     }
-    let plane = control_plane::ensure()?;
+    let plane = control_plane::ensure(options.kubernetes)?;
     let kubeconfig = target_dir().join("cluster").join("kubeconfig");
     let mut cluster = Cluster::start(&plane, &kubeconfig)?;
     println!(
@@ -131,7 +146,7 @@ impl Drop for Cluster {
 /// `ci/<name>-values.yaml` (a provider, or a provider's variant such as
 /// `fake-csr-approver`), written to `dir/<name>.yaml` (a JSON `List`, which
 /// kubectl applies as it is).
-pub(crate) fn write_chart_rbac(dir: &Path) -> anyhow::Result<()> {
+pub(crate) fn write_chart_rbac(dir: &Path, release: Release) -> anyhow::Result<()> {
     use crate::chart::render;
     const KINDS: &[&str] = &[
         "ServiceAccount",
@@ -152,8 +167,12 @@ pub(crate) fn write_chart_rbac(dir: &Path) -> anyhow::Result<()> {
         else {
             continue;
         };
-        let yaml = render::template(Some(&values), &[], "1.33.0")?
-            .map_err(|e| anyhow::anyhow!("helm template -f {}: {e}", values.display()))?;
+        let yaml = render::template(
+            Some(&values),
+            &[],
+            release.kubernetes.trim_start_matches('v'),
+        )?
+        .map_err(|e| anyhow::anyhow!("helm template -f {}: {e}", values.display()))?;
         let items: Vec<Value> = render::documents(&yaml)?
             .into_iter()
             .filter(|d| d["kind"].as_str().is_some_and(|k| KINDS.contains(&k)))
@@ -176,12 +195,12 @@ pub(crate) fn write_chart_rbac(dir: &Path) -> anyhow::Result<()> {
 /// The tests are the executables of the workspace's own test build (`cargo
 /// test --workspace`), run as cargo would run them: a `cargo test -p X`
 /// would resolve features for X alone and rebuild half the dependency tree.
-pub(crate) fn run_suites() -> anyhow::Result<()> {
+pub(crate) fn run_suites(release: Release, suites: Suites) -> anyhow::Result<()> {
     let started = Instant::now();
-    let plane = control_plane::ensure()?;
+    let plane = control_plane::ensure(release)?;
     let dir = target_dir().join("cluster");
     let rbac = dir.join("rbac");
-    write_chart_rbac(&rbac)?;
+    write_chart_rbac(&rbac, release)?;
     crate::tools::ensure_e2e()?;
     let tests = TestBinary::all()?;
     let suite = |package: &str, targets: &[&str]| -> Vec<&TestBinary> {
@@ -206,6 +225,9 @@ pub(crate) fn run_suites() -> anyhow::Result<()> {
                     .env("KUBECONFIG", &kubeconfig),
             )?;
         }
+    }
+    if suites == Suites::Contract {
+        return finish(count, release, started);
     }
     // (package, test targets (all when empty), tests to skip).
     let per_test: [(&str, &[&str], &[&str]); 3] = [
@@ -245,12 +267,21 @@ pub(crate) fn run_suites() -> anyhow::Result<()> {
         }
     }
     count += pool::run(jobs, SUITE_JOBS, SUITE_LIMIT, &dir.join("suites"))?;
+    finish(count, release, started)
+}
+
+/// Says how many tests passed against `release`; fails when none ran.
+fn finish(count: u64, release: Release, started: Instant) -> anyhow::Result<()> {
     println!(
         "\nxtask: {count} tests passed against a real kube-apiserver {} in {:.0} s",
-        control_plane::KUBERNETES,
+        release.kubernetes,
         started.elapsed().as_secs_f64()
     );
-    anyhow::ensure!(count > 0, "no test ran against the real kube-apiserver");
+    anyhow::ensure!(
+        count > 0,
+        "no test ran against the real kube-apiserver {}",
+        release.kubernetes
+    );
     Ok(())
 }
 

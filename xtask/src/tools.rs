@@ -21,6 +21,7 @@ pub(crate) mod prometheus;
 mod rust;
 pub(crate) mod skopeo;
 pub(crate) mod umoci;
+pub(crate) mod upstream_aws;
 pub(crate) mod zig;
 
 use std::path::{Path, PathBuf};

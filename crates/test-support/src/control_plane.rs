@@ -171,14 +171,18 @@ impl ControlPlane {
                 .args([
                     "--bind-address=127.0.0.1",
                     "--advertise-address=127.0.0.1",
+                    // The default reconciler refuses a loopback advertise
+                    // address (1.37 exits on it); nothing here needs the
+                    // `kubernetes` Service's endpoints.
+                    "--endpoint-reconciler-type=none",
                     "--authorization-mode=Node,RBAC",
                     "--service-cluster-ip-range=10.96.0.0/16",
                     "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                     "--disable-admission-plugins=ServiceAccount",
                     "--profiling=false",
                     // Streaming lists (`sendInitialEvents`), which the test
-                    // API server serves and its contract suite pins; off by
-                    // default in 1.33.
+                    // API server serves and its contract suite pins (on by
+                    // default since 1.34; said so for any release).
                     "--feature-gates=WatchList=true",
                     "--v=1",
                 ])

@@ -16,7 +16,8 @@ use anyhow::Context;
 use crate::cmd::{cargo, repo_root, run, target_dir};
 use crate::image::binary;
 use crate::timestamp;
-use crate::tools::control_plane::{self, UPSTREAM_AWS};
+use crate::tools::control_plane;
+use crate::tools::upstream_aws::{self, UPSTREAM_AWS};
 use crate::tools::{apt, moto};
 
 /// The quick variant's size and quiet window, as its baseline was measured.
@@ -47,7 +48,7 @@ pub(crate) fn main(plan: Plan, commit: &str) -> anyhow::Result<()> {
     if !apt::has("ip") {
         apt::install(&["iproute2"])?;
     }
-    let plane = control_plane::ensure()?;
+    let plane = control_plane::ensure(control_plane::NEWEST)?;
     let ours = binary::build(
         "aws",
         &crate::image::metadata("aws")?,
@@ -82,7 +83,7 @@ pub(crate) fn main(plan: Plan, commit: &str) -> anyhow::Result<()> {
         );
         args.push(format!("--baseline={}", baseline.display()));
     } else {
-        let upstream = control_plane::UPSTREAM_AWS_CCM.ensure()?;
+        let upstream = upstream_aws::ensure()?;
         args.push(format!("--binary=upstream={}", upstream.display()));
     }
     args.push(format!("--binary=ours={}", ours.display()));
@@ -148,7 +149,7 @@ fn publish(out: &Path, plan: Plan, commit: &str) -> anyhow::Result<()> {
                 let m = super::machine::Machine::observe();
                 format!("{} ({} cores, {} GiB)", m.cpu, m.cores, m.memory_gib)
             },
-            control_plane::KUBERNETES.trim_start_matches('v'),
+            control_plane::NEWEST.kubernetes.trim_start_matches('v'),
         ),
     )?;
     println!("xtask: published {}", page.display());

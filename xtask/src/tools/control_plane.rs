@@ -17,13 +17,75 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 
 use crate::cmd::run;
-use crate::tools::go_install::GoTool;
 
-/// The Kubernetes release matching k8s-openapi's `v1_33` API, whose whole
-/// staging set the Go module proxy serves (v1.33.6 lacks one module).
-pub(crate) const KUBERNETES: &str = "v1.33.13";
-/// The etcd release Kubernetes 1.33 pins.
-pub(crate) const ETCD: &str = "v3.5.21";
+/// A Kubernetes release the project supports, with the etcd release its
+/// `go.mod` pins the client of (each built and cached by version).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Release {
+    /// The `k8s.io/kubernetes` module version; its staging modules are the
+    /// same release as `v0.x.y`. Each is one whose whole staging set the Go
+    /// module proxy serves (v1.33.6, for one, lacks a module).
+    pub(crate) kubernetes: &'static str,
+    /// The `go.etcd.io/etcd/server/v3` module version.
+    pub(crate) etcd: &'static str,
+}
+
+/// The supported releases, oldest first: README.md's range, the chart's
+/// `kubeVersion`, and what `cargo xtask ci --kubernetes` takes. The
+/// binaries compile against the oldest's API (k8s-openapi's `v1_35`).
+pub(crate) const SUPPORTED: [Release; 3] = [
+    Release {
+        kubernetes: "v1.35.4",
+        etcd: "v3.6.16",
+    },
+    Release {
+        kubernetes: "v1.36.3",
+        etcd: "v3.6.16",
+    },
+    Release {
+        kubernetes: "v1.37.2",
+        etcd: "v3.7.4",
+    },
+];
+
+/// The oldest supported release: CI runs the contract suite against it.
+pub(crate) const OLDEST: Release = SUPPORTED[0];
+/// The newest supported release: `cargo xtask cluster`, every real-cluster
+/// suite and the benchmark default to it.
+pub(crate) const NEWEST: Release = SUPPORTED[SUPPORTED.len() - 1];
+
+impl std::fmt::Display for Release {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.minor())
+    }
+}
+
+impl Release {
+    /// `1.37` for `v1.37.2`.
+    pub(crate) fn minor(&self) -> &'static str {
+        let version = self.kubernetes.trim_start_matches('v');
+        version.rsplit_once('.').map_or(version, |(minor, _)| minor)
+    }
+
+    /// The supported release `1.35`, `v1.35` or `1.35.4` names, as
+    /// `--kubernetes` takes it.
+    pub(crate) fn parse(value: &str) -> Result<Self, String> {
+        let wanted = value.trim_start_matches('v');
+        SUPPORTED
+            .iter()
+            .find(|release| {
+                release.minor() == wanted || release.kubernetes.trim_start_matches('v') == wanted
+            })
+            .copied()
+            .ok_or_else(|| {
+                let supported: Vec<&str> = SUPPORTED.iter().map(Release::minor).collect();
+                format!(
+                    "`{value}` is not a supported Kubernetes release; supported: {}",
+                    supported.join(", ")
+                )
+            })
+    }
+}
 
 /// The two binaries, ready to run.
 #[derive(Debug, Clone)]
@@ -37,35 +99,44 @@ fn cache_dir() -> PathBuf {
     crate::tools::machine_cache().join("control-plane")
 }
 
-/// Builds whichever of the two binaries is not cached yet.
-pub(crate) fn ensure() -> anyhow::Result<ControlPlane> {
-    ensure_with(None)
+/// Builds whichever of `release`'s two binaries is not cached yet.
+pub(crate) fn ensure(release: Release) -> anyhow::Result<ControlPlane> {
+    ensure_with(release, None)
 }
 
-/// Starts [`ensure`] in the background at idle priority, Go's output
-/// written to `log` instead of the terminal: CI overlaps a fresh machine's
-/// Go build with its Rust compile, whose single-crate stretches leave a
-/// core idle, and its first test runs.
-pub(crate) fn prebuild(log: PathBuf) -> crate::tools::background::Build<ControlPlane> {
+/// Starts [`ensure`] for each of `releases` in the background at idle
+/// priority, one after the other, Go's output written to `log` instead of
+/// the terminal: CI overlaps a fresh machine's Go build with its Rust
+/// compile, whose single-crate stretches leave a core idle, and its first
+/// test runs.
+pub(crate) fn prebuild(
+    releases: Vec<Release>,
+    log: PathBuf,
+) -> crate::tools::background::Build<Vec<ControlPlane>> {
     crate::tools::background::spawn("control plane", Some(log.clone()), move || {
-        ensure_with(Some(log))
+        releases
+            .into_iter()
+            .map(|release| ensure_with(release, Some(log.clone())))
+            .collect()
     })
 }
 
-fn ensure_with(log: Option<PathBuf>) -> anyhow::Result<ControlPlane> {
+fn ensure_with(release: Release, log: Option<PathBuf>) -> anyhow::Result<ControlPlane> {
     let kube_apiserver = cache_dir()
-        .join(format!("kube-apiserver-{KUBERNETES}"))
+        .join(format!("kube-apiserver-{}", release.kubernetes))
         .join("kube-apiserver");
-    let etcd = cache_dir().join(format!("etcd-{ETCD}")).join("etcd");
+    let etcd = cache_dir()
+        .join(format!("etcd-{}", release.etcd))
+        .join("etcd");
     if !kube_apiserver.exists() || !etcd.exists() {
         let mut go = GoEnv::new(go()?);
         go.log = log;
         let built = (|| {
             if !etcd.exists() {
-                build(&go, &etcd, &etcd_module()?)?;
+                build(&go, &etcd, &etcd_module(release))?;
             }
             if !kube_apiserver.exists() {
-                build(&go, &kube_apiserver, &kube_apiserver_module(&go)?)?;
+                build(&go, &kube_apiserver, &kube_apiserver_module(&go, release)?)?;
             }
             anyhow::Ok(())
         })();
@@ -78,32 +149,15 @@ fn ensure_with(log: Option<PathBuf>) -> anyhow::Result<ControlPlane> {
     })
 }
 
-/// The upstream AWS CCM `cargo xtask bench --against-upstream` measures
-/// ours against: cloud-provider-aws's release for Kubernetes 1.33.
-pub(crate) const UPSTREAM_AWS: &str = "v1.33.4";
-
-/// Upstream's `aws-cloud-controller-manager` at [`UPSTREAM_AWS`], built
-/// with `go install` from the Go module proxy when not cached yet (its
-/// `go.mod` has no `replace` lines, so it builds as published), with its
-/// version stamped as its release process stamps it.
-pub(crate) const UPSTREAM_AWS_CCM: GoTool = GoTool {
-    package: "k8s.io/cloud-provider-aws/cmd/aws-cloud-controller-manager",
-    version: UPSTREAM_AWS,
-    binary: "aws-cloud-controller-manager",
-    ldflags: "-X k8s.io/component-base/version.gitVersion=v1.33.4",
-    dir: "control-plane/aws-cloud-controller-manager-v1.33.4",
-    cost: "about 6 CPU-minutes",
-};
-
 /// kubectl at the control plane's version, built from the Go modules when
 /// not cached yet: for a machine whose kubectl is missing or too old.
 pub(crate) fn kubectl() -> anyhow::Result<PathBuf> {
     let kubectl = cache_dir()
-        .join(format!("kubectl-{KUBERNETES}"))
+        .join(format!("kubectl-{}", NEWEST.kubernetes))
         .join("kubectl");
     if !kubectl.exists() {
         let go = GoEnv::new(go()?);
-        let built = kubectl_module(&go).and_then(|module| build(&go, &kubectl, &module));
+        let built = kubectl_module(&go, NEWEST).and_then(|module| build(&go, &kubectl, &module));
         go.remove_caches();
         built?;
     }
@@ -198,22 +252,24 @@ struct Module {
     ldflags: String,
 }
 
-fn etcd_module() -> anyhow::Result<Module> {
-    Ok(Module {
+fn etcd_module(release: Release) -> Module {
+    Module {
         name: "etcd",
         go_mod: format!(
-            "module ccm.local/etcd\n\ngo 1.23\n\nrequire go.etcd.io/etcd/server/v3 {ETCD}\n"
+            "module ccm.local/etcd\n\ngo 1.23\n\nrequire go.etcd.io/etcd/server/v3 {}\n",
+            release.etcd
         ),
         main_go: "package main\n\nimport (\n\t\"os\"\n\n\t\"go.etcd.io/etcd/server/v3/etcdmain\"\n)\n\n\
                   func main() { etcdmain.Main(os.Args) }\n",
         ldflags: "-s -w".to_owned(),
-    })
+    }
 }
 
 /// kube-apiserver's module.
-fn kube_apiserver_module(go: &GoEnv) -> anyhow::Result<Module> {
+fn kube_apiserver_module(go: &GoEnv, release: Release) -> anyhow::Result<Module> {
     kubernetes_module(
         go,
+        release,
         "kube-apiserver",
         "package main\n\nimport (\n\t\"os\"\n\n\t\"k8s.io/component-base/cli\"\n\
          \t\"k8s.io/kubernetes/cmd/kube-apiserver/app\"\n)\n\n\
@@ -222,9 +278,10 @@ fn kube_apiserver_module(go: &GoEnv) -> anyhow::Result<Module> {
 }
 
 /// kubectl's module, its `main` as `k8s.io/kubernetes/cmd/kubectl` has it.
-fn kubectl_module(go: &GoEnv) -> anyhow::Result<Module> {
+fn kubectl_module(go: &GoEnv, release: Release) -> anyhow::Result<Module> {
     kubernetes_module(
         go,
+        release,
         "kubectl",
         "package main\n\nimport (\n\t\"k8s.io/component-base/cli\"\n\
          \t\"k8s.io/kubectl/pkg/cmd\"\n\t\"k8s.io/kubectl/pkg/cmd/util\"\n)\n\n\
@@ -239,22 +296,24 @@ fn kubectl_module(go: &GoEnv) -> anyhow::Result<Module> {
 /// `v0.x.y` instead.
 fn kubernetes_module(
     go: &GoEnv,
+    release: Release,
     name: &'static str,
     main_go: &'static str,
 ) -> anyhow::Result<Module> {
+    let kubernetes = release.kubernetes;
     let out = go
         .command()
         .args([
             "mod",
             "download",
             "-json",
-            &format!("k8s.io/kubernetes@{KUBERNETES}"),
+            &format!("k8s.io/kubernetes@{kubernetes}"),
         ])
         .output()
         .context("running `go mod download`")?;
     if !out.status.success() {
         bail!(
-            "the Go module proxy did not serve k8s.io/kubernetes@{KUBERNETES}: {}{}",
+            "the Go module proxy did not serve k8s.io/kubernetes@{kubernetes}: {}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
@@ -265,14 +324,14 @@ fn kubernetes_module(
         .context("`go mod download -json` named no go.mod")?;
     let upstream_mod =
         std::fs::read_to_string(upstream_mod).with_context(|| format!("reading {upstream_mod}"))?;
-    let staging_version = KUBERNETES.replacen("v1.", "v0.", 1);
+    let staging_version = kubernetes.replacen("v1.", "v0.", 1);
     let replaces = staging_replaces(&upstream_mod, &staging_version);
     if replaces.is_empty() {
-        bail!("k8s.io/kubernetes@{KUBERNETES}'s go.mod has no staging replaces to rewrite");
+        bail!("k8s.io/kubernetes@{kubernetes}'s go.mod has no staging replaces to rewrite");
     }
-    let minor = KUBERNETES.split('.').nth(1).unwrap_or_default();
+    let minor = kubernetes.split('.').nth(1).unwrap_or_default();
     let ldflags = [
-        ("gitVersion", KUBERNETES),
+        ("gitVersion", kubernetes),
         ("gitMajor", "1"),
         ("gitMinor", minor),
     ]
@@ -289,7 +348,7 @@ fn kubernetes_module(
     Ok(Module {
         name,
         go_mod: format!(
-            "module ccm.local/{name}\n\ngo 1.24.0\n\nrequire k8s.io/kubernetes {KUBERNETES}\n\n\
+            "module ccm.local/{name}\n\ngo 1.24.0\n\nrequire k8s.io/kubernetes {kubernetes}\n\n\
              replace (\n{}\n)\n",
             replaces.join("\n")
         ),
@@ -351,16 +410,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn upstreams_ccm_is_built_and_stamped_at_its_pinned_release() {
-        assert_eq!(UPSTREAM_AWS_CCM.version, UPSTREAM_AWS);
-        assert!(
-            UPSTREAM_AWS_CCM
-                .ldflags
-                .ends_with(&format!("={UPSTREAM_AWS}"))
+    fn the_oldest_release_is_the_api_the_binaries_compile_against() {
+        let compiled = crate::chart::validate::lowest_kubernetes_version().expect("read");
+        assert_eq!(compiled, format!("{}.0", OLDEST.minor()));
+    }
+
+    #[test]
+    fn a_release_is_named_by_its_minor_or_its_version() {
+        assert_eq!(Release::parse("1.35"), Ok(OLDEST));
+        assert_eq!(Release::parse("v1.37"), Ok(NEWEST));
+        assert_eq!(Release::parse("1.37.2"), Ok(NEWEST));
+        assert_eq!(NEWEST.to_string(), "1.37");
+        let refused = Release::parse("1.33").unwrap_err();
+        assert_eq!(
+            refused,
+            "`1.33` is not a supported Kubernetes release; supported: 1.35, 1.36, 1.37"
         );
-        assert!(UPSTREAM_AWS_CCM.path().ends_with(format!(
-            "control-plane/aws-cloud-controller-manager-{UPSTREAM_AWS}/aws-cloud-controller-manager"
-        )));
+        assert!(SUPPORTED.windows(2).all(|w| w[0].minor() < w[1].minor()));
     }
 
     #[test]

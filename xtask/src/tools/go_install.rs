@@ -1,9 +1,7 @@
 //! Go programs from the Go module proxy, built once per machine with
 //! `go install <package>@<version>` into the machine's cache (see
 //! [`crate::tools::machine_cache`]), by version: actionlint, which lints
-//! the GitHub workflows; oras, which pushes and lists OCI referrers; and
-//! upstream's aws-cloud-controller-manager, which the benchmark measures
-//! ours against.
+//! the GitHub workflows, and oras, which pushes and lists OCI referrers.
 
 use std::path::PathBuf;
 use std::time::Instant;

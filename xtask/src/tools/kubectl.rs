@@ -47,7 +47,7 @@ pub(crate) fn ensure() -> anyhow::Result<()> {
                 found.map_or("missing".to_owned(), |m| format!(
                     "1.{m}, older than 1.{MIN_MINOR}"
                 )),
-                super::control_plane::KUBERNETES
+                super::control_plane::NEWEST.kubernetes
             );
             Some(super::control_plane::kubectl()?)
         }
