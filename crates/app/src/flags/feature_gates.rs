@@ -58,7 +58,7 @@ pub(crate) fn parse(text: &str) -> Result<(FeatureGates, Vec<String>), String> {
         .collect();
     let mut notes = Vec::new();
     for (name, value) in &set {
-        let gate: &Gate = known[name];
+        let gate: &Gate = &known[name];
         if gate.lock_to_default && gate.enabled_by_default != *value {
             return Err(format!(
                 "--feature-gates: cannot set feature gate {name} to {value}, feature is locked to {}",
@@ -140,9 +140,33 @@ mod tests {
                 .contains("invalid value of WatchList=maybe")
         );
         assert!(
-            parse("ComponentSLIs=false").unwrap_err().contains(
-                "cannot set feature gate ComponentSLIs to false, feature is locked to true"
-            )
+            parse("AggregatedDiscoveryRemoveBetaType=false")
+                .unwrap_err()
+                .contains(
+                    "cannot set feature gate AggregatedDiscoveryRemoveBetaType to false, feature is locked to true"
+                )
+        );
+    }
+
+    #[test]
+    fn a_value_an_older_supported_release_takes_is_accepted() {
+        // 1.35 takes both values; 1.36 and 1.37 lock it to true.
+        let (gates, notes) = parse("DeclarativeValidation=false").unwrap();
+        assert!(!gates.enabled("DeclarativeValidation"));
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("DeclarativeValidation=false has no effect here")),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn gates_every_supported_release_dropped_are_refused() {
+        // Removed before 1.35, the oldest supported release.
+        assert_eq!(
+            parse("ComponentSLIs=true").unwrap_err(),
+            "--feature-gates: unrecognized feature gate: ComponentSLIs"
         );
     }
 

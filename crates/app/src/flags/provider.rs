@@ -122,7 +122,7 @@ pub(crate) fn parse_for(
         Some(other) if other.starts_with('v') => {}
         Some(other) => {
             return Err(format!(
-                "--version: `{other}` is not true, false, raw or a version such as v1.33.0"
+                "--version: `{other}` is not true, false, raw or a version such as v1.37.0"
             ));
         }
     }

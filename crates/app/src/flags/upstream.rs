@@ -21,7 +21,7 @@ pub(crate) struct Upstream {
 /// One upstream release's flags and gates.
 #[derive(Debug, Deserialize)]
 pub(crate) struct Release {
-    /// The Go module and version, such as `k8s.io/cloud-provider v0.33.13`.
+    /// The Go module and version, such as `k8s.io/cloud-provider v0.37.2`.
     #[cfg_attr(
         not(test),
         expect(dead_code, reason = "read by the upstream-flags tests")
@@ -92,12 +92,19 @@ pub(crate) fn upstream() -> &'static Upstream {
     })
 }
 
-/// Every gate any covered release knows, each with its newest release's spec.
-pub(crate) fn gates() -> BTreeMap<&'static str, &'static Gate> {
-    let mut gates = BTreeMap::new();
+/// Every gate any covered release knows, each with its newest release's
+/// default and stage, locked only where no covered release takes the other
+/// value: a setting one supported release accepts is accepted.
+pub(crate) fn gates() -> BTreeMap<&'static str, Gate> {
+    let mut gates: BTreeMap<&'static str, Gate> = BTreeMap::new();
     for release in &upstream().releases {
         for gate in &release.feature_gates {
-            gates.insert(gate.name.as_str(), gate);
+            let older_takes_other = gates.get(gate.name.as_str()).is_some_and(|older| {
+                !older.lock_to_default || older.enabled_by_default != gate.enabled_by_default
+            });
+            let mut spec = gate.clone();
+            spec.lock_to_default &= !older_takes_other;
+            gates.insert(gate.name.as_str(), spec);
         }
     }
     gates

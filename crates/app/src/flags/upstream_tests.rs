@@ -1,6 +1,7 @@
 //! Every flag upstream's `cloud-controller-manager` accepts, from the
 //! generated `upstream-flags.json`, is accepted here with its default value,
-//! and `--help` lists them in upstream's sections.
+//! every feature gate at each value its release takes, and `--help` lists
+//! the flags in upstream's sections.
 
 use super::upstream::{Flag, upstream};
 use super::{Command, help, parse};
@@ -67,6 +68,30 @@ fn every_upstream_flag_is_accepted_with_its_default() {
         }
     }
     assert!(checked > 60);
+    assert!(refused.is_empty(), "refused:\n{}", refused.join("\n"));
+}
+
+#[test]
+fn every_upstream_feature_gate_is_accepted_at_each_value_its_release_takes() {
+    let mut refused = Vec::new();
+    for release in &upstream().releases {
+        for gate in &release.feature_gates {
+            let values = if gate.lock_to_default {
+                vec![gate.enabled_by_default]
+            } else {
+                vec![true, false]
+            };
+            for value in values {
+                let arg = format!("--feature-gates={}={value}", gate.name);
+                let argv = ["fake-cloud-controller-manager".to_owned(), arg.clone()];
+                match parse("fake", argv) {
+                    Ok(Command::Run(_)) => {}
+                    Ok(other) => refused.push(format!("{arg}: {other:?}")),
+                    Err(err) => refused.push(format!("{arg} ({}): {err}", release.source)),
+                }
+            }
+        }
+    }
     assert!(refused.is_empty(), "refused:\n{}", refused.join("\n"));
 }
 
