@@ -2,6 +2,9 @@
 //! cloud-controller-manager: same names, same defaults, same syntax
 //! (`--flag=false` for booleans, Go durations such as `5m`).
 
+#[cfg(test)]
+mod concurrency_tests;
+mod curves;
 pub(crate) mod debugging;
 pub(crate) mod duration;
 mod feature_gates;
@@ -20,6 +23,8 @@ mod upstream;
 #[cfg(test)]
 mod upstream_tests;
 mod webhook;
+#[cfg(test)]
+mod webhook_tests;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -31,6 +36,7 @@ use ipnet::IpNet;
 
 pub(crate) use feature_gates::FeatureGates;
 pub(crate) use global::ModuleLevel;
+pub(crate) use route_period::WATCH_BASED_ROUTES;
 
 /// The raw flags, as clap parses them, in upstream's sections and order.
 #[derive(Debug, Clone, Parser)]
@@ -139,6 +145,9 @@ pub(crate) struct Settings {
     pub(crate) cluster_cidrs: Vec<IpNet>,
     pub(crate) concurrent_service_syncs: u16,
     pub(crate) concurrent_node_syncs: u16,
+    /// As upstream resolves it: `--concurrent-node-syncs` unless positive.
+    pub(crate) concurrent_node_status_updates: i32,
+    pub(crate) concurrent_node_lifecycle_syncs: i32,
     pub(crate) node_status_update_frequency: Duration,
     pub(crate) node_monitor_period: Duration,
     pub(crate) route_reconciliation_period: Duration,
@@ -342,12 +351,17 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
             return Err(format!("{name} must be above zero"));
         }
     }
-    if secure_serving
-        .tls_curve_preferences
-        .as_ref()
-        .is_some_and(|ids| !ids.0.is_empty())
-    {
-        notes.push("--tls-curve-preferences: upstream limits Go's key exchanges to these CurveIDs; rustls offers its own safe set (X25519, P-256, P-384), so this changes nothing".to_owned());
+    for (flag, ids) in [
+        (
+            "tls-curve-preferences",
+            &secure_serving.tls_curve_preferences,
+        ),
+        (
+            "webhook-tls-curve-preferences",
+            &webhook_serving.webhook_tls_curve_preferences,
+        ),
+    ] {
+        notes.extend(curves::check(flag, ids.as_ref())?);
     }
     let serving = serving::validate(&secure_serving, authentication, authorization)?;
     let (kube_api_qps, kube_api_burst) =
@@ -356,7 +370,7 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         feature_gates::parse(generic.feature_gates.as_deref().unwrap_or_default())?;
     notes.extend(gate_notes);
     let (route_period, resync_note) = route_period::route_period(
-        feature_gates.enabled(route_period::WATCH_BASED_ROUTES),
+        feature_gates.enabled(WATCH_BASED_ROUTES),
         generic.route_reconciliation_period,
         generic.min_resync_period,
     );
@@ -375,6 +389,23 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         }
     }
     notes.extend(inert_notes(&generic, &global));
+    // Upstream's Validate (1.36, 1.37), in its words.
+    if let Some(n) = cloud_node_controller
+        .concurrent_node_status_updates
+        .filter(|n| *n < 0)
+    {
+        return Err(format!(
+            "--concurrent-node-status-updates={n}: concurrent-node-status-updates cannot be a negative number"
+        ));
+    }
+    if let Some(n) = cloud_node_lifecycle_controller
+        .concurrent_node_lifecycle_syncs
+        .filter(|n| *n < 1)
+    {
+        return Err(format!(
+            "--concurrent-node-lifecycle-syncs={n}: concurrent-node-lifecycle-syncs must be at least 1, but got {n}"
+        ));
+    }
     if cloud_node_controller
         .concurrent_node_status_updates
         .is_some()
@@ -399,6 +430,13 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         cluster_cidrs,
         concurrent_service_syncs: service_lb_controller.concurrent_service_syncs,
         concurrent_node_syncs: cloud_node_controller.concurrent_node_syncs,
+        concurrent_node_status_updates: cloud_node_controller
+            .concurrent_node_status_updates
+            .filter(|n| *n > 0)
+            .unwrap_or(i32::from(cloud_node_controller.concurrent_node_syncs)),
+        concurrent_node_lifecycle_syncs: cloud_node_lifecycle_controller
+            .concurrent_node_lifecycle_syncs
+            .unwrap_or(1),
         node_status_update_frequency: misc.node_status_update_frequency,
         node_monitor_period: cloud_node_lifecycle_controller.node_monitor_period,
         route_reconciliation_period: generic.route_reconciliation_period,

@@ -1,9 +1,12 @@
 //! `/configz`: the component configuration as upstream serves it —
-//! `{"cloudcontrollermanager.config.k8s.io": {...}}`, the internal
-//! `CloudControllerManagerConfiguration` that k8s.io/cloud-provider
-//! registers with component-base's configz. That type has no JSON tags, so
-//! the keys are Go's field names, in declaration order; durations are
-//! `metav1.Duration`s, written as Go's `Duration.String()`.
+//! `{"cloudcontrollermanager.config.k8s.io": {...}}`. Since 1.36
+//! k8s.io/cloud-provider's `Run` registers the configuration converted to
+//! `config/v1alpha1.CloudControllerManagerConfiguration`, with `kind` and
+//! `apiVersion` set; this is 1.37's shape, the newest release supported.
+//! Its own fields have no JSON tags, so their keys are Go's field names, in
+//! declaration order; the component-base and leader-migration types inside
+//! `Generic` carry camelCase tags. Durations are `metav1.Duration`s,
+//! written as Go's `Duration.String()`.
 //!
 //! Built once from the validated [`Settings`]; fields this CCM has no flag
 //! for carry upstream's defaults and say so.
@@ -16,9 +19,14 @@ use axum::routing::get;
 use serde::Serialize;
 
 use crate::flags::Settings;
+use crate::migration::LeaderMigration as LeaderMigrationSettings;
 
 /// Upstream's `app.ConfigzName`.
 pub(crate) const CONFIGZ_NAME: &str = "cloudcontrollermanager.config.k8s.io";
+/// The served document's `kind`.
+const KIND: &str = "CloudControllerManagerConfiguration";
+/// The served document's `apiVersion`: the version it is converted to.
+const API_VERSION: &str = "cloudcontrollermanager.config.k8s.io/v1alpha1";
 
 pub(super) fn routes(settings: &Settings, provider: &str) -> Router {
     let body = body(settings, provider);
@@ -52,9 +60,15 @@ pub(crate) fn body(settings: &Settings, provider: &str) -> String {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "PascalCase")]
 struct CloudControllerManagerConfiguration {
+    /// The embedded `metav1.TypeMeta`'s fields, first.
+    #[serde(rename = "kind")]
+    kind: &'static str,
+    #[serde(rename = "apiVersion")]
+    api_version: &'static str,
     generic: Generic,
     kube_cloud_shared: KubeCloudShared,
     node_controller: NodeController,
+    node_lifecycle_controller: NodeLifecycleController,
     service_controller: ServiceController,
     node_status_update_frequency: String,
     webhook: Webhook,
@@ -76,18 +90,17 @@ struct Generic {
 }
 
 #[derive(Debug, Serialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "camelCase")]
 struct ClientConnection {
     kubeconfig: String,
     accept_content_types: &'static str,
     content_type: &'static str,
-    #[serde(rename = "QPS")]
     qps: serde_json::Number,
     burst: u32,
 }
 
 #[derive(Debug, Serialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "camelCase")]
 struct LeaderElection {
     leader_elect: bool,
     lease_duration: String,
@@ -99,18 +112,25 @@ struct LeaderElection {
 }
 
 #[derive(Debug, Serialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "camelCase")]
 struct Debugging {
     enable_profiling: bool,
     enable_contention_profiling: bool,
 }
 
+/// Its `TypeMeta` is never set on the converted copy, so it is omitted.
 #[derive(Debug, Serialize)]
-#[serde(rename_all = "PascalCase")]
+#[serde(rename_all = "camelCase")]
 struct LeaderMigration {
-    leader_name: &'static str,
+    leader_name: String,
     resource_lock: &'static str,
-    controller_leaders: Option<Vec<()>>,
+    controller_leaders: Option<Vec<ControllerLeader>>,
+}
+
+#[derive(Debug, Serialize)]
+struct ControllerLeader {
+    name: String,
+    component: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -121,7 +141,6 @@ struct KubeCloudShared {
     use_service_account_credentials: bool,
     allow_untagged_cloud: bool,
     route_reconciliation_period: String,
-    node_monitor_period: String,
     cluster_name: String,
     #[serde(rename = "ClusterCIDR")]
     cluster_cidr: String,
@@ -144,6 +163,14 @@ struct CloudProvider {
 #[serde(rename_all = "PascalCase")]
 struct NodeController {
     concurrent_node_syncs: u16,
+    concurrent_node_status_updates: i32,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct NodeLifecycleController {
+    node_monitor_period: String,
+    concurrent_node_lifecycle_syncs: i32,
 }
 
 #[derive(Debug, Serialize)]
@@ -183,6 +210,8 @@ impl CloudControllerManagerConfiguration {
             },
         };
         Self {
+            kind: KIND,
+            api_version: API_VERSION,
             generic: Generic {
                 // Upstream's defaults: the insecure port is gone, no flag sets these.
                 port: 0,
@@ -209,13 +238,11 @@ impl CloudControllerManagerConfiguration {
                     enable_profiling: s.debugging.profiling,
                     enable_contention_profiling: s.debugging.contention_profiling,
                 },
-                // Leader migration is not wired yet: upstream's defaults.
-                leader_migration_enabled: false,
-                leader_migration: LeaderMigration {
-                    leader_name: "",
-                    resource_lock: "",
-                    controller_leaders: None,
-                },
+                leader_migration_enabled: matches!(
+                    s.leader_migration,
+                    LeaderMigrationSettings::On(_)
+                ),
+                leader_migration: leader_migration(&s.leader_migration),
             },
             kube_cloud_shared: KubeCloudShared {
                 // The provider this binary runs: `--cloud-provider` may only
@@ -235,7 +262,6 @@ impl CloudControllerManagerConfiguration {
                 use_service_account_credentials: s.use_service_account_credentials,
                 allow_untagged_cloud: s.allow_untagged_cloud,
                 route_reconciliation_period: go_duration(s.route_reconciliation_period),
-                node_monitor_period: go_duration(s.node_monitor_period),
                 cluster_name: s.cluster_name.clone(),
                 cluster_cidr: s
                     .cluster_cidrs
@@ -250,6 +276,11 @@ impl CloudControllerManagerConfiguration {
             },
             node_controller: NodeController {
                 concurrent_node_syncs: s.concurrent_node_syncs,
+                concurrent_node_status_updates: s.concurrent_node_status_updates,
+            },
+            node_lifecycle_controller: NodeLifecycleController {
+                node_monitor_period: go_duration(s.node_monitor_period),
+                concurrent_node_lifecycle_syncs: s.concurrent_node_lifecycle_syncs,
             },
             service_controller: ServiceController {
                 concurrent_service_syncs: s.concurrent_service_syncs,
@@ -264,6 +295,40 @@ impl CloudControllerManagerConfiguration {
                     .map(|_| vec![crate::admission::WEBHOOK_NAME.to_owned()]),
             },
         }
+    }
+}
+
+/// `Generic.LeaderMigration`: the configuration migration runs with, or
+/// upstream's zero value when it is off.
+///
+/// Upstream also fills it for `--enable-leader-migration` with
+/// `--leader-elect=false`, which it then ignores; Settings keep no
+/// configuration for that case, so this serves the zero value.
+fn leader_migration(migration: &LeaderMigrationSettings) -> LeaderMigration {
+    match migration {
+        LeaderMigrationSettings::On(config) => LeaderMigration {
+            leader_name: config.leader_name.clone(),
+            // The only lock a valid configuration names (v1 has no field
+            // and means it).
+            resource_lock: "leases",
+            // No entries: Go's nil slice, as an absent `controllerLeaders`.
+            controller_leaders: Some(&config.controller_leaders)
+                .filter(|leaders| !leaders.is_empty())
+                .map(|leaders| {
+                    leaders
+                        .iter()
+                        .map(|leader| ControllerLeader {
+                            name: leader.name.clone(),
+                            component: leader.component.clone(),
+                        })
+                        .collect()
+                }),
+        },
+        LeaderMigrationSettings::Off | LeaderMigrationSettings::Ignored(_) => LeaderMigration {
+            leader_name: String::new(),
+            resource_lock: "",
+            controller_leaders: None,
+        },
     }
 }
 

@@ -1,6 +1,6 @@
 //! `/debug/pprof/` and `/configz`: served profiles decode as pprof and `go
 //! tool pprof` reads them; `/configz` is byte for byte what upstream's Go
-//! code writes for the same flags (`testdata/configz-golden.go`).
+//! code (v0.37.2) writes for the same flags (`testdata/configz-golden.go`).
 
 use std::io::Read;
 use std::sync::Arc;
@@ -134,6 +134,8 @@ fn configz_carries_the_flags_as_upstream_does() {
         "--node-status-update-frequency=1h",
         "--concurrent-service-syncs=3",
         "--concurrent-node-syncs=4",
+        "--concurrent-node-lifecycle-syncs=2",
+        "--enable-leader-migration",
         "--configure-cloud-routes=false",
         "--allocate-node-cidrs=true",
         "--allow-untagged-cloud=true",
@@ -142,6 +144,99 @@ fn configz_carries_the_flags_as_upstream_does() {
     ]);
     let expected = include_str!("testdata/configz-flags.json").trim_end();
     assert_eq!(super::configz::body(&s, "fake"), expected);
+}
+
+#[tokio::test]
+async fn configz_serves_the_v1alpha1_kind_with_a_node_lifecycle_block() -> anyhow::Result<()> {
+    let s = settings(&[
+        "--node-monitor-period=7s",
+        "--concurrent-node-lifecycle-syncs=3",
+    ]);
+    let (status, _, body) = get(&super::routes(&s, "fake", None), "/configz").await?;
+    assert_eq!(status, StatusCode::OK);
+    let text = String::from_utf8(body)?;
+    let json: serde_json::Value = serde_json::from_str(&text)?;
+    let config = &json["cloudcontrollermanager.config.k8s.io"];
+    assert_eq!(config["kind"], "CloudControllerManagerConfiguration");
+    assert_eq!(
+        config["apiVersion"],
+        "cloudcontrollermanager.config.k8s.io/v1alpha1"
+    );
+    assert_eq!(
+        config["NodeLifecycleController"],
+        serde_json::json!({"NodeMonitorPeriod": "7s", "ConcurrentNodeLifecycleSyncs": 3})
+    );
+    assert!(
+        config["KubeCloudShared"].get("NodeMonitorPeriod").is_none(),
+        "1.37 moved NodeMonitorPeriod out of KubeCloudShared"
+    );
+    // Go writes fields in declaration order: the new block sits between
+    // NodeController and ServiceController, kind and apiVersion lead.
+    let at = |key: &str| text.find(&format!("\"{key}\":")).unwrap_or(usize::MAX);
+    assert!(at("kind") < at("apiVersion") && at("apiVersion") < at("Generic"));
+    assert!(at("NodeController") < at("NodeLifecycleController"));
+    assert!(at("NodeLifecycleController") < at("ServiceController"));
+    Ok(())
+}
+
+#[test]
+fn configz_node_status_updates_follow_node_syncs_unless_positive() -> anyhow::Result<()> {
+    for (status_updates, expected) in [(None, 4), (Some("0"), 4), (Some("6"), 6)] {
+        let flag = status_updates.map(|n| format!("--concurrent-node-status-updates={n}"));
+        let mut args = vec!["--concurrent-node-syncs=4"];
+        args.extend(flag.as_deref());
+        let json: serde_json::Value =
+            serde_json::from_str(&super::configz::body(&settings(&args), "fake"))?;
+        let node_controller = &json["cloudcontrollermanager.config.k8s.io"]["NodeController"];
+        assert_eq!(
+            node_controller["ConcurrentNodeStatusUpdates"], expected,
+            "{args:?}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn configz_serves_the_leader_migration_configuration_in_use() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("migration.yaml");
+    std::fs::write(
+        &file,
+        "\
+kind: LeaderMigrationConfiguration
+apiVersion: controllermanager.config.k8s.io/v1
+leaderName: cloud-migration
+controllerLeaders:
+  - name: route-controller
+    component: cloud-controller-manager
+",
+    )?;
+    let config_flag = format!("--leader-migration-config={}", file.display());
+    let served = |args: &[&str]| -> anyhow::Result<serde_json::Value> {
+        let json: serde_json::Value =
+            serde_json::from_str(&super::configz::body(&settings(args), "fake"))?;
+        Ok(json["cloudcontrollermanager.config.k8s.io"]["Generic"].clone())
+    };
+    let generic = served(&["--enable-leader-migration", &config_flag])?;
+    assert_eq!(generic["LeaderMigrationEnabled"], true);
+    assert_eq!(
+        generic["LeaderMigration"],
+        serde_json::json!({
+            "leaderName": "cloud-migration",
+            "resourceLock": "leases",
+            "controllerLeaders": [
+                {"name": "route-controller", "component": "cloud-controller-manager"}
+            ]
+        })
+    );
+    // Without --enable-leader-migration upstream never reads the file.
+    let generic = served(&[&config_flag])?;
+    assert_eq!(generic["LeaderMigrationEnabled"], false);
+    assert_eq!(
+        generic["LeaderMigration"],
+        serde_json::json!({"leaderName": "", "resourceLock": "", "controllerLeaders": null})
+    );
+    Ok(())
 }
 
 #[test]
@@ -203,7 +298,7 @@ async fn configz_is_served_as_json_with_profiling_on_or_off() -> anyhow::Result<
         let json: serde_json::Value = serde_json::from_slice(&body)?;
         let config = &json["cloudcontrollermanager.config.k8s.io"];
         assert_eq!(
-            config["Generic"]["Debugging"]["EnableProfiling"],
+            config["Generic"]["Debugging"]["enableProfiling"],
             serde_json::json!(profiling.ends_with("true"))
         );
         assert_eq!(config["KubeCloudShared"]["CloudProvider"]["Name"], "fake");

@@ -18,11 +18,11 @@ fn run(args: &[&str]) -> Result<Settings, String> {
     }
 }
 
-fn ok(args: &[&str]) -> Settings {
+pub(super) fn ok(args: &[&str]) -> Settings {
     run(args).unwrap_or_else(|e| panic!("{args:?} should parse: {e}"))
 }
 
-fn bad(args: &[&str], expected: &str) {
+pub(super) fn bad(args: &[&str], expected: &str) {
     let err = run(args).expect_err(&format!("{args:?} should be refused"));
     assert!(
         err.contains(expected),
@@ -167,23 +167,6 @@ fn route_flags() {
     bad(
         &["--cluster-cidr=10.244.0.0/16,fd00::/56,10.9.0.0/16"],
         "at most 2",
-    );
-}
-
-#[test]
-fn concurrency_flags() {
-    assert_eq!(
-        ok(&["--concurrent-service-syncs=5"]).concurrent_service_syncs,
-        5
-    );
-    bad(
-        &["--concurrent-service-syncs=0"],
-        "`0` is not a whole number from 1 to 65535",
-    );
-    assert_eq!(ok(&["--concurrent-node-syncs=4"]).concurrent_node_syncs, 4);
-    bad(
-        &["--concurrent-node-syncs=many"],
-        "`many` is not a whole number",
     );
 }
 

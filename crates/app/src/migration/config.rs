@@ -173,14 +173,19 @@ impl MigrationConfig {
         }
     }
 
-    /// Upstream's `ValidateLeaderMigrationConfiguration`, with two
+    /// Upstream's `ValidateLeaderMigrationConfiguration`, its messages
+    /// word for word (`field.Error` text; from 1.35 on an entry's missing
+    /// `component` or `name` carries no detail), with two
     /// refusals of our own: a `leaderName` that cannot name a Lease, and
     /// `resourceLock: endpoints`, which upstream's validation still accepts
     /// but its client library no longer implements.
     fn problems(&self, resource_lock: &str) -> Vec<String> {
         let mut problems = Vec::new();
         if self.leader_name.is_empty() {
-            problems.push("leaderName: Required value: leaderName must be set".to_owned());
+            problems.push(
+                "leaderName: Required value: leaderName must be set for LeaderMigrationConfiguration"
+                    .to_owned(),
+            );
         } else if !is_object_name(&self.leader_name) {
             problems.push(format!(
                 "leaderName: `{}` cannot name a Lease (lowercase letters, digits, `-` and `.`)",
@@ -199,14 +204,10 @@ impl MigrationConfig {
         }
         for (i, leader) in self.controller_leaders.iter().enumerate() {
             if leader.component.is_empty() {
-                problems.push(format!(
-                    "controllerLeaders[{i}].component: Required value: component must be set"
-                ));
+                problems.push(format!("controllerLeaders[{i}].component: Required value"));
             }
             if leader.name.is_empty() {
-                problems.push(format!(
-                    "controllerLeaders[{i}].name: Required value: name must be set"
-                ));
+                problems.push(format!("controllerLeaders[{i}].name: Required value"));
             }
         }
         problems

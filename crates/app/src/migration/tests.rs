@@ -135,9 +135,10 @@ controllerLeaders:
     assert_eq!(
         err,
         ConfigError::Invalid(vec![
-            "leaderName: Required value: leaderName must be set".to_owned(),
-            "controllerLeaders[0].component: Required value: component must be set".to_owned(),
-            "controllerLeaders[1].name: Required value: name must be set".to_owned(),
+            "leaderName: Required value: leaderName must be set for LeaderMigrationConfiguration"
+                .to_owned(),
+            "controllerLeaders[0].component: Required value".to_owned(),
+            "controllerLeaders[1].name: Required value".to_owned(),
         ])
     );
     let err = MigrationConfig::parse(&V1.replace(

@@ -185,6 +185,9 @@ pub(super) fn controller_settings(settings: &Settings) -> ControllerSettings {
         node_monitor_period: settings.node_monitor_period,
         route_reconciliation_period: settings.route_period,
         node_sync_period: settings.node_sync_period,
+        watch_based_routes: settings
+            .feature_gates
+            .enabled(crate::flags::WATCH_BASED_ROUTES),
         ..ControllerSettings::default()
     }
 }
@@ -268,5 +271,21 @@ mod tests {
             "the route controller is still limited: {:?}",
             start.elapsed()
         );
+    }
+
+    #[test]
+    fn upstreams_watch_based_routes_gate_reaches_the_route_controller() {
+        let settings = |gates: &[&str]| {
+            let argv = ["fake-cloud-controller-manager".to_owned()]
+                .into_iter()
+                .chain(gates.iter().map(|g| format!("--feature-gates={g}")));
+            let Command::Run(settings) = parse("fake", argv).expect("parses") else {
+                panic!("a run");
+            };
+            controller_settings(&settings)
+        };
+        assert!(!settings(&[]).watch_based_routes);
+        let gated = settings(&["CloudControllerManagerWatchBasedRoutesReconciliation=true"]);
+        assert!(gated.watch_based_routes);
     }
 }

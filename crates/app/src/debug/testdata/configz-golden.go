@@ -1,12 +1,17 @@
 // Prints upstream's /configz body for the given flags: the golden data of
-// ccm-app's debug::tests. Regenerate in a scratch directory:
+// ccm-app's debug::tests. Since 1.36 upstream's Run serves the configuration
+// converted to config/v1alpha1, with kind and apiVersion set; this does the
+// same. Regenerate in a scratch directory, with a scratch GOCACHE and
+// GOMODCACHE:
 //
-//	go mod init golden && go get k8s.io/cloud-provider@v0.33.13 && go mod tidy
+//	go mod init golden && go get k8s.io/cloud-provider@v0.37.2 && go mod tidy
 //	go run . --secure-port=0 --master=http://127.0.0.1:1 --cloud-provider=fake > configz-defaults.json
 //	go run . --secure-port=0 --kubeconfig=/etc/kubernetes/ccm.conf ... > configz-flags.json
 //
 // (the flags of configz_carries_the_flags_as_upstream_does; --kubeconfig
-// must name a readable kubeconfig, whose path the JSON then carries).
+// must name a readable kubeconfig, whose path the JSON then carries: without
+// an /etc/kubernetes, run it under `unshare -m` with a copy of /etc holding
+// one bind-mounted over /etc).
 package main
 
 import (
@@ -16,6 +21,7 @@ import (
 
 	"k8s.io/cloud-provider/app"
 	"k8s.io/cloud-provider/app/config"
+	configv1alpha1 "k8s.io/cloud-provider/config/v1alpha1"
 	"k8s.io/cloud-provider/names"
 	"k8s.io/cloud-provider/options"
 )
@@ -38,7 +44,12 @@ func main() {
 	if err := o.ApplyTo(c, all, nil, names.CCMControllerAliases(), "golden"); err != nil {
 		panic(err)
 	}
-	b, err := json.Marshal(map[string]interface{}{app.ConfigzName: c.ComponentConfig})
+	served := &configv1alpha1.CloudControllerManagerConfiguration{}
+	if err := configv1alpha1.Convert_config_CloudControllerManagerConfiguration_To_v1alpha1_CloudControllerManagerConfiguration(&c.ComponentConfig, served, nil); err != nil {
+		panic(err)
+	}
+	served.SetGroupVersionKind(configv1alpha1.SchemeGroupVersion.WithKind("CloudControllerManagerConfiguration"))
+	b, err := json.Marshal(map[string]interface{}{app.ConfigzName: served})
 	if err != nil {
 		panic(err)
 	}
