@@ -11,6 +11,16 @@
 //!   removed when the node is Ready again or its instance runs.
 //! - Existence and shutdown checks are batched: N not-Ready nodes cost
 //!   ceil(N / batch) calls of each kind; Ready nodes cost none.
+//! - Every pass, with or without cloud calls, is observed once it ends in
+//!   upstream's `cloud_node_lifecycle_controller_monitor_nodes_duration_seconds`.
+//! - Every node's answer counts once in upstream's
+//!   `cloud_node_lifecycle_controller_cloud_provider_calls_total{operation,result}`
+//!   (`instance_exists`, `instance_shutdown`; an instance that does not
+//!   exist is `instance_not_found`, a call cut short by the controller
+//!   stopping is `canceled`): per node, as upstream, though the calls are
+//!   batched.
+
+mod metrics;
 
 use std::collections::HashSet;
 use std::num::NonZeroUsize;
@@ -25,6 +35,7 @@ use kube::{Resource, ResourceExt};
 use parking_lot::Mutex;
 use tokio::time::MissedTickBehavior;
 
+use self::metrics::{LifecycleMetrics, Operation};
 use crate::settings::ControllerSettings;
 use crate::taints::{self, SHUTDOWN};
 use crate::writes::{self, NodeChange};
@@ -47,6 +58,7 @@ struct Lifecycle {
     seen_ready: SeenReady,
     grace: std::time::Duration,
     activity: Activity,
+    metrics: LifecycleMetrics,
 }
 
 fn is_ready(node: &Node) -> bool {
@@ -89,17 +101,19 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
     if let Err(err) = informer.on_event(hook) {
         return Started::Off(err.to_string());
     }
+    let metrics = LifecycleMetrics::register(&ctx.metrics);
     let lifecycle = Lifecycle {
         api: Api::all(ctx.client.clone()),
         cloud: ctx.cloud.clone(),
         informer,
-        exist: calls::exist(ctx),
-        shutdown: calls::shutdown(ctx),
+        exist: metrics.counted(Operation::InstanceExists, calls::exist(ctx)),
+        shutdown: metrics.counted(Operation::InstanceShutdown, calls::shutdown(ctx)),
         max_batch: instances.max_batch_size(),
         events: Events::new(ctx.client.clone(), EVENT_SOURCE, Some(ctx.identity.clone())),
         seen_ready,
         grace: settings.new_node_grace,
         activity: ctx.metrics.activity(),
+        metrics,
     };
     let period = settings.node_monitor_period;
     let stop = ctx.shutdown.clone();
@@ -122,7 +136,9 @@ impl Lifecycle {
         loop {
             ticks.tick().await;
             let _pass = self.activity.busy();
+            let start = tokio::time::Instant::now();
             self.monitor().await;
+            self.metrics.observe_pass(start.elapsed());
         }
     }
 

@@ -8,14 +8,19 @@
 //! so a provider that batches them pays its route-table read and instance
 //! lookup once per pass, not once per route.
 //! Passes run when a node is added or deleted or its pod CIDRs change
-//! (debounced), and every `--route-reconciliation-period` as a safety net;
-//! with upstream's `CloudControllerManagerWatchBasedRoutesReconciliation`
-//! gate, the safety net is the informer resync instead (every 12 to 24
-//! hours by default), as upstream's route controller does with it.
+//! (debounced), and every `--route-reconciliation-period` as a safety net.
+//! With upstream's `CloudControllerManagerWatchBasedRoutesReconciliation`
+//! gate, as upstream's route controller does with it: the safety net is
+//! the informer resync instead (every 12 to 24 hours by default), and
+//! passes start at least 10 s apart (a node event after a quiet spell runs
+//! one at once).
 //!
 //! # Guarantees
 //! - One `list_routes` call per pass, however many nodes; passes never
 //!   overlap, and node events during a pass share one pass after it.
+//! - With the watch gate, no pass starts within 10 s of the previous one's
+//!   start (upstream's rate limit: one pass per 10 s, burst 1); retries and
+//!   periodic passes wait for it too.
 //! - At most one `create_routes` call per 200 creates in a pass (each
 //!   failed create is then retried on its own).
 //! - Only routes inside `--cluster-cidr` are created or deleted: a route
@@ -32,12 +37,19 @@
 //!   changes, with a strategic-merge patch of that one condition, so the
 //!   kubelet's conditions are never overwritten.
 //! - Every cloud mutation goes through the context's fenced cloud.
+//! - Each pass counts once, after it, in upstream's
+//!   `route_controller_route_sync_total{outcome,trigger}`: `error` only
+//!   when the routes could not be listed, `changed` when at least one route
+//!   was created or deleted, `noop` otherwise; `node_change` for a pass a
+//!   node event ran (or its retry) with the watch gate, `periodic` for
+//!   every other pass and, as upstream, every pass without the gate.
 //!
 //! # Assumptions
 //! Nothing runs before the node cache has its first full list: a pass over
 //! an empty cache would delete every route.
 
 mod condition;
+mod metrics;
 mod operations;
 mod plan;
 mod schedule;
@@ -56,21 +68,21 @@ use kube::api::Api;
 use kube::{Resource, ResourceExt};
 use parking_lot::Mutex;
 pub use plan::route_goes_to_node;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::Notify;
 
 use self::condition::{Conditions, Network, Pending};
+use self::metrics::{RouteMetrics, SyncOutcome};
 use self::operations::{MAX_IN_FLIGHT, RouteOps};
 use self::plan::{Create, NodePlan};
-use self::schedule::{PassOutcome, Schedule};
+use self::schedule::{PassOutcome, Schedule, Trigger};
 use self::watch::NodeWatch;
 use crate::Started;
 use crate::settings::ControllerSettings;
 
 /// Upstream's event source for this controller.
 const EVENT_SOURCE: &str = "route_controller";
-/// How long a node event waits for others to share its pass.
+/// How long a node event waits for others to share its pass (without the
+/// watch gate, which spaces passes 10 s apart instead).
 const DEBOUNCE: Duration = Duration::from_millis(200);
 
 struct RouteController {
@@ -81,9 +93,7 @@ struct RouteController {
     ops: RouteOps,
     conditions: Conditions,
     events: Events,
-    syncs: Counter,
-    /// Nodes left without all their routes by the last completed pass.
-    missing: Gauge,
+    metrics: RouteMetrics,
 }
 
 /// Why `--cluster-cidr` cannot be used (upstream's checks).
@@ -121,20 +131,7 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
         return Started::Off(reason);
     }
 
-    let syncs = Counter::default();
-    let missing = Gauge::default();
-    ctx.metrics.register(|registry| {
-        registry.register(
-            "route_controller_route_sync",
-            "A metric counting the amount of times routes have been synced with the cloud provider.",
-            syncs.clone(),
-        );
-        registry.register(
-            "ccm_route_nodes_missing_routes",
-            "Nodes the last route pass left without a route for each pod CIDR (NetworkUnavailable=True)",
-            missing.clone(),
-        );
-    });
+    let metrics = RouteMetrics::register(&ctx.metrics);
     let trigger = Arc::new(Notify::new());
     let pending = Arc::new(Pending::default());
     let informer = ctx.informers.nodes();
@@ -161,14 +158,14 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
         informer,
         conditions: Conditions::new(Api::all(ctx.client.clone()), pending),
         events: Events::new(ctx.client.clone(), EVENT_SOURCE, Some(ctx.identity.clone())),
-        syncs,
-        missing,
+        metrics,
     };
     let schedule = Schedule {
         trigger,
         debounce: DEBOUNCE,
         period: settings.route_reconciliation_period,
         activity: ctx.metrics.activity(),
+        watch_based: settings.watch_based_routes,
     };
     let shutdown = ctx.shutdown.clone();
     Started::Running(
@@ -186,20 +183,34 @@ impl RouteController {
     async fn run(&self, schedule: Schedule) {
         self.informer.wait_until_ready().await;
         tracing::info!(cluster_cidrs = ?self.cluster_cidrs, "route controller started");
-        schedule.drive(|| self.pass()).await;
+        schedule.drive(|trigger| self.pass(trigger)).await;
     }
 
-    /// One pass over every node and route.
-    async fn pass(&self) -> PassOutcome {
-        self.syncs.inc();
-        let nodes = self.informer.store().state();
-        let routes = match self.cloud.list_routes(&self.cluster_name).await {
-            Ok(routes) => routes,
+    /// One pass, counted by its outcome and `trigger` once it is done.
+    async fn pass(&self, trigger: Trigger) -> PassOutcome {
+        let changes = self.ops.changes();
+        let (outcome, sync) = match self.reconcile().await {
+            Ok(outcome) if self.ops.changes() > changes => (outcome, SyncOutcome::Changed),
+            Ok(outcome) => (outcome, SyncOutcome::Noop),
             Err(err) => {
                 tracing::warn!(error = %err, "could not list routes");
-                return PassOutcome::failed(err.requested_delay());
+                (
+                    PassOutcome::failed(err.requested_delay()),
+                    SyncOutcome::Error,
+                )
             }
         };
+        self.metrics.record_sync(sync, trigger);
+        outcome
+    }
+
+    /// Every node and route: creates, deletes and conditions.
+    ///
+    /// # Errors
+    /// The cloud's routes could not be listed, so nothing was done.
+    async fn reconcile(&self) -> Result<PassOutcome, CloudError> {
+        let nodes = self.informer.store().state();
+        let routes = self.cloud.list_routes(&self.cluster_name).await?;
         let plan = plan::plan(&nodes, &routes, &self.cluster_cidrs);
         tracing::debug!(
             nodes = nodes.len(),
@@ -225,11 +236,11 @@ impl RouteController {
         }))
         .await;
         let missing = converged.iter().filter(|(_, missing)| *missing).count();
-        self.missing.set(i64::try_from(missing).unwrap_or(i64::MAX));
-        deleted
+        self.metrics.set_missing(missing);
+        Ok(deleted
             .into_iter()
             .chain(converged.into_iter().map(|(outcome, _)| outcome))
-            .fold(PassOutcome::default(), PassOutcome::and)
+            .fold(PassOutcome::default(), PassOutcome::and))
     }
 
     /// Reports one node's failed creates (`results`, one per planned

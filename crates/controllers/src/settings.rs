@@ -26,6 +26,10 @@ pub struct ControllerSettings {
     /// informer resync period (`--min-resync-period` times 1 to 2);
     /// `Duration::MAX` for never.
     pub route_reconciliation_period: Duration,
+    /// Upstream's `CloudControllerManagerWatchBasedRoutesReconciliation`
+    /// gate: the route controller starts passes at least 10 s apart, and
+    /// labels those node events run `trigger="node_change"`.
+    pub watch_based_routes: bool,
     /// `--node-sync-period`: the service controller's full resync (zero means
     /// upstream's 100 s).
     pub node_sync_period: Duration,
@@ -49,6 +53,7 @@ impl Default for ControllerSettings {
             node_status_update_frequency: Duration::from_secs(300),
             node_monitor_period: Duration::from_secs(5),
             route_reconciliation_period: Duration::from_secs(10),
+            watch_based_routes: false,
             node_sync_period: Duration::ZERO,
             new_node_grace: Duration::from_secs(300),
             csr_initialization_wait: Duration::from_secs(10 * 60),

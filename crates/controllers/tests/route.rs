@@ -124,11 +124,28 @@ pub(crate) async fn wait_for_condition(h: &Harness, name: &str, status: &str) ->
     .expect("a bounded wait")
 }
 
-/// Passes run so far (upstream's `route_controller_route_sync_total`).
+/// Passes run so far: upstream's `route_controller_route_sync_total`,
+/// summed over its `outcome` and `trigger` labels (it has no sample
+/// before the first pass ends).
 pub(crate) fn passes(h: &Harness) -> u64 {
-    let text = h.metrics.encode(None);
-    text.lines()
-        .find_map(|line| line.strip_prefix("route_controller_route_sync_total "))
-        .and_then(|n| n.trim().parse().ok())
-        .expect("route_controller_route_sync_total is exported")
+    h.metrics
+        .encode(None)
+        .lines()
+        .filter_map(|line| line.strip_prefix("route_controller_route_sync_total{"))
+        .filter_map(|rest| rest.rsplit_once("} "))
+        .map(|(_, n)| n.trim().parse::<u64>().expect("a counter value"))
+        .sum()
+}
+
+/// Passes that ended with `outcome` (`changed`, `noop`, `error`) and had
+/// `trigger` (`node_change`, `periodic`).
+pub(crate) fn syncs(h: &Harness, outcome: &str, trigger: &str) -> u64 {
+    let prefix = format!(
+        "route_controller_route_sync_total{{outcome=\"{outcome}\",trigger=\"{trigger}\"}} "
+    );
+    h.metrics
+        .encode(None)
+        .lines()
+        .find_map(|line| line.strip_prefix(prefix.as_str()))
+        .map_or(0, |n| n.trim().parse().expect("a counter value"))
 }

@@ -13,6 +13,7 @@
 //! are left to the next pass.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use cloud_provider::{CloudError, Route, RouteCreate, Routes};
@@ -39,6 +40,8 @@ pub(super) struct RouteOps {
     cluster_name: String,
     slots: Semaphore,
     max_in_flight: usize,
+    /// Routes created or deleted so far.
+    changes: AtomicU64,
 }
 
 impl std::fmt::Debug for RouteOps {
@@ -71,7 +74,14 @@ impl RouteOps {
             cluster_name,
             slots: Semaphore::new(max_in_flight.max(1)),
             max_in_flight: max_in_flight.max(1),
+            changes: AtomicU64::new(0),
         }
+    }
+
+    /// Routes created or deleted so far, replaced routes included: a pass
+    /// changed the route table when this grew during it.
+    pub(super) fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Relaxed)
     }
 
     /// Calls `op` until it succeeds, a retry cannot help, or the attempts
@@ -126,6 +136,7 @@ impl RouteOps {
             .await;
         match &result {
             Ok(()) => {
+                self.changes.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(route = %route.name, cidr = %route.destination_cidr, elapsed = ?start.elapsed(), "deleted route");
             }
             Err(err) => {
@@ -219,6 +230,7 @@ impl RouteOps {
                     ok => ok,
                 };
                 if result.is_ok() {
+                    self.changes.fetch_add(1, Ordering::Relaxed);
                     tracing::info!(node = %route.target_node, cidr = %route.destination_cidr, "created route");
                 }
                 (*i, result)
@@ -358,6 +370,28 @@ mod tests {
         let order: Vec<_> = cloud.calls().into_iter().map(|c| c.op).collect();
         assert_eq!(order, [Operation::DeleteRoute, Operation::CreateRoute]);
         assert_eq!(cloud.routes()[0].route.target_node, "a");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn only_calls_that_went_through_count_as_changes() {
+        let cloud = fake();
+        let ops = ops(&cloud, 10);
+        let old = create("old", "10.244.1.0/24").route;
+        cloud.insert_route("c1", old.clone());
+        let mut new = create("a", "10.244.1.0/24");
+        new.replaces = vec![old];
+        ops.create(&new).await.unwrap();
+        assert_eq!(
+            ops.changes(),
+            2,
+            "the replaced route's delete and the create"
+        );
+
+        cloud.fail_next(Some(Operation::CreateRoute), InjectedError::NotFound, 1);
+        cloud.fail_next(Some(Operation::DeleteRoute), InjectedError::NotFound, 1);
+        ops.create(&create("b", "10.244.2.0/24")).await.unwrap_err();
+        ops.delete(&new.route).await.unwrap_err();
+        assert_eq!(ops.changes(), 2, "failed calls change nothing");
     }
 
     #[tokio::test(start_paused = true)]

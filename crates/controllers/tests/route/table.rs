@@ -8,7 +8,7 @@ use ccm_controllers::{ControllerId, ControllerSettings, Started};
 use ccm_runtime::{Context, Fence, Fenced, Informers, MeteredCloud, Metrics};
 use cloud_provider::CloudProvider;
 use k8s_openapi::api::core::v1::Node;
-use provider_fake::{FakeCloud, Operation};
+use provider_fake::{FakeCloud, InjectedError, Operation};
 
 use crate::support::{Harness, eventually};
 use crate::{
@@ -238,6 +238,39 @@ async fn a_pod_cidr_outside_the_cluster_cidr_gets_no_route_and_a_warning() {
     assert!(
         note.contains("fd00:99::/64") && note.contains("--cluster-cidr"),
         "{note}"
+    );
+    h.stop().await;
+}
+
+/// Upstream 1.35's reference: a failed create is reported on the `v1` Node
+/// by its real UID, where upstream used to put the node's name.
+#[tokio::test]
+async fn a_failed_create_is_reported_on_the_v1_node_by_its_uid() {
+    let mut h = Harness::new().await;
+    // An error no retry can fix, so the pass reports it.
+    h.cloud
+        .fail_next(Some(Operation::CreateRoute), InjectedError::NotFound, 1);
+    let created = h.create_node(&node("n1", &["10.244.1.0/24"])).await;
+    assert!(created.metadata.uid.is_some(), "the API server gives a UID");
+    h.start(&[ControllerId::Route], &route_settings(HOUR)).await;
+
+    let events = eventually("a FailedToCreateRoute event", WAIT, || async {
+        Some(h.events("n1", "FailedToCreateRoute").await).filter(|e| !e.is_empty())
+    })
+    .await
+    .expect("a bounded wait");
+    let note = events[0].note.clone().unwrap_or_default();
+    assert!(note.contains("10.244.1.0/24 for node n1"), "{note}");
+    let regarding = events[0]
+        .regarding
+        .clone()
+        .expect("the event regards the node");
+    assert_eq!(regarding.api_version.as_deref(), Some("v1"));
+    assert_eq!(regarding.kind.as_deref(), Some("Node"));
+    assert_eq!(regarding.name.as_deref(), Some("n1"));
+    assert_eq!(
+        regarding.uid, created.metadata.uid,
+        "the node's UID, not its name"
     );
     h.stop().await;
 }

@@ -1,17 +1,20 @@
-//! When passes run and what they cost: node events trigger them (debounced),
-//! other node updates do not, a burst shares passes, and the node condition
-//! is written once per change.
+//! When passes run and what they cost: node events trigger them (debounced,
+//! or with the watch gate at least 10 s apart), other node updates do not,
+//! a burst shares passes, the node condition is written once per change,
+//! and each pass is counted by its outcome.
 
 use std::time::{Duration, Instant};
 
-use ccm_controllers::ControllerId;
+use ccm_controllers::{ControllerId, ControllerSettings};
 use futures::future::join_all;
 use kube::api::{Patch, PatchParams};
 use provider_fake::{InjectedError, Operation};
 use serde_json::json;
 
 use crate::support::{Harness, eventually};
-use crate::{HOUR, WAIT, node, passes, route_settings, wait_for_condition, wait_for_table};
+use crate::{
+    HOUR, WAIT, node, passes, route_settings, syncs, table, wait_for_condition, wait_for_table,
+};
 
 /// Waits until `n` passes have run, then returns their number.
 async fn wait_for_passes(h: &Harness, n: u64) -> u64 {
@@ -45,6 +48,8 @@ async fn a_new_node_gets_its_route_without_waiting_for_the_period() {
     // The period is an hour: a route within `WAIT` comes from the event.
     h.create_node(&node("n1", &["10.244.1.0/24"])).await;
     wait_for_table(&h, &[("10.244.1.0/24", "n1", false)]).await;
+    // A pass counts once it has set the conditions too.
+    wait_for_passes(&h, 2).await;
     assert_eq!(passes(&h), 2, "one pass, triggered by the node");
     assert_eq!(h.cloud.count(Operation::ListRoutes), 2);
     h.stop().await;
@@ -73,6 +78,7 @@ async fn a_burst_of_nodes_costs_one_list_per_pass_and_one_create_per_route() {
     for i in 1..=N {
         wait_for_condition(&h, &format!("n{i}"), "False").await;
     }
+    h.settled().await;
     let passes = passes(&h);
     println!(
         "{N} nodes: routes in {:?}, {passes} passes",
@@ -147,6 +153,7 @@ async fn heartbeats_and_other_node_updates_do_not_trigger_a_pass_but_a_pod_cidr_
         ],
     )
     .await;
+    wait_for_passes(&h, before + 1).await;
     assert_eq!(passes(&h), before + 1);
     h.stop().await;
 }
@@ -202,5 +209,76 @@ async fn the_condition_is_written_once_per_change() {
         note.starts_with("Could not create route") && note.contains("10.244.4.0/24 for node n4"),
         "{note}"
     );
+    h.stop().await;
+}
+
+/// Upstream's `outcome` label, counted once a pass ends: `changed` when a
+/// route was created or deleted, `noop` otherwise, and `error` only when
+/// the routes could not be listed — a failed create is no error. Without
+/// the watch gate every pass is `periodic`, as upstream.
+#[tokio::test]
+async fn passes_count_as_changed_noop_or_error_once_they_end() {
+    let mut h = Harness::new().await;
+    h.create_node(&node("n1", &["10.244.1.0/24"])).await;
+    h.start(&[ControllerId::Route], &route_settings(HOUR)).await;
+    let counted = |outcome: &'static str, n: u64| {
+        let h = &h;
+        async move {
+            eventually(&format!("{n} {outcome} passes"), WAIT, || async {
+                (syncs(h, outcome, "periodic") == n).then_some(())
+            })
+            .await
+            .expect("a bounded wait");
+        }
+    };
+    counted("changed", 1).await;
+
+    // A node without a pod CIDR: a pass with nothing to create.
+    h.create_node(&node("n2", &[])).await;
+    counted("noop", 1).await;
+
+    // n3's only create fails, for good: nothing changed, and no error.
+    h.cloud
+        .fail_next(Some(Operation::CreateRoute), InjectedError::NotFound, 1);
+    h.create_node(&node("n3", &["10.244.3.0/24"])).await;
+    counted("noop", 2).await;
+    assert_eq!(syncs(&h, "error", "periodic"), 0);
+
+    h.cloud.fail_next(
+        Some(Operation::ListRoutes),
+        InjectedError::Other("cloud API unavailable".into()),
+        1,
+    );
+    h.create_node(&node("n4", &[])).await;
+    counted("error", 1).await;
+    h.stop().await;
+
+    for outcome in ["changed", "noop", "error"] {
+        assert_eq!(syncs(&h, outcome, "node_change"), 0, "the gate is off");
+    }
+    assert_eq!(
+        passes(&h),
+        h.cloud.count(Operation::ListRoutes) as u64,
+        "every pass counted once"
+    );
+}
+
+/// With upstream's gate, a node event right after a pass waits until 10 s
+/// after that pass started (the schedule's own tests show the rest, on a
+/// paused clock).
+#[tokio::test]
+async fn with_the_watch_gate_a_node_event_right_after_a_pass_waits() {
+    let mut h = Harness::new().await;
+    let settings = ControllerSettings {
+        watch_based_routes: true,
+        ..route_settings(HOUR)
+    };
+    h.start(&[ControllerId::Route], &settings).await;
+    wait_for_passes(&h, 1).await;
+    h.create_node(&node("n1", &["10.244.1.0/24"])).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(passes(&h), 1, "no pass within 10 s of the first");
+    assert_eq!(syncs(&h, "noop", "periodic"), 1, "the first pass");
+    assert!(table(&h).is_empty(), "n1 waits for its route");
     h.stop().await;
 }
