@@ -37,6 +37,9 @@ pub(crate) struct Figures {
     pub(crate) cpu_seconds: f64,
     /// Actions the proxy answered itself, with how often.
     pub(crate) answered_here: Vec<String>,
+    /// Cloud calls answered with an error, as `Action Code (n)`: what the
+    /// calls that changed nothing bought.
+    pub(crate) failed: Vec<String>,
     /// What the binary left behind ([`crate::outcome`]).
     pub(crate) outcome: Outcome,
 }
@@ -55,6 +58,17 @@ fn counts(v: &Value) -> anyhow::Result<BTreeMap<String, u64>> {
         .iter()
         .map(|(k, n)| Ok((k.clone(), n.as_u64().context("a count is not a number")?)))
         .collect()
+}
+
+/// A JSON array's strings; none when absent (figures published before it).
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 impl Figures {
@@ -78,6 +92,7 @@ impl Figures {
             "peak_rss_mib": self.peak_rss_mib,
             "cpu_seconds": self.cpu_seconds,
             "answered_here": self.answered_here,
+            "failed": self.failed,
             "outcome": self.outcome,
         })
     }
@@ -109,14 +124,8 @@ impl Figures {
             windows,
             peak_rss_mib: v["peak_rss_mib"].as_f64().context("no peak_rss_mib")?,
             cpu_seconds: v["cpu_seconds"].as_f64().context("no cpu_seconds")?,
-            answered_here: v["answered_here"]
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|s| s.as_str().map(str::to_owned))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            answered_here: strings(&v["answered_here"]),
+            failed: strings(&v["failed"]),
             outcome: v["outcome"]
                 .as_object()
                 .context("no outcome")?
@@ -332,7 +341,7 @@ pub(crate) fn table(all: &[Figures]) -> String {
     text.push('\n');
     for f in all {
         text.push_str(&format!(
-            "- {}: `{}`, {} nodes, quiet window {} s{}\n",
+            "- {}: `{}`, {} nodes, quiet window {} s{}{}\n",
             f.name,
             f.version,
             f.nodes,
@@ -343,6 +352,14 @@ pub(crate) fn table(all: &[Figures]) -> String {
                 format!(
                     "; answered by the proxy as AWS answers, moto lacking them: {}",
                     f.answered_here.join(", ")
+                )
+            },
+            if f.failed.is_empty() {
+                "; every cloud call succeeded".to_owned()
+            } else {
+                format!(
+                    "; cloud calls answered with an error: {}",
+                    f.failed.join(", ")
                 )
             }
         ));
@@ -379,6 +396,7 @@ mod tests {
             peak_rss_mib: 30.0,
             cpu_seconds: 1.5,
             answered_here: vec!["DescribeInstanceTopology (3)".to_owned()],
+            failed: vec!["CreateRoute RouteAlreadyExists (2)".to_owned()],
             outcome: Outcome::from([("node taints".to_owned(), String::new())]),
         }
     }

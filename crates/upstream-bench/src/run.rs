@@ -157,6 +157,11 @@ pub(crate) async fn run(setup: &Setup, name: &str, binary: &Path) -> anyhow::Res
             (n > 0).then(|| format!("{a} ({n})"))
         })
         .collect();
+    let failed = proxy
+        .failures()
+        .into_iter()
+        .map(|(failure, n)| format!("{failure} ({n})"))
+        .collect();
     let nodes_at = times.nodes_initialized.unwrap_or_default();
     Ok(Figures {
         name: name.to_owned(),
@@ -182,6 +187,7 @@ pub(crate) async fn run(setup: &Setup, name: &str, binary: &Path) -> anyhow::Res
         peak_rss_mib: usage.peak_rss_mib,
         cpu_seconds: usage.cpu_seconds,
         answered_here,
+        failed,
         outcome,
     })
 }

@@ -1,11 +1,15 @@
 //! Finding the EC2 instances behind nodes with as few `DescribeInstances`
-//! calls as AWS allows: one per [`FILTER_VALUES`] instance IDs and one per
-//! [`FILTER_VALUES`] node names.
+//! calls as AWS allows: one for any number of instance IDs in the common
+//! case, and one per [`FILTER_VALUES`] node names.
 //!
-//! Lookups use filters, never `InstanceIds`: an unknown ID in `InstanceIds`
-//! fails the whole call, while a filter simply does not match it. Results
-//! are not paginated by `MaxResults` (which counts reservations, not
-//! instances); `NextToken` is followed when AWS pages anyway.
+//! Up to [`FILTER_VALUES`] IDs are looked up with a filter, which simply
+//! does not match an unknown ID. More are sent as `InstanceIds`, which
+//! takes any number (upstream's route listing sends every route target's
+//! ID this way) but fails the whole call on one unknown ID; then the lookup
+//! falls back to a filter per [`FILTER_VALUES`] IDs. Results are not
+//! paginated by `MaxResults` (which counts reservations, not instances, and
+//! cannot be sent with `InstanceIds`); `NextToken` is followed when AWS
+//! pages anyway.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -98,6 +102,20 @@ impl Cloud {
     ) -> Result<HashMap<String, Instance>, ApiError> {
         let ids: Vec<&str> = ids.collect();
         let mut out = HashMap::new();
+        if ids.len() > FILTER_VALUES {
+            match self.describe_instance_ids(&ids).await {
+                Ok(found) => {
+                    for instance in found {
+                        if let Some(id) = instance.instance_id() {
+                            out.insert(id.to_owned(), instance);
+                        }
+                    }
+                    return Ok(out);
+                }
+                Err(err) if unknown_id(&err) => {}
+                Err(err) => return Err(err),
+            }
+        }
         for chunk in ids.chunks(FILTER_VALUES) {
             let filter = filter("instance-id", chunk);
             for instance in self.describe_instances(vec![filter]).await? {
@@ -140,6 +158,21 @@ impl Cloud {
         &self,
         filters: Vec<Filter>,
     ) -> Result<Vec<Instance>, ApiError> {
+        self.describe(Some(filters), None).await
+    }
+
+    /// The instances `ids` name, in one call and its pages; fails whole
+    /// when one of them is unknown to AWS.
+    async fn describe_instance_ids(&self, ids: &[&str]) -> Result<Vec<Instance>, ApiError> {
+        let ids = ids.iter().map(|id| (*id).to_owned()).collect();
+        self.describe(None, Some(ids)).await
+    }
+
+    async fn describe(
+        &self,
+        filters: Option<Vec<Filter>>,
+        ids: Option<Vec<String>>,
+    ) -> Result<Vec<Instance>, ApiError> {
         self.api
             .paged(
                 "DescribeInstances",
@@ -147,7 +180,8 @@ impl Cloud {
                     self.api
                         .ec2
                         .describe_instances()
-                        .set_filters(Some(filters.clone()))
+                        .set_filters(filters.clone())
+                        .set_instance_ids(ids.clone())
                         .set_next_token(token)
                         .send()
                 },
@@ -162,6 +196,15 @@ impl Cloud {
             )
             .await
     }
+}
+
+/// AWS refused `InstanceIds` for an ID it does not know (gone for over an
+/// hour) or cannot read: a filter per chunk then finds the rest.
+fn unknown_id(err: &ApiError) -> bool {
+    matches!(
+        err.code(),
+        Some("InvalidInstanceID.NotFound" | "InvalidInstanceID.Malformed")
+    )
 }
 
 /// An EC2 filter on `name` matching any of `values`.

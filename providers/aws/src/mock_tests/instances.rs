@@ -219,3 +219,67 @@ async fn metadata_carries_the_zone_id_label_and_a_built_provider_id() {
             .any(|k| k.starts_with(NETWORK_NODE_LABEL))
     );
 }
+
+/// `n` instance IDs, `i-0000`…
+fn ids(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("i-{i:04}")).collect()
+}
+
+#[tokio::test]
+async fn more_ids_than_a_filter_takes_cost_one_call_as_upstreams_route_listing() {
+    let all = ids(250);
+    let by_ids = mock!(Ec2::describe_instances)
+        .match_requests(|input| input.instance_ids().len() == 250 && input.filters().is_empty())
+        .then_output(|| {
+            let found = ids(250)
+                .iter()
+                .map(|id| instance(id, InstanceStateName::Running))
+                .collect();
+            page(found, None)
+        });
+    let provider = provider(&[&by_ids], &[]);
+    let cloud = provider.cloud().expect("configured");
+    let found = cloud
+        .instances_by_id(all.iter().map(String::as_str))
+        .await
+        .expect("answered");
+    assert_eq!(found.len(), 250);
+    assert_eq!(by_ids.num_calls(), 1);
+}
+
+#[tokio::test]
+async fn one_unknown_id_among_many_falls_back_to_a_filter_per_200() {
+    let all = ids(250);
+    let by_ids = mock!(Ec2::describe_instances)
+        .match_requests(|input| !input.instance_ids().is_empty())
+        .then_error(|| DescribeInstancesError::generic(aws_error("InvalidInstanceID.NotFound")));
+    let by_filter = mock!(Ec2::describe_instances)
+        .match_requests(|input| {
+            input.instance_ids().is_empty() && !filter_values(input, "instance-id").is_empty()
+        })
+        .then_output(|| page(vec![instance("i-0007", InstanceStateName::Running)], None));
+    let provider = provider(&[&by_ids, &by_filter], &[]);
+    let cloud = provider.cloud().expect("configured");
+    let found = cloud
+        .instances_by_id(all.iter().map(String::as_str))
+        .await
+        .expect("the filters answer");
+    assert_eq!(found.keys().collect::<Vec<_>>(), ["i-0007"]);
+    assert_eq!(by_ids.num_calls(), 1);
+    assert_eq!(by_filter.num_calls(), 2, "one filter per 200 IDs");
+}
+
+#[tokio::test]
+async fn any_other_failure_of_the_one_call_is_the_lookups_failure() {
+    let all = ids(201);
+    let by_ids = mock!(Ec2::describe_instances)
+        .then_error(|| DescribeInstancesError::generic(aws_error("UnauthorizedOperation")));
+    let provider = provider(&[&by_ids], &[]);
+    let cloud = provider.cloud().expect("configured");
+    let err = cloud
+        .instances_by_id(all.iter().map(String::as_str))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Some("UnauthorizedOperation"));
+    assert_eq!(by_ids.num_calls(), 1);
+}

@@ -93,6 +93,9 @@ struct Shared {
     requests: AtomicU64,
     throttled: AtomicBool,
     calls: Mutex<Vec<Call>>,
+    /// Answers that were not a success, as `Action Code` (`CreateRoute
+    /// RouteAlreadyExists`; the HTTP status when the body names no code).
+    failures: Mutex<Vec<String>>,
 }
 
 /// The proxy: listening on 127.0.0.1 until dropped.
@@ -132,6 +135,7 @@ impl Proxy {
             requests: AtomicU64::new(0),
             throttled: AtomicBool::new(false),
             calls: Mutex::new(Vec::new()),
+            failures: Mutex::new(Vec::new()),
         });
         let accept = tokio::spawn(accept(listener, shared.clone()));
         Ok(Self {
@@ -162,6 +166,16 @@ impl Proxy {
         let mut by = BTreeMap::new();
         for call in self.shared.calls.lock().iter() {
             *by.entry(call.action.clone()).or_default() += 1;
+        }
+        by
+    }
+
+    /// The answers that were not a success, by `Action Code`: what a call
+    /// that changed nothing bought (a retry, a race lost to another writer).
+    pub fn failures(&self) -> BTreeMap<String, u64> {
+        let mut by = BTreeMap::new();
+        for failure in self.shared.failures.lock().iter() {
+            *by.entry(failure.clone()).or_default() += 1;
         }
         by
     }
@@ -237,7 +251,7 @@ async fn handle(
         .path_and_query()
         .map_or("/", |p| p.as_str())
         .to_owned();
-    let forward = forward(shared, parts.method, path, parts.headers, body);
+    let forward = forward(shared, action, parts.method, path, parts.headers, body);
     // Its own task, so that moto finishes it even if the client leaves.
     Ok(match tokio::spawn(forward).await {
         Ok(response) => response,
@@ -247,6 +261,7 @@ async fn handle(
 
 async fn forward(
     shared: Arc<Shared>,
+    action: String,
     method: hyper::Method,
     path: String,
     headers: HeaderMap,
@@ -259,20 +274,38 @@ async fn forward(
         .body(body)
         .send()
         .await;
+    let failed = |code: &str| shared.failures.lock().push(format!("{action} {code}"));
     let answer = match sent {
         Ok(answer) => answer,
-        Err(e) => return plain(StatusCode::BAD_GATEWAY, format!("moto: {e}")),
+        Err(e) => {
+            failed(StatusCode::BAD_GATEWAY.as_str());
+            return plain(StatusCode::BAD_GATEWAY, format!("moto: {e}"));
+        }
     };
     let status = answer.status();
     let headers = end_to_end(answer.headers());
     let body = match answer.bytes().await {
         Ok(body) => body,
-        Err(e) => return plain(StatusCode::BAD_GATEWAY, format!("moto's body: {e}")),
+        Err(e) => {
+            failed(StatusCode::BAD_GATEWAY.as_str());
+            return plain(StatusCode::BAD_GATEWAY, format!("moto's body: {e}"));
+        }
     };
+    if !status.is_success() {
+        failed(&error_code(&body).unwrap_or_else(|| status.as_str().to_owned()));
+    }
     let mut response = Response::new(Full::new(body));
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     response
+}
+
+/// The `<Code>` of an AWS query-protocol error body.
+fn error_code(body: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(body).ok()?;
+    let start = text.find("<Code>")? + "<Code>".len();
+    let end = start + text[start..].find("</Code>")?;
+    Some(text[start..end].trim().to_owned())
 }
 
 fn end_to_end(headers: &HeaderMap) -> HeaderMap {
@@ -383,6 +416,14 @@ mod tests {
     }
 
     #[test]
+    fn an_error_bodys_code_names_the_failure() {
+        let body = b"<Response><Errors><Error><Code>RouteAlreadyExists</Code>\
+                     <Message>taken</Message></Error></Errors></Response>";
+        assert_eq!(error_code(body).as_deref(), Some("RouteAlreadyExists"));
+        assert_eq!(error_code(b"<html>busy</html>"), None);
+    }
+
+    #[test]
     fn the_signature_scope_then_the_api_version_tells_the_service() {
         assert_eq!(service(&signed("ec2"), b""), Service::Ec2);
         assert_eq!(
@@ -451,5 +492,10 @@ mod tests {
             Some(502)
         );
         assert_eq!(proxy.requests(), 3);
+        assert_eq!(
+            proxy.failures(),
+            BTreeMap::from([("DescribeInstances 502".to_owned(), 1)]),
+            "a throttled answer is the proxy's own; a failed forward is counted"
+        );
     }
 }
