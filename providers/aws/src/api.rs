@@ -4,6 +4,14 @@
 //!
 //! The SDK's own retries are off: they would sleep through throttling, which
 //! the interface wants surfaced as `CloudError::Throttled` instead.
+//!
+//! A call that ends in an HTTP error status, once its retries are over, is
+//! counted once under that status (upstream's v1.37+
+//! `cloudprovider_aws_api_response_status_total`, recorded before the
+//! SDK's retry step): a transient error a retry recovers from is not, and
+//! neither is a call that got no answer (held back by the throttle or the
+//! fence, a timeout). A call AWS throttles ends there, where upstream's
+//! SDK would retry it a few times first, so it is counted.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -248,9 +256,15 @@ impl Api {
                 return Err(ApiError::Fenced { operation, source });
             }
             self.metrics.failed(operation);
+            let failure = classify(&err);
+            let retried = matches!(failure, Failure::Transient) && attempt < ATTEMPTS;
+            if let (false, Some(status)) = (retried, error_status(&err)) {
+                self.metrics
+                    .ended_in_status(service_id::<E>(), operation, status);
+            }
             cloud_provider::fence::check()
                 .map_err(|source| ApiError::Fenced { operation, source })?;
-            match classify(&err) {
+            match failure {
                 Failure::Throttled => {
                     self.metrics.throttled(operation);
                     let retry_after = self.throttle.throttled();
@@ -292,6 +306,26 @@ fn classify<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> Failure
     }
 }
 
+/// The HTTP status of AWS's answer, when it is an error status.
+fn error_status<E>(err: &SdkError<E, HttpResponse>) -> Option<u16> {
+    err.raw_response()
+        .map(|r| r.status().as_u16())
+        .filter(|status| *status >= 400)
+}
+
+/// The SDK service ID (upstream's `service` label, from the Go SDK's
+/// `ServiceID`, the models' `sdkId` both SDKs share) of the client whose
+/// operation fails with `E`: known from the crate that defines `E`.
+fn service_id<E>() -> &'static str {
+    let path = std::any::type_name::<E>();
+    match path.split("::").next().unwrap_or_default() {
+        "aws_sdk_ec2" => "EC2",
+        "aws_sdk_elasticloadbalancing" => "Elastic Load Balancing",
+        "aws_sdk_elasticloadbalancingv2" => "Elastic Load Balancing v2",
+        _ => "",
+    }
+}
+
 fn into_api_error<E>(operation: &'static str, err: SdkError<E, HttpResponse>) -> ApiError
 where
     E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
@@ -308,5 +342,21 @@ where
             detail: DisplayErrorContext(&err).to_string(),
             source: Box::new(err),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn service_ids_are_the_sdks_as_upstream_labels_them() {
+        use aws_sdk_ec2::operation::create_tags::CreateTagsError;
+        use aws_sdk_elasticloadbalancing::operation::describe_load_balancers::DescribeLoadBalancersError as ElbError;
+        use aws_sdk_elasticloadbalancingv2::operation::describe_load_balancers::DescribeLoadBalancersError as Elbv2Error;
+
+        assert_eq!(service_id::<CreateTagsError>(), "EC2");
+        assert_eq!(service_id::<ElbError>(), "Elastic Load Balancing");
+        assert_eq!(service_id::<Elbv2Error>(), "Elastic Load Balancing v2");
     }
 }

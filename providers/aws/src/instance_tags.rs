@@ -4,10 +4,16 @@
 //! `--tagging-controller-enable-batching`, one per 50).
 //!
 //! One unknown instance fails a whole call with `InvalidInstanceID.NotFound`,
-//! naming the IDs it did not find: those answer [`TagOutcome::NotFound`] and
-//! the call is made again without them, at most [`NOT_FOUND_ROUNDS`] times.
+//! and one ID AWS does not take as an ID at all (a virtual node's, KWOK's)
+//! with `InvalidID`, naming the IDs at fault: those answer
+//! [`TagOutcome::NotFound`] and [`TagOutcome::NotTaggable`] (upstream v1.37
+//! skips such a node, unlabelled and not requeued), and the call is made
+//! again without them, at most [`NAMING_ROUNDS`] times. When the error names
+//! none of them, or keeps naming more, the IDs are split in halves and each
+//! half is called alone, down to single IDs, the answer upstream gets with a
+//! call per node.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::num::NonZeroUsize;
 
 use async_trait::async_trait;
@@ -20,8 +26,14 @@ use crate::provider_id;
 
 /// The most resource IDs AWS takes in one `CreateTags` or `DeleteTags`.
 pub(crate) const MAX_RESOURCES: usize = 1000;
-/// Calls made for one batch when AWS keeps naming instances it cannot find.
-const NOT_FOUND_ROUNDS: usize = 3;
+/// Calls made for one batch while AWS keeps naming IDs it refuses, before
+/// the batch is split.
+const NAMING_ROUNDS: usize = 3;
+/// The error code for instances AWS cannot find.
+const NOT_FOUND: &str = "InvalidInstanceID.NotFound";
+/// The error code for IDs AWS does not take as IDs (upstream's
+/// `IsAWSErrorInvalidInstanceID`).
+const INVALID_ID: &str = "InvalidID";
 /// The node label recording which tags an instance carries, as upstream's.
 pub const TAGGED_LABEL: &str = "k8s.io/cloud-provider-aws";
 
@@ -64,36 +76,70 @@ impl Cloud {
             .iter()
             .map(|(k, v)| Tag::builder().key(k).value(v).build())
             .collect();
-        let mut missing: HashSet<String> = HashSet::new();
+        let mut refused: HashMap<String, TagOutcome> = HashMap::new();
         for chunk in wanted.chunks(MAX_RESOURCES) {
-            let mut ids: Vec<String> = chunk.to_vec();
-            for round in 1..=NOT_FOUND_ROUNDS {
-                if ids.is_empty() {
-                    break;
-                }
-                let Err(err) = self.send_tags(change, &ids, &aws_tags).await else {
-                    break;
-                };
-                let unknown = not_found_ids(&err);
-                if unknown.is_empty() || round == NOT_FOUND_ROUNDS {
-                    return Err(err.into());
-                }
-                ids.retain(|id| !unknown.contains(id));
-                missing.extend(unknown);
-            }
+            self.change_batch(change, chunk.to_vec(), &aws_tags, &mut refused)
+                .await?;
         }
         Ok(outcomes
             .into_iter()
             .zip(provider_ids)
             .map(|(outcome, provider_id)| {
-                Ok(
-                    outcome.unwrap_or_else(|| match provider_id::instance_id(provider_id) {
-                        Ok(id) if missing.contains(id) => TagOutcome::NotFound,
-                        _ => TagOutcome::Done,
-                    }),
-                )
+                Ok(outcome.unwrap_or_else(|| {
+                    provider_id::instance_id(provider_id)
+                        .ok()
+                        .and_then(|id| refused.get(id).cloned())
+                        .unwrap_or(TagOutcome::Done)
+                }))
             })
             .collect())
+    }
+
+    /// Changes the tags of `ids`, recording in `refused` each ID AWS
+    /// refuses and what it answers for it.
+    ///
+    /// # Errors
+    /// Any error that is not about particular IDs: the whole call failed.
+    async fn change_batch(
+        &self,
+        change: Change,
+        ids: Vec<String>,
+        tags: &[Tag],
+        refused: &mut HashMap<String, TagOutcome>,
+    ) -> Result<(), ApiError> {
+        // (IDs, calls made for them so far)
+        let mut pending = vec![(ids, 0)];
+        while let Some((mut ids, calls)) = pending.pop() {
+            if ids.is_empty() {
+                continue;
+            }
+            let Err(err) = self.send_tags(change, &ids, tags).await else {
+                continue;
+            };
+            let Some((outcome, named)) = refusal(&err, &ids) else {
+                return Err(err);
+            };
+            if let [id] = ids.as_slice() {
+                log_refused(change, id, &outcome);
+                refused.insert(id.clone(), outcome);
+                continue;
+            }
+            let progressed = !named.is_empty();
+            ids.retain(|id| !named.contains(id));
+            for id in named {
+                log_refused(change, &id, &outcome);
+                refused.insert(id, outcome.clone());
+            }
+            if progressed && calls + 1 < NAMING_ROUNDS {
+                pending.push((ids, calls + 1));
+            } else {
+                // Each half is smaller, so this ends at single IDs.
+                let second = ids.split_off(ids.len() / 2);
+                pending.push((second, 0));
+                pending.push((ids, 0));
+            }
+        }
+        Ok(())
     }
 
     async fn send_tags(
@@ -133,24 +179,43 @@ impl Cloud {
     }
 }
 
-/// The instance IDs an `InvalidInstanceID.NotFound` names ("The instance
-/// IDs 'i-1, i-2' do not exist"); empty for any other error.
-fn not_found_ids(err: &ApiError) -> HashSet<String> {
+/// What AWS answers, through `err`, for IDs of the call `ids` made, and
+/// which of them its message names (maybe none); `None` when the error is
+/// not about particular IDs.
+///
+/// `InvalidInstanceID.NotFound` ("The instance IDs 'i-1, i-2' do not
+/// exist") is [`TagOutcome::NotFound`]; `InvalidID` ("The ID 'i-kwok' is
+/// not valid") is [`TagOutcome::NotTaggable`], as upstream's
+/// `IsAWSErrorInvalidInstanceID` matches exactly that code (so not
+/// `InvalidInstanceID.Malformed`, which fails the call as any other error).
+fn refusal(err: &ApiError, ids: &[String]) -> Option<(TagOutcome, HashSet<String>)> {
     let ApiError::Service { code, message, .. } = err else {
-        return HashSet::new();
+        return None;
     };
-    if code != "InvalidInstanceID.NotFound" {
-        return HashSet::new();
-    }
-    message
+    let outcome = match code.as_str() {
+        NOT_FOUND => TagOutcome::NotFound,
+        INVALID_ID => TagOutcome::NotTaggable(format!(
+            "AWS does not take the instance ID as valid ({INVALID_ID}: {message})"
+        )),
+        _ => return None,
+    };
+    let named = message
         .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-        .filter(|word| {
-            word.strip_prefix("i-").is_some_and(|rest| {
-                !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric())
-            })
-        })
+        .filter(|word| ids.iter().any(|id| id == word))
         .map(str::to_owned)
-        .collect()
+        .collect();
+    Some((outcome, named))
+}
+
+fn log_refused(change: Change, id: &str, outcome: &TagOutcome) {
+    if let TagOutcome::NotTaggable(reason) = outcome {
+        tracing::info!(
+            operation = change.operation(),
+            instance = id,
+            %reason,
+            "instance skipped: its ID is not valid for AWS"
+        );
+    }
 }
 
 #[async_trait]
@@ -200,27 +265,57 @@ mod tests {
         }
     }
 
+    fn ids(ids: &[&str]) -> Vec<String> {
+        ids.iter().map(|id| (*id).to_owned()).collect()
+    }
+
+    fn named(ids: &[&str]) -> HashSet<String> {
+        ids.iter().map(|id| (*id).to_owned()).collect()
+    }
+
     #[test]
     fn not_found_names_every_instance_aws_lists() {
+        let batch = ids(&["i-0aaa", "i-0bbb", "i-0ccc"]);
         let err = service_error(
             "InvalidInstanceID.NotFound",
             "The instance IDs 'i-0aaa, i-0bbb' do not exist",
         );
-        let ids = not_found_ids(&err);
         assert_eq!(
-            ids,
-            HashSet::from(["i-0aaa".to_owned(), "i-0bbb".to_owned()])
+            refusal(&err, &batch),
+            Some((TagOutcome::NotFound, named(&["i-0aaa", "i-0bbb"])))
         );
         let one = service_error(
             "InvalidInstanceID.NotFound",
             "The instance ID 'i-0ccc' does not exist",
         );
-        assert_eq!(not_found_ids(&one), HashSet::from(["i-0ccc".to_owned()]));
+        assert_eq!(
+            refusal(&one, &batch),
+            Some((TagOutcome::NotFound, named(&["i-0ccc"])))
+        );
     }
 
     #[test]
-    fn other_errors_name_no_instance() {
-        let err = service_error("UnauthorizedOperation", "not allowed on i-0aaa");
-        assert!(not_found_ids(&err).is_empty());
+    fn an_invalid_id_is_not_taggable_and_named_only_when_it_was_sent() {
+        let batch = ids(&["i-0aaa", "i-kwok1"]);
+        let err = service_error("InvalidID", "The ID 'i-kwok1' is not valid");
+        let Some((TagOutcome::NotTaggable(reason), names)) = refusal(&err, &batch) else {
+            panic!("not taggable: {:?}", refusal(&err, &batch));
+        };
+        assert!(reason.contains("The ID 'i-kwok1' is not valid"), "{reason}");
+        assert_eq!(names, named(&["i-kwok1"]));
+        let unnamed = service_error("InvalidID", "The ID 'fake' is not valid");
+        assert!(matches!(
+            refusal(&unnamed, &batch),
+            Some((TagOutcome::NotTaggable(_), names)) if names.is_empty()
+        ));
+    }
+
+    #[test]
+    fn other_errors_are_not_about_particular_instances() {
+        let batch = ids(&["i-0aaa"]);
+        for code in ["UnauthorizedOperation", "InvalidInstanceID.Malformed"] {
+            let err = service_error(code, "not allowed on i-0aaa");
+            assert_eq!(refusal(&err, &batch), None, "{code}");
+        }
     }
 }

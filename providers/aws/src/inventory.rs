@@ -19,7 +19,8 @@
 //! a Service does: node security groups, which deployment tools tag as the
 //! cluster's, are never listed, nor is `ElbSecurityGroup` from the config.
 //! Classic ELBs upstream made carry both tags and are listed; their own
-//! groups, which upstream tags with the cluster alone, are not. Routes are those the route controller sees: routes to instances or
+//! groups, and the NLB groups of upstream's managed mode, which upstream
+//! tags with the cluster alone, are not. Routes are those the route controller sees: routes to instances or
 //! network interfaces in `RouteTableID` or the tables tagged for the
 //! cluster. Another cluster's resources and untagged ones are never listed.
 //!

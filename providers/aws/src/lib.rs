@@ -25,7 +25,8 @@
 //! longer fails with `CloudError::Throttled`. Metrics keep
 //! upstream's names (`cloudprovider_aws_api_request_duration_seconds`,
 //! `cloudprovider_aws_api_request_errors`,
-//! `cloudprovider_aws_api_throttled_requests_total`) and are served through
+//! `cloudprovider_aws_api_throttled_requests_total`,
+//! `cloudprovider_aws_api_response_status_total`) and are served through
 //! `CloudProvider::encode_metrics`. Each request is described to the
 //! framework's request fence as it leaves (its `Action`, whether it
 //! mutates, its parameters), so `--dry-run` sends the reads and plans the

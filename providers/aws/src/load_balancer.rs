@@ -3,8 +3,8 @@
 //! Per Service: the load balancer (named as upstream names it), a target
 //! group per port with the nodes' instances as targets on the node port, a
 //! listener per port, rules in the nodes' security groups, and with
-//! `NLBSecurityGroupMode = Managed` (or `ElbSecurityGroup`) a security group
-//! of the load balancer's own; all tagged `kubernetes.io/cluster/<id>=owned` and
+//! `NLBSecurityGroupMode = Managed` a security group of the load balancer's
+//! own; all tagged `kubernetes.io/cluster/<id>=owned` and
 //! `kubernetes.io/service-name=<namespace>/<name>`.
 //!
 //! # Guarantees
@@ -13,7 +13,9 @@
 //!   nothing.
 //! - Everything is looked up by name and checked for this cluster's and
 //!   Service's tags before it is created; a resource with the name but not
-//!   the tags is never adopted, changed or deleted.
+//!   the tags is never adopted, changed or deleted. (The load balancer's
+//!   own security group, which upstream tags with the cluster alone, needs
+//!   the cluster's tag and no other Service's.)
 //! - Deletion removes the load balancer, its target groups (also those a
 //!   crash left unattached), its node rules and any security group made
 //!   for it.
@@ -49,7 +51,7 @@ use classic::ClassicSpec;
 use listeners::forward_target;
 use nlb::{AttachedGroups, status};
 use security_groups::asked::AskedGroups;
-use security_groups::node_rules::{client_cidrs, needs_health_rule};
+use security_groups::node_rules::needs_health_rule;
 use spec::{Kind, LoadBalancerSpec, ServiceRef, is_external, kind};
 
 impl Cloud {
@@ -126,9 +128,7 @@ impl Cloud {
         }
         let may_have_groups = match &existing {
             Some((lb, _)) => !lb.security_groups().is_empty(),
-            None => {
-                self.config.elb_security_group.is_some() || self.config.nlb_security_group_managed
-            }
+            None => self.config.nlb_security_group_managed,
         };
         spec.security_groups
             .check(existing.is_some(), may_have_groups)?;
@@ -143,29 +143,18 @@ impl Cloud {
             .target_instances(&spec.target_node_labels, nodes)
             .await?;
         let vpc_cidrs = self.vpc_cidrs(&vpc_id).await?;
-        let clients = client_cidrs(spec, &vpc_cidrs);
         let tags = self
             .tags
             .owned_for_service(&spec.svc.key, &spec.additional_tags);
 
-        let chosen = match (&self.config.elb_security_group, &existing) {
-            // The Service names its own: the provider makes none.
-            _ if !spec.security_groups.instead.is_empty() => Vec::new(),
-            (Some(configured), _) => vec![configured.clone()],
-            (None, Some((lb, _))) if lb.security_groups().is_empty() => Vec::new(),
-            // Upstream's default: a new NLB without a security group. One
-            // made before (managed) keeps its group, still kept in step.
-            (None, None) if !self.config.nlb_security_group_managed => Vec::new(),
-            (None, _) => vec![
-                self.ensure_frontend_security_group(cluster_name, spec, &vpc_id, &clients, &tags)
-                    .await?,
-            ],
-        };
-        let security_groups = spec.security_groups.apply(chosen);
-        let attached: Vec<String> = existing
+        let attached: Option<Vec<String>> = existing
             .as_ref()
-            .map(|(lb, _)| lb.security_groups().to_vec())
-            .unwrap_or_default();
+            .map(|(lb, _)| lb.security_groups().to_vec());
+        let chosen = self
+            .chosen_security_groups(cluster_name, spec, attached.as_deref(), &vpc_id, &tags)
+            .await?;
+        let security_groups = spec.security_groups.apply(chosen);
+        let attached = attached.unwrap_or_default();
         let lb = match existing {
             Some((lb, current)) => {
                 self.update_load_balancer_settings(spec, &lb, &current, &tags, &security_groups)
@@ -186,7 +175,8 @@ impl Cloud {
             .filter(|g| !security_groups.contains(g))
             .map(String::as_str)
             .collect();
-        self.delete_detached_groups(&spec.svc.key, &detached).await;
+        self.delete_detached_groups(cluster_name, &spec.svc, &detached)
+            .await;
         let arn = lb.load_balancer_arn().unwrap_or_default();
         self.ensure_load_balancer_attributes(spec, arn).await?;
         self.ensure_listeners(spec, &lb, groups.as_ref(), &instance_ids(&instances), &tags)

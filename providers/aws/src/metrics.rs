@@ -5,10 +5,14 @@
 //! - `cloudprovider_aws_api_request_errors{request}`: failed calls, under
 //!   exactly upstream's sample name (see [`UntypedCounter`]);
 //! - `cloudprovider_aws_api_throttled_requests_total{operation_name}`: calls
-//!   AWS refused with a throttling error.
+//!   AWS refused with a throttling error;
+//! - `cloudprovider_aws_api_response_status_total{service,operation,status_code}`:
+//!   calls that ended in an HTTP error status (400 and up), counted once per
+//!   call after its retries, as upstream v1.37+ (see [`crate::api`]).
 //!
 //! `request` uses upstream's snake_case names (`describe_instance`, ...);
-//! `operation_name` is the API's own (`DescribeInstances`).
+//! `operation_name` and `operation` are the API's own (`DescribeInstances`);
+//! `service` is the SDK's service ID (`EC2`, `Elastic Load Balancing v2`).
 
 use std::time::Duration;
 
@@ -27,6 +31,13 @@ struct RequestLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OperationLabels {
     operation_name: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabels {
+    service: String,
+    operation: String,
+    status_code: String,
 }
 
 /// Prometheus' default buckets, as upstream's histogram uses.
@@ -64,6 +75,7 @@ pub(crate) struct ApiMetrics {
     durations: Histograms,
     errors: Family<RequestLabels, UntypedCounter>,
     throttled: Family<OperationLabels, Counter>,
+    statuses: Family<StatusLabels, Counter>,
 }
 
 impl Default for ApiMetrics {
@@ -71,6 +83,7 @@ impl Default for ApiMetrics {
         let durations: Histograms = Family::new_with_constructor(|| Histogram::new(BUCKETS));
         let errors = Family::<RequestLabels, UntypedCounter>::default();
         let throttled = Family::<OperationLabels, Counter>::default();
+        let statuses = Family::<StatusLabels, Counter>::default();
         let mut registry = Registry::default();
         registry.register(
             "cloudprovider_aws_api_request_duration_seconds",
@@ -88,11 +101,17 @@ impl Default for ApiMetrics {
             "AWS API throttled requests",
             throttled.clone(),
         );
+        registry.register(
+            "cloudprovider_aws_api_response_status",
+            "AWS API error response status code counts (terminal, after retries are exhausted)",
+            statuses.clone(),
+        );
         Self {
             registry,
             durations,
             errors,
             throttled,
+            statuses,
         }
     }
 }
@@ -115,6 +134,17 @@ impl ApiMetrics {
         self.throttled
             .get_or_create(&OperationLabels {
                 operation_name: operation.to_owned(),
+            })
+            .inc();
+    }
+
+    /// A call of `service`'s `operation` ended with the HTTP error `status`.
+    pub(crate) fn ended_in_status(&self, service: &str, operation: &str, status: u16) {
+        self.statuses
+            .get_or_create(&StatusLabels {
+                service: service.to_owned(),
+                operation: operation.to_owned(),
+                status_code: status.to_string(),
             })
             .inc();
     }
@@ -174,6 +204,7 @@ mod tests {
         metrics.succeeded("DescribeRouteTables", Duration::from_millis(30));
         metrics.failed("CreateRoute");
         metrics.throttled("DescribeInstances");
+        metrics.ended_in_status("Elastic Load Balancing v2", "DescribeLoadBalancers", 400);
         let mut out = String::new();
         metrics.encode(&mut out);
         assert!(
@@ -190,6 +221,12 @@ mod tests {
         assert!(
             out.contains(
                 "cloudprovider_aws_api_throttled_requests_total{operation_name=\"DescribeInstances\"} 1"
+            ),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "cloudprovider_aws_api_response_status_total{service=\"Elastic Load Balancing v2\",operation=\"DescribeLoadBalancers\",status_code=\"400\"} 1"
             ),
             "{out}"
         );

@@ -7,6 +7,7 @@
 mod instances;
 mod load_balancers;
 mod provider_controllers;
+mod response_status;
 mod routes;
 mod throttling;
 mod topology;

@@ -70,17 +70,33 @@ async fn node_rules(moto: &Moto, estate: &Estate) -> BTreeSet<IngressRule> {
         .expect("described")
 }
 
-async fn provider(proxy: &Proxy, estate: &Estate) -> Arc<dyn CloudProvider> {
-    provider_at(&proxy.endpoint, CLUSTER, &format!("VPC = {}", estate.vpc)).await
+/// The provider with `global` added to `[Global]`.
+async fn provider(proxy: &Proxy, estate: &Estate, global: &str) -> Arc<dyn CloudProvider> {
+    provider_at(
+        &proxy.endpoint,
+        CLUSTER,
+        &format!("VPC = {}\n{global}", estate.vpc),
+    )
+    .await
 }
 
 /// Ensures `svc` on what upstream made, asserting that nothing changed:
 /// no changing call, the node rules as they were. The proxy goes with the
 /// provider: its clients reach AWS through it.
 async fn adopt(moto: &Moto, estate: &Estate, svc: &Service) -> (Arc<dyn CloudProvider>, Proxy) {
+    adopt_under(moto, estate, svc, "").await
+}
+
+/// [`adopt`] with `global` added to the cloud config's `[Global]`.
+async fn adopt_under(
+    moto: &Moto,
+    estate: &Estate,
+    svc: &Service,
+    global: &str,
+) -> (Arc<dyn CloudProvider>, Proxy) {
     let rules_before = node_rules(moto, estate).await;
     let proxy = Proxy::start(&moto.endpoint).await.expect("proxy");
-    let provider = provider(&proxy, estate).await;
+    let provider = provider(&proxy, estate, global).await;
     let nodes: Vec<_> = estate.instances.iter().map(seed::Seeded::node).collect();
     let before = proxy.actions();
     let ensured = provider
@@ -121,6 +137,7 @@ async fn an_nlb_upstream_made_is_adopted_without_a_change_and_deleted_with_its_s
         health: Health::cluster(),
         // Clients from anywhere to the traffic port: no health rule.
         rules: upstream::client_rules("0.0.0.0/0"),
+        security_groups: Vec::new(),
     };
     upstream::nlb(&moto, &estate, made).await;
     let svc = nlb_service(UID, &[], &[(PORT, NODE_PORT)]);
@@ -151,6 +168,71 @@ async fn an_nlb_upstream_made_is_adopted_without_a_change_and_deleted_with_its_s
             .iter()
             .any(|(_, _, _, _, d)| d.contains("kubernetes.io/rule/nlb/")),
         "{left:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_nlb_with_the_managed_group_upstream_made_is_adopted_without_a_change_and_deleted_with_it()
+ {
+    const RANGES: [&str; 2] = ["198.51.100.0/24", "203.0.113.0/24"];
+    let moto = moto().await;
+    let estate = seed::estate(&ec2(&moto), 2).await.expect("seeded");
+    let group = upstream::managed_group(&moto, &estate, &RANGES).await;
+    // Clients from the source ranges: the health checks need a rule of
+    // their own.
+    let cidrs = subnet_cidrs(&moto, &estate.public_subnets).await;
+    let mut rules = upstream::health_rules(NODE_PORT, &cidrs);
+    for range in RANGES {
+        rules.extend(upstream::client_rules(range));
+    }
+    let made = Nlb {
+        scheme: LoadBalancerSchemeEnum::InternetFacing,
+        subnets: subnets(&estate.public_subnets),
+        health: Health::cluster(),
+        rules,
+        security_groups: vec![group.clone()],
+    };
+    upstream::nlb(&moto, &estate, made).await;
+    let svc = nlb_service(
+        UID,
+        &[(key::SOURCE_RANGES, &RANGES.join(","))],
+        &[(PORT, NODE_PORT)],
+    );
+    let group_rules = ingress_rules(&ec2(&moto), &group).await.expect("described");
+    let (provider, _proxy) =
+        adopt_under(&moto, &estate, &svc, "NLBSecurityGroupMode = Managed").await;
+    assert_eq!(
+        ingress_rules(&ec2(&moto), &group).await.expect("described"),
+        group_rules,
+        "the group's rules stay as upstream made them"
+    );
+    let lbs = elbv2(&moto)
+        .describe_load_balancers()
+        .send()
+        .await
+        .expect("described");
+    assert_eq!(
+        lbs.load_balancers()[0].security_groups(),
+        std::slice::from_ref(&group)
+    );
+
+    provider
+        .load_balancer()
+        .expect("AWS has load balancers")
+        .ensure_load_balancer_deleted(CLUSTER, &svc)
+        .await
+        .expect("deleted");
+    let groups = ec2(&moto)
+        .describe_security_groups()
+        .send()
+        .await
+        .expect("described");
+    assert!(
+        !groups
+            .security_groups()
+            .iter()
+            .any(|g| g.group_id() == Some(&group)),
+        "the managed group, tagged with the cluster alone, is deleted with its Service"
     );
 }
 
@@ -188,6 +270,7 @@ async fn a_local_nlb_with_elastic_ips_upstream_made_is_adopted_without_a_change(
         subnets: mappings,
         health: Health::local(HEALTH_PORT),
         rules,
+        security_groups: Vec::new(),
     };
     upstream::nlb(&moto, &estate, made).await;
     let allocations = eips.join(",");
@@ -232,6 +315,7 @@ async fn an_internal_nlb_with_private_addresses_upstream_made_is_adopted_without
         subnets: mappings,
         health: Health::cluster(),
         rules,
+        security_groups: Vec::new(),
     };
     upstream::nlb(&moto, &estate, made).await;
     let svc = nlb_service(
@@ -294,7 +378,7 @@ async fn a_route_upstream_made_is_listed_and_kept() {
     let estate = seed::estate(&ec2(&moto), 2).await.expect("seeded");
     upstream::route(&moto, &estate, POD_CIDR).await;
     let proxy = Proxy::start(&moto.endpoint).await.expect("proxy");
-    let provider = provider(&proxy, &estate).await;
+    let provider = provider(&proxy, &estate, "").await;
     let routes = provider.routes().expect("AWS has routes");
     let listed = routes.list_routes(CLUSTER).await.expect("listed");
     let instance = &estate.instances[0];

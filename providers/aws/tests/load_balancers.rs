@@ -2,7 +2,8 @@
 //! follow nodes, what invalid input leaves alone, that deletion leaves
 //! nothing the cluster owned, what a dry run sends ([`dry_run`]), target
 //! group attributes ([`attributes`]), named security groups
-//! ([`security_groups`]) and TLS ([`tls`]).
+//! ([`security_groups`]), subnets named by annotation ([`subnets`]) and TLS
+//! ([`tls`]).
 
 #[path = "load_balancers/attributes.rs"]
 mod attributes;
@@ -20,6 +21,8 @@ mod nlb_table;
 mod security_groups;
 #[path = "load_balancers/shared_rules.rs"]
 mod shared_rules;
+#[path = "load_balancers/subnets.rs"]
+mod subnets;
 #[path = "load_balancers/tls.rs"]
 mod tls;
 #[path = "load_balancers/type_change.rs"]
@@ -148,8 +151,10 @@ async fn a_service_gets_a_tagged_nlb_with_listeners_target_groups_targets_and_no
         f.ingress(&lb_groups[0]).await,
         BTreeSet::from([
             rule("tcp", 80, "0.0.0.0/0", ""),
-            rule("tcp", 443, "0.0.0.0/0", "")
-        ])
+            rule("tcp", 443, "0.0.0.0/0", ""),
+            ("icmp".into(), 3, 4, "0.0.0.0/0".into(), String::new()),
+        ]),
+        "upstream's: the listener ports and ICMP fragmentation-needed from anywhere"
     );
     let client = format!("kubernetes.io/rule/nlb/client={LB_NAME}");
     assert_eq!(
@@ -513,23 +518,6 @@ async fn an_internal_local_service_checks_healthz_from_its_subnets_and_admits_on
         f.load_balancer_subnet_cidrs().await,
         "health checks come from the load balancer's subnets: {ingress:?}"
     );
-}
-
-#[tokio::test]
-async fn subnets_named_by_annotation_are_used_as_named() {
-    let f = Fixture::new(1).await;
-    let by_name = service(&[(key::SUBNETS, "public-b")], &[(80, 30080)]);
-    f.lb()
-        .ensure_load_balancer(CLUSTER, &by_name, &f.nodes(&[0]))
-        .await
-        .expect("ensured");
-    let nlb = &f.load_balancers().await[0];
-    let subnets: Vec<&str> = nlb
-        .availability_zones()
-        .iter()
-        .filter_map(|z| z.subnet_id())
-        .collect();
-    assert_eq!(subnets, [f.estate.public_subnets[1].as_str()]);
 }
 
 #[tokio::test]

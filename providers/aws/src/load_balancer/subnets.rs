@@ -123,20 +123,27 @@ impl Cloud {
             .collect())
     }
 
+    /// The subnets `named` by ID or `Name` tag, as upstream's
+    /// `resolveSubnetNameOrIDs`: only those in the cluster's VPC (upstream
+    /// v1.34+ filters IDs by VPC too), so a subnet of another VPC is not found.
+    ///
+    /// # Errors
+    /// `InvalidInput` on the `subnets` annotation when the count found is
+    /// not the count named.
     async fn resolve_subnets(&self, named: &[String]) -> Result<Vec<Subnet>, CloudError> {
         let (ids, names): (Vec<&str>, Vec<&str>) = named
             .iter()
             .map(String::as_str)
             .partition(|s| s.starts_with("subnet-"));
+        let vpc = self.vpc_id().await?;
         let mut found = Vec::new();
         if !ids.is_empty() {
             found.extend(
-                self.describe_subnets(vec![filter("subnet-id", &ids)])
+                self.describe_subnets(vec![filter("subnet-id", &ids), filter("vpc-id", &[vpc])])
                     .await?,
             );
         }
         if !names.is_empty() {
-            let vpc = self.vpc_id().await?;
             found.extend(
                 self.describe_subnets(vec![filter("tag:Name", &names), filter("vpc-id", &[vpc])])
                     .await?,
@@ -146,9 +153,9 @@ impl Cloud {
             return Err(invalid(
                 key::SUBNETS,
                 format!(
-                    "expected subnet IDs or Name tags of existing subnets, found {} of {}",
-                    found.len(),
-                    named.len()
+                    "expected to find {}, but found {} subnets: name subnets of VPC {vpc} by ID or Name tag",
+                    named.len(),
+                    found.len()
                 ),
             ));
         }

@@ -1,7 +1,7 @@
 //! What the `tagging` and `nodeipam` controllers ask of AWS, against mocked
 //! EC2: IPv6 prefixes on interfaces (which moto lacks), instances AWS
-//! cannot find in a batched `CreateTags`, and the calls for 1,000 nodes
-//! (the figures in docs/benchmarks/report.md).
+//! cannot find and IDs it does not take in a batched `CreateTags`, and the
+//! calls for 1,000 nodes (the figures in docs/benchmarks/report.md).
 
 use std::collections::BTreeMap;
 
@@ -185,6 +185,66 @@ async fn untagging_a_gone_instance_is_not_found_and_never_fails_the_others() {
     assert_eq!(answers[0].as_ref().ok(), Some(&TagOutcome::NotFound));
     assert_eq!(answers[1].as_ref().ok(), Some(&TagOutcome::Done));
     assert_eq!(untagged.num_calls(), 1);
+}
+
+#[tokio::test]
+async fn an_instance_id_aws_calls_invalid_is_not_taggable_and_the_rest_are_tagged() {
+    let refused = mock!(Ec2::create_tags)
+        .match_requests(|r| r.resources().iter().any(|id| id == "i-kwok1"))
+        .then_error(|| {
+            CreateTagsError::generic(
+                ErrorMetadata::builder()
+                    .code("InvalidID")
+                    .message("The ID 'i-kwok1' is not valid")
+                    .build(),
+            )
+        });
+    let tagged = mock!(Ec2::create_tags)
+        .match_requests(|r| r.resources() == ["i-1", "i-2"])
+        .then_output(|| CreateTagsOutput::builder().build());
+    let provider = provider(&[&refused, &tagged], &[]);
+    let answers = provider
+        .tag_instances(&[pid("i-1"), pid("i-kwok1"), pid("i-2")], &tags())
+        .await
+        .expect("tagged");
+    assert_eq!((refused.num_calls(), tagged.num_calls()), (1, 1));
+    let answers: Vec<TagOutcome> = answers.into_iter().map(Result::unwrap).collect();
+    assert_eq!(answers[0], TagOutcome::Done);
+    assert!(
+        matches!(&answers[1], TagOutcome::NotTaggable(reason) if reason.contains("InvalidID")),
+        "{:?}",
+        answers[1]
+    );
+    assert_eq!(answers[2], TagOutcome::Done);
+}
+
+#[tokio::test]
+async fn an_invalid_id_aws_does_not_name_is_found_by_splitting_the_batch() {
+    let refused = mock!(Ec2::delete_tags)
+        .match_requests(|r| r.resources().iter().any(|id| id == "i-kwok1"))
+        .then_error(|| DeleteTagsError::generic(aws_error("InvalidID")));
+    let untagged = mock!(Ec2::delete_tags)
+        .match_requests(|r| !r.resources().iter().any(|id| id == "i-kwok1"))
+        .then_output(|| DeleteTagsOutput::builder().build());
+    let provider = provider(&[&refused, &untagged], &[]);
+    let answers = provider
+        .untag_instances(
+            &[pid("i-1"), pid("i-kwok1"), pid("i-2"), pid("i-3")],
+            &tags(),
+        )
+        .await
+        .expect("untagged");
+    let answers: Vec<TagOutcome> = answers.into_iter().map(Result::unwrap).collect();
+    assert_eq!(answers[0], TagOutcome::Done);
+    assert!(
+        matches!(answers[1], TagOutcome::NotTaggable(_)),
+        "{:?}",
+        answers[1]
+    );
+    assert_eq!(answers[2..], [TagOutcome::Done, TagOutcome::Done]);
+    // All four, then [i-1, i-kwok1] and [i-kwok1] refused; [i-1] and
+    // [i-2, i-3] untagged.
+    assert_eq!((refused.num_calls(), untagged.num_calls()), (3, 2));
 }
 
 #[tokio::test]

@@ -1,7 +1,9 @@
 //! Resources made as cloud-provider-aws makes them, for the adoption
 //! tests: each function names the upstream code it follows.
 
-use aws_sdk_ec2::types::{AttributeBooleanValue, IpPermission, IpRange};
+use aws_sdk_ec2::types::{
+    AttributeBooleanValue, IpPermission, IpRange, ResourceType, TagSpecification,
+};
 use aws_sdk_elasticloadbalancingv2::types::{
     Action, ActionTypeEnum, LoadBalancerSchemeEnum, LoadBalancerTypeEnum, ProtocolEnum,
     SubnetMapping, Tag, TargetDescription, TargetTypeEnum,
@@ -9,6 +11,7 @@ use aws_sdk_elasticloadbalancingv2::types::{
 use provider_aws::test_util::seed::Estate;
 use provider_aws::test_util::{CLUSTER, Moto, ec2, elbv2};
 use sha1::{Digest, Sha1};
+use sha2::Sha256;
 
 /// Upstream's `GetLoadBalancerName` of [`UID`]: `a` and the UID without
 /// dashes, 32 long.
@@ -61,6 +64,9 @@ pub(crate) struct Nlb {
     pub(crate) health: Health,
     /// The node security group's rules for it.
     pub(crate) rules: Vec<IpPermission>,
+    /// The load balancer's own: none, as upstream's default mode makes it,
+    /// or its [`managed_group`].
+    pub(crate) security_groups: Vec<String>,
 }
 
 /// Upstream's `buildTargetGroupName`: `k8s-{namespace:8}-{name:8}-{sha1:10}`.
@@ -146,9 +152,69 @@ pub(crate) fn health_rules(port: i32, cidrs: &[String]) -> Vec<IpPermission> {
         .collect()
 }
 
+/// The security group upstream's `NLBSecurityGroupMode = Managed` makes for
+/// the NLB of Service `shop/web`: `ensureNLBSecurityGroup` (named by
+/// `GetSecurityGroupNameForNLB`, described as `[k8s] Managed SecurityGroup
+/// for LoadBalancer`, tagged by `buildTags` with the cluster tag alone),
+/// then `ensureNLBSecurityGroupRules` and `createSecurityGroupRules`: the
+/// listener port and ICMP type 3 code 4, each one permission with every
+/// source range, without descriptions. Returns the group.
+pub(crate) async fn managed_group(moto: &Moto, estate: &Estate, ranges: &[&str]) -> String {
+    let mut hasher = Sha256::new();
+    for part in [CLUSTER, "web", "shop", UID] {
+        hasher.update(part.as_bytes());
+    }
+    let hash: String = hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let ec2 = ec2(moto);
+    let group = ec2
+        .create_security_group()
+        .group_name(format!("k8s-shop-web-{}", &hash[..10]))
+        .description("[k8s] Managed SecurityGroup for LoadBalancer")
+        .vpc_id(&estate.vpc)
+        .tag_specifications(
+            TagSpecification::builder()
+                .resource_type(ResourceType::SecurityGroup)
+                .tags(
+                    aws_sdk_ec2::types::Tag::builder()
+                        .key(format!("kubernetes.io/cluster/{CLUSTER}"))
+                        .value("owned")
+                        .build(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .expect("group created")
+        .group_id()
+        .expect("an ID")
+        .to_owned();
+    let from = |protocol: &str, from: i32, to: i32| {
+        let mut p = IpPermission::builder()
+            .ip_protocol(protocol)
+            .from_port(from)
+            .to_port(to);
+        for range in ranges {
+            p = p.ip_ranges(IpRange::builder().cidr_ip(*range).build());
+        }
+        p.build()
+    };
+    ec2.authorize_security_group_ingress()
+        .group_id(&group)
+        .ip_permissions(from("tcp", PORT, PORT))
+        .ip_permissions(from("icmp", 3, 4))
+        .send()
+        .await
+        .expect("group rules");
+    group
+}
+
 /// The NLB of Service `shop/web` (port 80 to node port 30080 on every
-/// seeded instance), as upstream's `EnsureLoadBalancer` makes it in its
-/// default mode (no security group): `ensureLoadBalancerv2`,
+/// seeded instance), as upstream's `EnsureLoadBalancer` makes it, with the
+/// security groups `made` names: `ensureLoadBalancerv2`,
 /// `createListenerV2`, `ensureTargetGroup` and
 /// `updateInstanceSecurityGroupsForNLB`.
 pub(crate) async fn nlb(moto: &Moto, estate: &Estate, made: Nlb) {
@@ -159,6 +225,7 @@ pub(crate) async fn nlb(moto: &Moto, estate: &Estate, made: Nlb) {
         .r#type(LoadBalancerTypeEnum::Network)
         .scheme(made.scheme)
         .set_subnet_mappings(Some(made.subnets))
+        .set_security_groups((!made.security_groups.is_empty()).then_some(made.security_groups))
         .set_tags(Some(tags()))
         .send()
         .await

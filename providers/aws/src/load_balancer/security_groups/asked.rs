@@ -1,21 +1,23 @@
 //! The security groups a Service names for its Network Load Balancer:
 //! `aws-load-balancer-security-groups`, which replace the ones the provider
-//! would choose (its own managed group, or `ElbSecurityGroup`), and
+//! would choose (its own managed group), and
 //! `aws-load-balancer-extra-security-groups`, added to them.
 //!
 //! Upstream honours the first on NLBs only with `NLBSecurityGroupMode =
 //! Managed` and ignores the second. Here both are honoured wherever AWS can
 //! give them, and refused where it cannot, before anything changes: an NLB
 //! gets security groups only when it is created with some, so a new one
-//! needs the managed mode (or `ElbSecurityGroup`) and one made without
-//! cannot gain them. The provider adds no rules to the groups it is given,
-//! and never deletes them; its own group, once replaced, is deleted.
+//! needs the managed mode and one made without cannot gain them
+//! (`ElbSecurityGroup`, as upstream, is for classic ELBs only). The
+//! provider adds no rules to the groups it is given, and never deletes
+//! them; its own group, once replaced, is deleted.
 
 use aws_sdk_ec2::types::SecurityGroup;
 use cloud_provider::CloudError;
 
 use super::super::annotations::{self as key, Annotations, invalid};
 use crate::instances::lookup::filter;
+use crate::load_balancer::spec::ServiceRef;
 use crate::provider::Cloud;
 
 /// The groups named by the Service's annotations.
@@ -66,8 +68,8 @@ impl AskedGroups {
                  move traffic to it) to give it security groups"
             } else {
                 "a new Network Load Balancer gets security groups only with \
-                 `NLBSecurityGroupMode = Managed` (or `ElbSecurityGroup`) in [Global] of the \
-                 cloud config, as upstream"
+                 `NLBSecurityGroupMode = Managed` in [Global] of the cloud config, as \
+                 upstream"
             },
         ))
     }
@@ -116,7 +118,13 @@ impl Cloud {
     /// ones it names). AWS may hold a group a moment after letting go of
     /// it: then it is left for the Service's deletion, which deletes its
     /// group by name, with a warning.
-    pub(crate) async fn delete_detached_groups(&self, service: &str, detached: &[&str]) {
+    pub(crate) async fn delete_detached_groups(
+        &self,
+        cluster_name: &str,
+        svc: &ServiceRef,
+        detached: &[&str],
+    ) {
+        let service = svc.key.as_str();
         if detached.is_empty() {
             return;
         }
@@ -130,7 +138,7 @@ impl Cloud {
                 return;
             }
         };
-        for id in self.owned_for_service(&groups, service) {
+        for id in self.owned_for_service(&groups, cluster_name, svc) {
             match self.delete_security_group(id).await {
                 Ok(()) => {
                     tracing::info!(

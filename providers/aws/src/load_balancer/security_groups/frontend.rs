@@ -1,17 +1,38 @@
-//! The load balancer's own security group, as upstream's managed mode makes
-//! it: named `k8s-{namespace:8}-{name:8}-{hash:10}`, tagged as the Service's,
-//! letting the listener ports in from the client ranges, attached when the
-//! load balancer is created and deleted after it.
+//! The load balancer's own security group, as upstream's managed mode
+//! (`NLBSecurityGroupMode = Managed`, `ensureNLBSecurityGroup`) makes it:
+//! named `k8s-{namespace:8}-{name:8}-{hash:10}`, attached when the load
+//! balancer is created and deleted after it.
 //!
-//! `ElbSecurityGroup` in the cloud config replaces it with a group the
-//! operator manages, which the provider attaches and never changes. A load
-//! balancer created without security groups keeps none: AWS cannot add them
-//! later.
+//! Its ingress is upstream's (`ensureNLBSecurityGroupRules`,
+//! `createSecurityGroupRules`), exactly: each listener port (`tcp`, or
+//! `udp`) and ICMP type 3 code 4 ("fragmentation needed", for path MTU
+//! discovery) from each source range, without descriptions. The source
+//! ranges are `spec.loadBalancerSourceRanges`, else the
+//! `service.beta.kubernetes.io/load-balancer-source-ranges` annotation,
+//! else `0.0.0.0/0`, for internal and dual-stack load balancers too. Rules
+//! are matched as upstream matches them, by protocol, ports and CIDR; any
+//! other CIDR rule is revoked. Where upstream's rules cannot be made, this
+//! differs: upstream sends an IPv6 range as an IPv4 CIDR and a TLS
+//! listener's protocol as `tls`, which EC2 refuses; here an IPv6 range gets
+//! the listener ports as IPv6 rules (and no ICMP, whose type 3 is IPv4's),
+//! and a TLS listener's port is `tcp`.
+//!
+//! `ElbSecurityGroup` in the cloud config is not used: upstream reads it
+//! for classic ELBs only. A load balancer created without security groups
+//! keeps none: AWS cannot add them later. Outside the managed mode, an
+//! existing load balancer keeps the groups it has, as upstream; its own
+//! group among them is still kept in step.
+//!
+//! Upstream tags its group with the cluster tag alone: a group of the
+//! Service's name owned by the cluster is adopted without
+//! `kubernetes.io/service-name`, never with that tag naming another
+//! Service.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use aws_sdk_ec2::types::{ResourceType, SecurityGroup, Tag, TagSpecification};
+use aws_sdk_elasticloadbalancingv2::types::ProtocolEnum;
 use cloud_provider::CloudError;
 use cloud_provider::ipnet::IpNet;
 use sha2::{Digest, Sha256};
@@ -20,7 +41,7 @@ use super::{Rule, RuleChanges, flatten};
 use crate::instances::lookup::filter;
 use crate::load_balancer::spec::{LoadBalancerSpec, ServiceRef};
 use crate::provider::Cloud;
-use crate::tagging::ec2_tags;
+use crate::tagging::{ClusterTags, SERVICE_NAME_TAG, ec2_tags};
 
 /// How long to wait for AWS to let go of a deleted load balancer's group.
 const DETACH_RETRY: Duration = Duration::from_secs(10);
@@ -48,31 +69,133 @@ pub(crate) fn security_group_name(cluster_name: &str, svc: &ServiceRef) -> Strin
     )
 }
 
-/// Ingress for every listener port from `clients`.
-pub(crate) fn frontend_rules(spec: &LoadBalancerSpec, clients: &[IpNet]) -> BTreeSet<Rule> {
+/// The source ranges of the managed group's rules: the Service's, else
+/// `0.0.0.0/0` (upstream's `GetLoadBalancerSourceRanges`).
+fn source_ranges(spec: &LoadBalancerSpec) -> Vec<IpNet> {
+    if spec.source_ranges.is_empty() {
+        vec![IpNet::V4(Default::default())]
+    } else {
+        spec.source_ranges.clone()
+    }
+}
+
+/// The managed group's ingress: every listener port, and ICMP type 3 code
+/// 4, from each source range.
+pub(crate) fn frontend_rules(spec: &LoadBalancerSpec) -> BTreeSet<Rule> {
+    let ranges = source_ranges(spec);
     let mut rules = BTreeSet::new();
     for port in &spec.ports {
-        let protocol = if port.target_protocol.as_str() == "UDP" {
+        let protocol = if port.listener_protocol == ProtocolEnum::Udp {
             "udp"
         } else {
             "tcp"
         };
-        for cidr in clients {
+        for cidr in &ranges {
             rules.insert(Rule::port(protocol, port.port, *cidr, ""));
         }
+    }
+    for cidr in ranges.iter().filter(|c| matches!(c, IpNet::V4(_))) {
+        rules.insert(Rule {
+            protocol: "icmp".to_owned(),
+            from_port: 3,
+            to_port: 4,
+            cidr: *cidr,
+            description: String::new(),
+        });
     }
     rules
 }
 
+/// What EC2 and upstream's `ipPermissionExists` tell rules apart by:
+/// protocol, ports and CIDR, not the description.
+type RuleKey<'a> = (&'a str, i32, i32, IpNet);
+
+fn key(rule: &Rule) -> RuleKey<'_> {
+    (&rule.protocol, rule.from_port, rule.to_port, rule.cidr)
+}
+
+/// What makes `existing` exactly `desired`, as upstream's
+/// `setSecurityGroupIngress`: a rule that differs only in its description
+/// stays.
+pub(crate) fn frontend_changes(existing: &[Rule], desired: &BTreeSet<Rule>) -> RuleChanges {
+    let have: BTreeSet<RuleKey<'_>> = existing.iter().map(key).collect();
+    let want: BTreeSet<RuleKey<'_>> = desired.iter().map(key).collect();
+    RuleChanges {
+        grant: desired
+            .iter()
+            .filter(|r| !have.contains(&key(r)))
+            .cloned()
+            .collect(),
+        revoke: existing
+            .iter()
+            .filter(|r| !want.contains(&key(r)))
+            .cloned()
+            .collect(),
+        ..RuleChanges::default()
+    }
+}
+
+/// Whether `tags` make a group of the Service's managed-group name the
+/// Service's: owned by the cluster, and naming no other Service (upstream
+/// names none).
+fn is_services_own(cluster: &ClusterTags, tags: &[Tag], service: &str) -> bool {
+    cluster.is_owned(ec2_tags(tags))
+        && ec2_tags(tags).all(|(k, v)| k != SERVICE_NAME_TAG || v == service)
+}
+
 impl Cloud {
+    /// The groups the provider gives the Service's NLB before those the
+    /// Service names ([`super::asked::AskedGroups::apply`]); `attached` is
+    /// what an existing one has. As upstream's `ensureNLBSecurityGroup`:
+    /// none when the Service names its own or the load balancer has none;
+    /// for a new one, its own group in the managed mode and none otherwise;
+    /// for an existing one in the managed mode, its own group. An existing
+    /// one outside the managed mode keeps its groups, its own group among
+    /// them kept in step.
+    pub(crate) async fn chosen_security_groups(
+        &self,
+        cluster_name: &str,
+        spec: &LoadBalancerSpec,
+        attached: Option<&[String]>,
+        vpc_id: &str,
+        tags: &BTreeMap<String, String>,
+    ) -> Result<Vec<String>, CloudError> {
+        let managed = self.config.nlb_security_group_managed;
+        if !spec.security_groups.instead.is_empty() {
+            return Ok(Vec::new());
+        }
+        match attached {
+            Some([]) => Ok(Vec::new()),
+            None if !managed => Ok(Vec::new()),
+            Some(attached) if !managed => {
+                let name = security_group_name(cluster_name, &spec.svc);
+                let own = self
+                    .find_frontend_security_group(&name, vpc_id, &spec.svc)
+                    .await?
+                    .filter(|g| attached.iter().any(|a| Some(a.as_str()) == g.group_id()));
+                match own {
+                    Some(group) => Ok(vec![self.sync_frontend_rules(&group, spec).await?]),
+                    None => Ok(attached
+                        .iter()
+                        .filter(|g| !spec.security_groups.extra.contains(g))
+                        .cloned()
+                        .collect()),
+                }
+            }
+            _ => Ok(vec![
+                self.ensure_frontend_security_group(cluster_name, spec, vpc_id, tags)
+                    .await?,
+            ]),
+        }
+    }
+
     /// The Service's security group, found by name or created, with exactly
     /// the ingress the listeners need.
-    pub(crate) async fn ensure_frontend_security_group(
+    async fn ensure_frontend_security_group(
         &self,
         cluster_name: &str,
         spec: &LoadBalancerSpec,
         vpc_id: &str,
-        clients: &[IpNet],
         tags: &BTreeMap<String, String>,
     ) -> Result<String, CloudError> {
         let name = security_group_name(cluster_name, &spec.svc);
@@ -86,14 +209,17 @@ impl Cloud {
                     .await?
             }
         };
+        self.sync_frontend_rules(&group, spec).await
+    }
+
+    /// Gives `group` exactly [`frontend_rules`]; answers its ID.
+    async fn sync_frontend_rules(
+        &self,
+        group: &SecurityGroup,
+        spec: &LoadBalancerSpec,
+    ) -> Result<String, CloudError> {
         let id = group.group_id().unwrap_or_default().to_owned();
-        let existing: BTreeSet<Rule> = flatten(group.ip_permissions()).into_iter().collect();
-        let desired = frontend_rules(spec, clients);
-        let changes = RuleChanges {
-            grant: desired.difference(&existing).cloned().collect(),
-            revoke: existing.difference(&desired).cloned().collect(),
-            ..RuleChanges::default()
-        };
+        let changes = frontend_changes(&flatten(group.ip_permissions()), &frontend_rules(spec));
         if !changes.is_empty() {
             self.apply_rules(&id, &changes).await?;
         }
@@ -115,10 +241,7 @@ impl Cloud {
         let Some(group) = found.into_iter().next() else {
             return Ok(None);
         };
-        if !self
-            .tags
-            .is_owned_for_service(ec2_tags(group.tags()), &svc.key)
-        {
+        if !is_services_own(&self.tags, group.tags(), &svc.key) {
             return Err(CloudError::msg(format!(
                 "security group {name} exists but is not tagged as cluster {}'s for Service {}; refusing to adopt it",
                 self.tags.id(),
@@ -186,23 +309,30 @@ impl Cloud {
             let ids: Vec<&str> = candidates.iter().map(String::as_str).collect();
             groups.extend(self.security_groups(vec![filter("group-id", &ids)]).await?);
         }
-        for id in self.owned_for_service(&groups, &svc.key) {
+        for id in self.owned_for_service(&groups, cluster_name, svc) {
             self.delete_security_group(id).await?;
             tracing::info!(group = id, service = %svc.key, "deleted load balancer security group");
         }
         Ok(())
     }
 
-    /// The IDs of `groups` this cluster made for `service`, never the
-    /// config's `ElbSecurityGroup`.
+    /// The IDs of `groups` this cluster made for `svc`: tagged as the
+    /// Service's, or (as upstream tags it) of the Service's managed-group
+    /// name and the cluster's; never the config's `ElbSecurityGroup`.
     pub(crate) fn owned_for_service<'a>(
         &self,
         groups: &'a [SecurityGroup],
-        service: &str,
+        cluster_name: &str,
+        svc: &ServiceRef,
     ) -> BTreeSet<&'a str> {
+        let own_name = security_group_name(cluster_name, svc);
         groups
             .iter()
-            .filter(|g| self.tags.is_owned_for_service(ec2_tags(g.tags()), service))
+            .filter(|g| {
+                self.tags.is_owned_for_service(ec2_tags(g.tags()), &svc.key)
+                    || (g.group_name() == Some(own_name.as_str())
+                        && is_services_own(&self.tags, g.tags(), &svc.key))
+            })
             .filter_map(|g| g.group_id())
             .filter(|id| self.config.elb_security_group.as_deref() != Some(*id))
             .collect()
@@ -250,5 +380,147 @@ mod tests {
         let name = security_group_name("kubernetes", &svc());
         assert_eq!(name, "k8s-default-web-aa469f6c7c");
         assert!(name.len() <= 255);
+    }
+
+    fn spec_of(annotations: &[(&str, &str)], ports: &[(i32, i32)]) -> LoadBalancerSpec {
+        let svc = crate::test_util::nlb_service("u", annotations, ports);
+        LoadBalancerSpec::under(&svc, None).expect("valid")
+    }
+
+    fn net(s: &str) -> IpNet {
+        s.parse().expect("cidr")
+    }
+
+    fn rule(protocol: &str, from: i32, to: i32, cidr: &str) -> Rule {
+        Rule {
+            protocol: protocol.into(),
+            from_port: from,
+            to_port: to,
+            cidr: net(cidr),
+            description: String::new(),
+        }
+    }
+
+    #[test]
+    fn without_source_ranges_every_listener_port_and_icmp_come_from_anywhere() {
+        use crate::annotations as key;
+        // Internal and dual-stack change nothing: upstream's default range
+        // is 0.0.0.0/0 alone.
+        let spec = spec_of(
+            &[(key::INTERNAL, "true"), (key::IP_ADDRESS_TYPE, "dualstack")],
+            &[(80, 30080), (443, 30443)],
+        );
+        assert_eq!(
+            frontend_rules(&spec),
+            BTreeSet::from([
+                rule("icmp", 3, 4, "0.0.0.0/0"),
+                rule("tcp", 80, 80, "0.0.0.0/0"),
+                rule("tcp", 443, 443, "0.0.0.0/0"),
+            ])
+        );
+    }
+
+    #[test]
+    fn each_source_range_gets_the_ports_and_icmp_and_an_ipv6_range_no_icmp() {
+        use crate::annotations as key;
+        let mut svc = crate::test_util::nlb_service(
+            "u",
+            &[(key::SOURCE_RANGES, "192.0.2.0/24")],
+            &[(53, 30053)],
+        );
+        let spec = svc.spec.as_mut().expect("spec");
+        spec.load_balancer_source_ranges = Some(vec!["10.1.2.3/16".into(), "2001:db8::/32".into()]);
+        for port in spec.ports.as_mut().expect("ports") {
+            port.protocol = Some("UDP".into());
+        }
+        let spec = LoadBalancerSpec::under(&svc, None).expect("valid");
+        assert_eq!(
+            frontend_rules(&spec),
+            BTreeSet::from([
+                rule("icmp", 3, 4, "10.1.0.0/16"),
+                rule("udp", 53, 53, "10.1.0.0/16"),
+                rule("udp", 53, 53, "2001:db8::/32"),
+            ]),
+            "the spec's ranges, normalised, over the annotation's"
+        );
+        let from_annotation = spec_of(
+            &[(key::SOURCE_RANGES, "192.0.2.0/24, 198.51.100.0/24")],
+            &[(80, 30080)],
+        );
+        assert_eq!(
+            frontend_rules(&from_annotation),
+            BTreeSet::from([
+                rule("icmp", 3, 4, "192.0.2.0/24"),
+                rule("icmp", 3, 4, "198.51.100.0/24"),
+                rule("tcp", 80, 80, "192.0.2.0/24"),
+                rule("tcp", 80, 80, "198.51.100.0/24"),
+            ])
+        );
+    }
+
+    #[test]
+    fn a_tls_listener_port_is_tcp() {
+        use crate::annotations as key;
+        let spec = spec_of(
+            &[(
+                key::SSL_CERT,
+                "arn:aws:acm:us-east-1:123456789012:certificate/x",
+            )],
+            &[(443, 30443)],
+        );
+        assert_eq!(spec.ports[0].listener_protocol, ProtocolEnum::Tls);
+        assert!(frontend_rules(&spec).contains(&rule("tcp", 443, 443, "0.0.0.0/0")));
+    }
+
+    #[test]
+    fn rules_differing_only_in_description_stay_and_any_other_rule_goes() {
+        let desired = BTreeSet::from([
+            rule("tcp", 80, 80, "0.0.0.0/0"),
+            rule("icmp", 3, 4, "0.0.0.0/0"),
+        ]);
+        let described = Rule {
+            description: "a user's note".into(),
+            ..rule("tcp", 80, 80, "0.0.0.0/0")
+        };
+        let existing = vec![
+            described,
+            rule("tcp", 8080, 8080, "0.0.0.0/0"),
+            rule("tcp", 80, 80, "::/0"),
+        ];
+        let changes = frontend_changes(&existing, &desired);
+        assert_eq!(
+            changes.grant,
+            BTreeSet::from([rule("icmp", 3, 4, "0.0.0.0/0")])
+        );
+        assert_eq!(
+            changes.revoke,
+            BTreeSet::from([
+                rule("tcp", 8080, 8080, "0.0.0.0/0"),
+                rule("tcp", 80, 80, "::/0")
+            ])
+        );
+        assert!(changes.describe.is_empty());
+        let exact: Vec<Rule> = desired.iter().cloned().collect();
+        assert!(frontend_changes(&exact, &desired).is_empty());
+    }
+
+    #[test]
+    fn a_group_upstream_tagged_with_the_cluster_alone_is_the_services_own() {
+        let cluster = ClusterTags::new("kubernetes", false);
+        let tag = |k: &str, v: &str| Tag::builder().key(k).value(v).build();
+        let upstreams = [tag("kubernetes.io/cluster/kubernetes", "owned")];
+        assert!(is_services_own(&cluster, &upstreams, "shop/web"));
+        let ours = [
+            tag("kubernetes.io/cluster/kubernetes", "owned"),
+            tag(SERVICE_NAME_TAG, "shop/web"),
+        ];
+        assert!(is_services_own(&cluster, &ours, "shop/web"));
+        let anothers = [
+            tag("kubernetes.io/cluster/kubernetes", "owned"),
+            tag(SERVICE_NAME_TAG, "shop/api"),
+        ];
+        assert!(!is_services_own(&cluster, &anothers, "shop/web"));
+        let shared = [tag("kubernetes.io/cluster/kubernetes", "shared")];
+        assert!(!is_services_own(&cluster, &shared, "shop/web"));
     }
 }
