@@ -1,15 +1,16 @@
 //! `cargo xtask chart`: the Helm chart's checks, with real tools. helm lint
 //! and template for every example values file, the rendered manifests
 //! against Kubernetes' strict schemas, the values schema against bad
-//! values, the ServiceMonitor's certificate checks, the NetworkPolicy's
-//! ports and peers, and the chart's RBAC
-//! proven by a real CCM running under it.
+//! values, the ServiceAccount's annotations, the ServiceMonitor's
+//! certificate checks, the NetworkPolicy's ports and peers, and the chart's
+//! RBAC proven by a real CCM running under it.
 
 mod networkpolicy;
 pub(crate) mod publish;
 mod rbac;
 pub(crate) mod render;
 mod scenario;
+mod serviceaccount;
 mod servicemonitor;
 mod standby;
 pub(crate) mod validate;
@@ -30,6 +31,8 @@ use crate::tools;
 ///   - helm template of each, validated by kubernetes-validate --strict against
 ///     the lowest Kubernetes release the workspace supports;
 ///   - values the schema must refuse (no provider, no DigitalOcean token, ...);
+///   - each example's serviceAccount.annotations (IRSA's role) are exactly those
+///     of the ServiceAccount the CCM runs as;
 ///   - the ServiceMonitor verifies the CCM's certificate against the CA of the
 ///     Secret it is served from (the chart's own, cert-manager's, the user's),
 ///     and skips verification only when serviceMonitor.insecureSkipVerify asks;
@@ -82,6 +85,10 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         );
         renders.push((values.clone(), render::documents(&yaml)?));
     }
+    let annotated = serviceaccount::check(&renders)?;
+    println!(
+        "ServiceAccount: carries serviceAccount.annotations in every example, {annotated} of them annotated"
+    );
     let refused = validate::refusals(&version)?;
     println!("values schema: refuses all {refused} kinds of bad values");
     let monitors = servicemonitor::check(&version)?;
