@@ -7,8 +7,9 @@
 //! would be; responses are the JSON answer turned back into messages.
 //!
 //! What JSON each message field has comes from the tables in [`tables`],
-//! generated once from k8s-pb's messages and the `json`/`protobuf` tags of the
-//! Go types in k8s.io/api v0.33.13 (fields newer than 1.33 are left out); a
+//! generated from k8s-pb's messages (Kubernetes 1.35) and the
+//! `json`/`protobuf` tags of the Go types in k8s.io/api v0.35 (fields newer
+//! than 1.35 are left out, as k8s-pb and k8s-openapi leave them out); a
 //! test holds every table to the kinds' OpenAPI schemas, so a field missing
 //! from a table fails it. Watch streams stay JSON.
 

@@ -2,7 +2,9 @@
 //! metadata and for repeated fields live in the submodules.
 
 use crate::resources::Kind;
+use bad_value::quoted;
 
+pub(crate) mod bad_value;
 pub(crate) mod duplicates;
 pub(crate) mod metadata;
 
@@ -34,12 +36,14 @@ fn is_label_chars(s: &str) -> bool {
 pub(crate) fn validate_name(kind: Kind, name: &str) -> Result<(), String> {
     match kind {
         Kind::Namespace if !is_dns_label(name) => Err(format!(
-            "Invalid value: {name:?}: a lowercase RFC 1123 label must consist of lower case \
-             alphanumeric characters or '-', and must start and end with an alphanumeric character"
+            "Invalid value: {}: a lowercase RFC 1123 label must consist of lower case \
+             alphanumeric characters or '-', and must start and end with an alphanumeric character",
+            quoted(name)
         )),
         Kind::Service if !is_dns1035_label(name) => Err(format!(
-            "Invalid value: {name:?}: a DNS-1035 label must consist of lower case alphanumeric \
-             characters or '-', start with an alphabetic character, and end with an alphanumeric character"
+            "Invalid value: {}: a DNS-1035 label must consist of lower case alphanumeric \
+             characters or '-', start with an alphabetic character, and end with an alphanumeric character",
+            quoted(name)
         )),
         // RBAC names only need to be path segments (`system:discovery`).
         Kind::Event
@@ -50,8 +54,9 @@ pub(crate) fn validate_name(kind: Kind, name: &str) -> Result<(), String> {
         | Kind::ClusterRoleBinding => validate_path_segment(name),
         Kind::Namespace | Kind::Service => Ok(()),
         _ if !is_dns_subdomain(name) => Err(format!(
-            "Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case \
-             alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+            "Invalid value: {}: a lowercase RFC 1123 subdomain must consist of lower case \
+             alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character",
+            quoted(name)
         )),
         _ => Ok(()),
     }
@@ -93,17 +98,12 @@ pub(crate) fn dns1035_label_problems(s: &str) -> Vec<String> {
     problems
 }
 
-/// Go's `%#v` of a `[]string`, as kube-apiserver prints a list it refuses.
-pub(crate) fn go_strings(values: &[String]) -> String {
-    let quoted: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
-    format!("[]string{{{}}}", quoted.join(", "))
-}
-
 /// `field.NotSupported`'s message.
 pub(crate) fn not_supported(value: &str, supported: &[&str]) -> String {
-    let listed: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+    let listed: Vec<String> = supported.iter().map(|s| quoted(s)).collect();
     format!(
-        "Unsupported value: {value:?}: supported values: {}",
+        "Unsupported value: {}: supported values: {}",
+        quoted(value),
         listed.join(", ")
     )
 }
@@ -111,11 +111,15 @@ pub(crate) fn not_supported(value: &str, supported: &[&str]) -> String {
 /// What any name must satisfy to be one URL path segment.
 pub(crate) fn validate_path_segment(name: &str) -> Result<(), String> {
     if name == "." || name == ".." {
-        return Err(format!("Invalid value: {name:?}: may not be '.' or '..'"));
+        return Err(format!(
+            "Invalid value: {}: may not be '.' or '..'",
+            quoted(name)
+        ));
     }
     if name.contains('/') || name.contains('%') {
         return Err(format!(
-            "Invalid value: {name:?}: may not contain '/' or '%'"
+            "Invalid value: {}: may not contain '/' or '%'",
+            quoted(name)
         ));
     }
     Ok(())

@@ -237,3 +237,44 @@ auth_contract_test!(approving_needs_approve_on_the_signer, |t| {
     admin.delete(&name, &DeleteParams::default()).await?;
     revoke(t, &role).await
 });
+
+contract_test!(an_invalid_request_is_refused_field_by_field, |t| {
+    let name = ccm_test_support::unique("csr-invalid");
+    let body = json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+        "metadata": {"name": name},
+        "spec": {"request": "aGVsbG8=", "signerName": "example.com/x",
+                 "usages": ["digital signature", "bogus", "digital signature"], "expirationSeconds": 5}});
+    let (code, refused) = support::raw(
+        &t.client(),
+        http::Method::POST,
+        "/apis/certificates.k8s.io/v1/certificatesigningrequests",
+        Some(&body),
+    )
+    .await?;
+    assert_eq!(code, 422);
+    let causes: Vec<(String, String)> = refused["details"]["causes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let text = |key: &str| c[key].as_str().unwrap_or_default().to_owned();
+            (text("field"), text("message"))
+        })
+        .collect();
+    // The request's bytes are shown as JSON shows bytes: base64.
+    let want = [
+        ("spec.request", "Invalid value: \"aGVsbG8=\": PEM block type must be CERTIFICATE REQUEST".to_owned()),
+        ("spec.usages[1]", format!("Unsupported value: \"bogus\": supported values: {}",
+            "\"any\", \"cert sign\", \"client auth\", \"code signing\", \"content commitment\", \
+             \"crl sign\", \"data encipherment\", \"decipher only\", \"digital signature\", \
+             \"email protection\", \"encipher only\", \"ipsec end system\", \"ipsec tunnel\", \
+             \"ipsec user\", \"key agreement\", \"key encipherment\", \"microsoft sgc\", \
+             \"netscape sgc\", \"ocsp signing\", \"s/mime\", \"server auth\", \"signing\", \
+             \"timestamping\"")),
+        ("spec.usages[2]", "Duplicate value: \"digital signature\"".to_owned()),
+        ("spec.expirationSeconds", "Invalid value: 5: may not specify a duration less than 600 seconds (10 minutes)".to_owned()),
+    ]
+    .map(|(field, message)| (field.to_owned(), message));
+    assert_eq!(causes, want);
+    Ok(())
+});

@@ -5,11 +5,11 @@
 
 mod support;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::{Event as CoreEvent, Service};
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 /// The API error `result` must be.
@@ -174,9 +174,8 @@ contract_test!(
         assert_eq!(
             same_pair,
             format!(
-                "{prefix}spec.ports[1]: Duplicate value: core.ServicePort{{Name:\"\", Protocol:\"TCP\", \
-             AppProtocol:(*string)(nil), Port:80, TargetPort:intstr.IntOrString{{Type:0, IntVal:0, \
-             StrVal:\"\"}}, NodePort:0}}"
+                "{prefix}spec.ports[1]: Duplicate value: {{\"Name\":\"\",\"Protocol\":\"TCP\",\
+             \"AppProtocol\":null,\"Port\":80,\"TargetPort\":0,\"NodePort\":0}}"
             )
         );
 
@@ -259,7 +258,121 @@ contract_test!(
                 "{prefix}spec.loadBalancerClass: Invalid value: \"example.com/other\": may not change once set"
             )
         );
+        // No class is shown as JSON's null.
+        let mut dropped = created.clone();
+        if let Some(spec) = dropped.spec.as_mut() {
+            spec.load_balancer_class = None;
+        }
+        let refused = refusal(
+            services
+                .replace(&name, &PostParams::default(), &dropped)
+                .await,
+        )?;
+        assert_eq!(
+            refused.message,
+            format!("{prefix}spec.loadBalancerClass: Invalid value: null: may not change once set")
+        );
         services.delete(&name, &DeleteParams::default()).await?;
         Ok(())
     }
 );
+
+// A cluster IP or node port that cannot be allocated is refused naming only
+// the first allocation that failed (the cluster IP before the node ports);
+// an allocated cluster IP cannot change.
+contract_test!(allocation_failures_name_the_first_refused_allocation, |t| {
+    let services: Api<Service> = Api::namespaced(t.client(), "default");
+    let name = ccm_test_support::unique("alloc");
+    let holder: Service = serde_json::from_value(json!({"metadata": {"name": name},
+            "spec": {"type": "NodePort", "ports": [{"port": 80}]}}))?;
+    let holder = services.create(&PostParams::default(), &holder).await?;
+    let spec = holder.spec.context("spec")?;
+    let ip = spec.cluster_ip.context("clusterIP")?;
+    let node_port = spec
+        .ports
+        .and_then(|p| p.first()?.node_port)
+        .context("nodePort")?;
+    let other = format!("{name}-b");
+    let prefix = format!("Service \"{other}\" is invalid: ");
+
+    let same_ip = refused_service(
+        &services,
+        &other,
+        json!({"type": "NodePort", "clusterIP": ip, "ports": [{"port": 80, "nodePort": 20}]}),
+    )
+    .await?;
+    assert_eq!(
+        same_ip,
+        format!(
+            "{prefix}spec.clusterIPs: Invalid value: [\"{ip}\"]: failed to allocate IP {ip}: \
+                 provided IP is already allocated"
+        )
+    );
+
+    let same_port = refused_service(
+        &services,
+        &other,
+        json!({"type": "NodePort", "ports": [
+                {"name": "a", "port": 80, "nodePort": node_port},
+                {"name": "b", "port": 81, "nodePort": 20}]}),
+    )
+    .await?;
+    assert_eq!(
+        same_port,
+        format!(
+            "{prefix}spec.ports[0].nodePort: Invalid value: {node_port}: provided port is \
+                 already allocated"
+        )
+    );
+
+    let out_of_range = refused_service(
+        &services,
+        &other,
+        json!({"type": "NodePort", "ports": [
+                {"name": "a", "port": 80, "nodePort": 20},
+                {"name": "b", "port": 81, "nodePort": 21}]}),
+    )
+    .await?;
+    assert_eq!(
+        out_of_range,
+        format!(
+            "{prefix}spec.ports[0].nodePort: Invalid value: 20: provided port is not in the \
+                 valid range. The range of valid ports is 30000-32767"
+        )
+    );
+
+    let bad_ip = refused_service(
+        &services,
+        &other,
+        json!({"clusterIP": "10.96.0.300", "ports": [{"port": 80}]}),
+    )
+    .await?;
+    assert_eq!(
+        bad_ip,
+        format!(
+            "{prefix}spec.clusterIPs[0]: Invalid value: \"10.96.0.300\": must be a valid IP \
+                 address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+        )
+    );
+
+    let moved = if ip == "10.96.0.79" {
+        "10.96.0.80"
+    } else {
+        "10.96.0.79"
+    };
+    let patch = Patch::Merge(json!({"spec": {"clusterIP": moved}}));
+    let Err(kube::Error::Api(status)) =
+        services.patch(&name, &PatchParams::default(), &patch).await
+    else {
+        bail!("changing the cluster IP was not refused");
+    };
+    assert_eq!(
+        status.message,
+        format!(
+            "Service \"{name}\" is invalid: spec.clusterIPs[0]: Invalid value: [\"{moved}\"]: \
+                 may not change once set"
+        )
+    );
+    services.delete(&name, &DeleteParams::default()).await?;
+    Ok(())
+});

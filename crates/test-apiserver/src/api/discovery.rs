@@ -9,7 +9,7 @@ use crate::resources::{self, GROUPS, REVIEWS, VERBS};
 use crate::status::ApiError;
 
 /// The Kubernetes release this server stands in for.
-const GIT_VERSION: &str = "v1.33.0";
+const GIT_VERSION: &str = "v1.37.0";
 
 /// The JSON body for a discovery path.
 pub(crate) fn body(path: &Discovery, address: &str) -> Result<Value, ApiError> {
@@ -17,7 +17,7 @@ pub(crate) fn body(path: &Discovery, address: &str) -> Result<Value, ApiError> {
         Discovery::Root => json!({"paths": root_paths()}),
         Discovery::Version => json!({
             "major": "1",
-            "minor": "33",
+            "minor": "37",
             "gitVersion": GIT_VERSION,
             "gitCommit": "test-apiserver",
             "gitTreeState": "clean",

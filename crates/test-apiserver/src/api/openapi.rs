@@ -208,7 +208,7 @@ fn build(group: &str, version: &str) -> Value {
     }
     json!({
         "openapi": "3.0.0",
-        "info": { "title": "Kubernetes", "version": "v1.33.0" },
+        "info": { "title": "Kubernetes", "version": "v1.37.0" },
         "paths": paths,
         "components": { "schemas": schemas },
     })

@@ -1,7 +1,8 @@
 //! The RBAC objects kube-apiserver creates at startup that a CCM's chart
 //! binds to or a kube client needs, as `kubectl get -o json` shows them on
-//! kube-apiserver 1.33; and the `extension-apiserver-authentication`
-//! ConfigMap it publishes its client CA in.
+//! kube-apiserver 1.37 (verbs sorted, as its bootstrap policy sorts them);
+//! and the `extension-apiserver-authentication` ConfigMap it publishes its
+//! client CA in.
 
 use serde_json::{Value, json};
 
@@ -125,15 +126,17 @@ pub(crate) fn seed_policy(store: &mut Store) -> Result<(), Error> {
 /// CCM runs with `--use-service-account-credentials`, bound to the
 /// ServiceAccounts `kube-system/<name>` (its bootstrap controller policy).
 fn seed_controller_roles(store: &mut Store) -> Result<(), Error> {
-    let events = json!({"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "update", "patch"]});
+    let events = json!({"apiGroups": ["", "events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch", "update"]});
     let controllers = [
         (
             "node-controller",
             json!([
-                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch", "update", "delete", "patch"]},
+                {"apiGroups": [""], "resources": ["nodes"], "verbs": ["delete", "get", "list", "patch", "update", "watch"]},
                 {"apiGroups": [""], "resources": ["nodes/status"], "verbs": ["patch", "update"]},
                 {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch", "update"]},
-                {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch", "get", "delete"]},
+                {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete", "get", "list", "watch"]},
+                // New in 1.37.
+                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "list", "watch"]},
                 events
             ]),
         ),

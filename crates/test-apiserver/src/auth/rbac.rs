@@ -170,10 +170,12 @@ pub(crate) fn authorize(store: &Store, user: &UserInfo, attrs: &Attributes) -> D
             };
         }
     }
+    // 1.37 names the authorizer before its reason ("rbac: RBAC: ..."); 1.35
+    // and 1.36 do not.
     let reason = match errors.as_slice() {
         [] => String::new(),
-        [one] => format!("RBAC: {one}"),
-        many => format!("RBAC: [{}]", many.join(", ")),
+        [one] => format!("rbac: RBAC: {one}"),
+        many => format!("rbac: RBAC: [{}]", many.join(", ")),
     };
     Decision {
         allowed: false,

@@ -210,15 +210,21 @@ fn review_attributes(
             path: s(n.path),
             ..Attributes::default()
         }),
+        // 1.37's words: the path is `spec` when neither is given (1.35 and
+        // 1.36 name `spec.resourceAttributes`), and the value JSON.
         (r, _) => Err(invalid(
             ".authorization.k8s.io",
             "authorization.k8s.io",
             "",
             "",
-            "spec.resourceAttributes",
+            if r.is_some() {
+                "spec.resourceAttributes"
+            } else {
+                "spec"
+            },
             &format!(
-                "Invalid value: \"{}\": exactly one of nonResourceAttributes or resourceAttributes must be specified",
-                if r.is_some() { "object" } else { "null" }
+                "Invalid value: {}: exactly one of nonResourceAttributes or resourceAttributes must be specified",
+                if r.is_some() { "\"object\"" } else { "null" }
             ),
         )),
     }

@@ -14,6 +14,7 @@ use x509_parser::prelude::FromDer;
 use crate::auth::UserInfo;
 use crate::meta;
 use crate::status::ApiError;
+use crate::validation::bad_value;
 
 /// The kind as kube-apiserver names it in errors.
 const QUALIFIED_KIND: &str = "CertificateSigningRequest.certificates.k8s.io";
@@ -98,10 +99,15 @@ pub(super) fn prepare_create(csr: &mut Value) -> Result<(), ApiError> {
     match csr.pointer("/spec/request").and_then(Value::as_str) {
         None | Some("") => causes.push(("spec.request".into(), "Required value".into())),
         Some(encoded) => {
+            // The bytes, shown as JSON shows them: base64, as sent (the body
+            // was decoded and encoded again already).
             if let Err(why) = check_request(encoded) {
                 causes.push((
                     "spec.request".into(),
-                    format!("Invalid value: \"<request>\": {why}"),
+                    format!(
+                        "Invalid value: {}: {why}",
+                        bad_value::json(&Value::from(encoded))
+                    ),
                 ));
             }
         }
@@ -131,14 +137,12 @@ pub(super) fn prepare_create(csr: &mut Value) -> Result<(), ApiError> {
         if !USAGES.contains(usage) {
             causes.push((
                 format!("spec.usages[{n}]"),
-                format!(
-                    "Unsupported value: {usage:?}: supported values: {}",
-                    USAGES
-                        .iter()
-                        .map(|u| format!("{u:?}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
+                // kube-apiserver lists them sorted.
+                format!("Unsupported value: {usage:?}: supported values: {}", {
+                    let mut listed: Vec<String> = USAGES.iter().map(|u| format!("{u:?}")).collect();
+                    listed.sort();
+                    listed.join(", ")
+                }),
             ));
         } else if !seen.insert(*usage) {
             causes.push((

@@ -8,6 +8,7 @@ use std::net::IpAddr;
 
 use serde_json::Value;
 
+use crate::validation::bad_value;
 use crate::validation::metadata::qualified_name_problems;
 
 const EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
@@ -56,7 +57,16 @@ pub(crate) fn check(obj: &Value) -> Vec<(String, String)> {
             causes.push((
                 format!("metadata.taints[{i}]"),
                 format!(
-                    "Duplicate value: core.Taint{{Key:{key:?}, Value:{value:?}, Effect:{effect:?}, TimeAdded:<nil>}}: taints must be unique by key and effect pair"
+                    "Duplicate value: {}: taints must be unique by key and effect pair",
+                    bad_value::internal_struct(&[
+                        ("Key", Value::from(key)),
+                        ("Value", Value::from(value)),
+                        ("Effect", Value::from(effect)),
+                        (
+                            "TimeAdded",
+                            taint.get("timeAdded").cloned().unwrap_or(Value::Null),
+                        ),
+                    ])
                 ),
             ));
         }
@@ -80,12 +90,11 @@ pub(crate) fn check(obj: &Value) -> Vec<(String, String)> {
         }
     }
     if cidrs.len() > 1 && !per_family_ok {
-        let listed: Vec<String> = cidrs.iter().map(|c| format!("{c:?}")).collect();
         causes.push((
             "spec.podCIDRs".into(),
             format!(
-                "Invalid value: []string{{{}}}: may specify no more than one CIDR for each IP family",
-                listed.join(", ")
+                "Invalid value: {}: may specify no more than one CIDR for each IP family",
+                bad_value::strings(&cidrs)
             ),
         ));
     }
@@ -111,7 +120,7 @@ mod tests {
         assert_eq!(causes[1].0, "metadata.taints[1].key");
         assert_eq!(
             causes[2].1,
-            "Duplicate value: core.Taint{Key:\"b\", Value:\"x\", Effect:\"NoSchedule\", TimeAdded:<nil>}: taints must be unique by key and effect pair"
+            "Duplicate value: {\"Key\":\"b\",\"Value\":\"x\",\"Effect\":\"NoSchedule\",\"TimeAdded\":null}: taints must be unique by key and effect pair"
         );
     }
 
@@ -122,7 +131,7 @@ mod tests {
         let two = json!({ "spec": { "podCIDRs": ["10.0.0.0/24", "10.0.1.0/24"] } });
         assert_eq!(
             check(&two)[0].1,
-            "Invalid value: []string{\"10.0.0.0/24\", \"10.0.1.0/24\"}: may specify no more than one CIDR for each IP family"
+            "Invalid value: [\"10.0.0.0/24\",\"10.0.1.0/24\"]: may specify no more than one CIDR for each IP family"
         );
         let dual = json!({ "spec": { "podCIDRs": ["10.0.0.0/24", "fd00::/64"] } });
         assert!(check(&dual).is_empty());

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::meta;
 use crate::resources::{Kind, RBAC_GROUP};
 use crate::status::ApiError;
-use crate::validation::{self, go_strings, not_supported};
+use crate::validation::{self, bad_value, not_supported};
 
 /// `(field, message)` of one refusal.
 type Cause = (String, String);
@@ -45,11 +45,14 @@ pub(super) fn prepare(kind: Kind, obj: &mut Value, old: Option<&Value>) -> Resul
                 let role_ref = obj.get("roleRef").unwrap_or(&Value::Null);
                 causes.push((
                     "roleRef".into(),
+                    // 1.37's words (1.35 and 1.36 end "cannot change roleRef").
                     format!(
-                        "Invalid value: rbac.RoleRef{{APIGroup:{:?}, Kind:{:?}, Name:{:?}}}: cannot change roleRef",
-                        text(role_ref, "apiGroup"),
-                        text(role_ref, "kind"),
-                        text(role_ref, "name")
+                        "Invalid value: {}: field is immutable",
+                        bad_value::internal_struct(&[
+                            ("APIGroup", Value::from(text(role_ref, "apiGroup"))),
+                            ("Kind", Value::from(text(role_ref, "kind"))),
+                            ("Name", Value::from(text(role_ref, "name"))),
+                        ])
                     ),
                 ));
             }
@@ -110,10 +113,9 @@ fn rules(obj: &Value, namespaced: bool, causes: &mut Vec<Cause>) {
     for (i, rule) in rules.into_iter().flatten().enumerate() {
         let at = |field: &str| format!("rules[{i}].{field}");
         if strings(rule, "verbs").is_empty() {
-            causes.push((
-                at("verbs"),
-                "Required value: verbs must contain at least one value".into(),
-            ));
+            // 1.37's words; 1.35 and 1.36 add ": verbs must contain at
+            // least one value".
+            causes.push((at("verbs"), "Required value".into()));
         }
         let urls = strings(rule, "nonResourceURLs");
         if !urls.is_empty() {
@@ -122,7 +124,7 @@ fn rules(obj: &Value, namespaced: bool, causes: &mut Vec<Cause>) {
                     at("nonResourceURLs"),
                     format!(
                         "Invalid value: {}: namespaced rules cannot apply to non-resource URLs",
-                        go_strings(&urls)
+                        bad_value::strings(&urls)
                     ),
                 ));
             }
@@ -132,7 +134,7 @@ fn rules(obj: &Value, namespaced: bool, causes: &mut Vec<Cause>) {
                     at("nonResourceURLs"),
                     format!(
                         "Invalid value: {}: rules cannot apply to both regular resources and non-resource URLs",
-                        go_strings(&urls)
+                        bad_value::strings(&urls)
                     ),
                 ));
             }
@@ -236,14 +238,14 @@ mod tests {
                 json!({"metadata": {"name": "v4"}, "rules": [
                 {"verbs": ["get"], "nonResourceURLs": ["/x"], "apiGroups": [""], "resources": ["pods"]}]})
             ),
-            "ClusterRole.rbac.authorization.k8s.io \"v4\" is invalid: rules[0].nonResourceURLs: Invalid value: []string{\"/x\"}: rules cannot apply to both regular resources and non-resource URLs"
+            "ClusterRole.rbac.authorization.k8s.io \"v4\" is invalid: rules[0].nonResourceURLs: Invalid value: [\"/x\"]: rules cannot apply to both regular resources and non-resource URLs"
         );
         assert_eq!(
             refusal(
                 Kind::Role,
                 json!({"metadata": {"name": "v5"}, "rules": [{"verbs": ["get"], "nonResourceURLs": ["/x"]}]})
             ),
-            "Role.rbac.authorization.k8s.io \"v5\" is invalid: rules[0].nonResourceURLs: Invalid value: []string{\"/x\"}: namespaced rules cannot apply to non-resource URLs"
+            "Role.rbac.authorization.k8s.io \"v5\" is invalid: rules[0].nonResourceURLs: Invalid value: [\"/x\"]: namespaced rules cannot apply to non-resource URLs"
         );
         assert_eq!(
             refusal(

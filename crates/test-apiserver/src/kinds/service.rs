@@ -6,6 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
+use crate::validation::bad_value;
+
 mod checks;
 
 const NODE_PORTS: std::ops::RangeInclusive<u16> = 30000..=32767;
@@ -147,6 +149,11 @@ pub(crate) fn prepare(
     if service_type != "ExternalName" {
         assign_cluster_ip(spec, old_spec, index, &mut causes);
     }
+    // kube-apiserver allocates node ports only once it has the cluster IP,
+    // and stops at the first allocation that fails.
+    if !causes.is_empty() {
+        return Err(causes);
+    }
     let needs_node_ports = service_type == "NodePort"
         || (service_type == "LoadBalancer"
             && spec.get("allocateLoadBalancerNodePorts") != Some(&json!(false)));
@@ -220,21 +227,26 @@ fn assign_cluster_ip(
         (Some(new_ip), Some(old_ip)) if new_ip != old_ip => {
             causes.push((
                 "spec.clusterIPs[0]".into(),
-                format!("Invalid value: {new_ip:?}: may not change once set"),
+                format!(
+                    "Invalid value: {}: may not change once set",
+                    bad_value::strings(&[&new_ip])
+                ),
             ));
             return;
         }
         (Some(new_ip), None) if new_ip != "None" && old.is_none() => {
             match new_ip.parse::<std::net::Ipv4Addr>() {
                 Ok(addr) if index.cluster_ips.contains(&u32::from(addr)) => {
-                    causes.push(("spec.clusterIPs".into(), format!("Invalid value: [{new_ip:?}]: failed to allocate IP {new_ip}: provided IP is already allocated")));
+                    causes.push(("spec.clusterIPs".into(), format!("Invalid value: {}: failed to allocate IP {new_ip}: provided IP is already allocated", bad_value::strings(&[&new_ip]))));
                     return;
                 }
                 Ok(_) => new_ip,
                 Err(_) => {
                     causes.push((
                         "spec.clusterIPs[0]".into(),
-                        format!("Invalid value: {new_ip:?}: must be a valid IP address"),
+                        format!(
+                            "Invalid value: {new_ip:?}: must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+                        ),
                     ));
                     return;
                 }
@@ -293,11 +305,27 @@ fn assign_node_ports(
         }
         let field = format!("spec.ports[{i}].nodePort");
         match node_port {
-            Some(p) if !needed => causes.push((field, format!("Forbidden: may not be used when `type` is '{service_type}' (nodePort {p})"))),
+            Some(p) if !needed => causes.push((
+                field,
+                format!(
+                    "Forbidden: may not be used when `type` is '{service_type}' (nodePort {p})"
+                ),
+            )),
             Some(p) => match u16::try_from(p).ok().filter(|p| NODE_PORTS.contains(p)) {
-                None => causes.push((field, format!("Invalid value: {p}: provided port is not in the valid range. The range of valid ports is 30000-32767"))),
-                Some(p) if index.node_ports.contains_key(&p) && !owned.contains(&p) && !taken.contains(&p) => {
-                    causes.push((field, format!("Invalid value: {p}: provided port is already allocated")));
+                None => {
+                    causes.push((field, format!("Invalid value: {p}: provided port is not in the valid range. The range of valid ports is 30000-32767")));
+                    return;
+                }
+                Some(p)
+                    if index.node_ports.contains_key(&p)
+                        && !owned.contains(&p)
+                        && !taken.contains(&p) =>
+                {
+                    causes.push((
+                        field,
+                        format!("Invalid value: {p}: provided port is already allocated"),
+                    ));
+                    return;
                 }
                 Some(p) => {
                     taken.insert(p);
@@ -309,7 +337,10 @@ fn assign_node_ports(
                     taken.insert(p);
                     port["nodePort"] = json!(p);
                 }
-                None => causes.push((field, "Internal error: range is full".into())),
+                None => {
+                    causes.push((field, "Internal error: range is full".into()));
+                    return;
+                }
             },
             None => {}
         }

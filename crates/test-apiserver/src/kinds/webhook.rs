@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
 
-use crate::validation::{self, go_strings, not_supported};
+use crate::validation::{self, bad_value, not_supported};
 
 /// `(field, message)` of one refusal.
 type Cause = (String, String);
@@ -208,7 +208,7 @@ fn review_versions(hook: &Value, at: &str, causes: &mut Vec<Cause>) {
             at.to_owned(),
             format!(
                 "Invalid value: {}: must include at least one of {}",
-                go_strings(&versions),
+                bad_value::strings(&versions),
                 REVIEW_VERSIONS.join(", ")
             ),
         ));
@@ -350,7 +350,7 @@ mod tests {
         );
         assert_eq!(
             causes[3].1,
-            "Invalid value: []string{\"v2\"}: must include at least one of v1, v1beta1"
+            "Invalid value: [\"v2\"]: must include at least one of v1, v1beta1"
         );
         let mut bare = valid_hook();
         if let Some(fields) = bare.as_object_mut() {

@@ -1,8 +1,11 @@
 //! Which list fields strategic merge patch merges, and by which key: the
-//! `patchStrategy`/`patchMergeKey` tags of the Kubernetes API types
-//! (k8s.io/api, v1.33) for every kind served. A list field not listed here
-//! is atomic in Kubernetes too (`spec.taints`, `status.loadBalancer.ingress`,
-//! Endpoints `subsets`): a patch replaces it whole.
+//! `patchStrategy`/`patchMergeKey` tags of the Kubernetes API types for
+//! every kind served, as kube-apiserver v1.35's and v1.37's OpenAPI show
+//! them (1.37 adds tags only to Pod fields newer than 1.35, which this
+//! server does not keep, such as `spec.evictionResponders`). A list field
+//! not listed here is atomic in Kubernetes too (`spec.taints`,
+//! `status.loadBalancer.ingress`, Endpoints `subsets`): a patch replaces it
+//! whole.
 
 use crate::resources::Kind;
 

@@ -211,7 +211,7 @@ fn check_preconditions(
                 name,
                 &[(
                     "metadata.resourceVersion".into(),
-                    "Invalid value: 0x0: must be specified for an update".into(),
+                    "Invalid value: 0: must be specified for an update".into(),
                 )],
             ))
         }

@@ -53,9 +53,7 @@ pub(crate) fn qualified_name_problems(key: &str) -> Vec<String> {
     if name.is_empty() {
         problems.push("name part must be non-empty".into());
     } else if name.len() > MAX_LABEL {
-        problems.push(format!(
-            "name part must be no more than {MAX_LABEL} characters"
-        ));
+        problems.push(format!("name part must be no more than {MAX_LABEL} bytes"));
     }
     if !is_name_chars(name) {
         problems.push(NAME_PART.to_owned());
@@ -68,7 +66,7 @@ pub(crate) fn label_value_problem(value: &str) -> Option<String> {
     if value.is_empty() {
         None
     } else if value.len() > MAX_LABEL {
-        Some(format!("must be no more than {MAX_LABEL} characters"))
+        Some(format!("must be no more than {MAX_LABEL} bytes"))
     } else {
         (!is_name_chars(value)).then(|| LABEL_VALUE.to_owned())
     }
@@ -134,7 +132,7 @@ mod tests {
         assert!(qualified_name_problems("Upper.Case/x")[0].starts_with("prefix part"));
         assert_eq!(
             qualified_name_problems(&"a".repeat(64)),
-            ["name part must be no more than 63 characters"]
+            ["name part must be no more than 63 bytes"]
         );
         let obj = json!({ "metadata": {
             "labels": { "app": "bad value!", "ok": "", "fine": "v1.2_3-x" },

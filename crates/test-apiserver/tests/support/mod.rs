@@ -117,6 +117,18 @@ impl Target {
         Ok(Client::try_from(config)?)
     }
 
+    /// The server's minor release (`37` for v1.37.2), from `/version`: for
+    /// the few words that differ between supported releases.
+    pub(crate) async fn minor(&self) -> anyhow::Result<u32> {
+        let version = self.client().apiserver_version().await?;
+        let digits: String = version
+            .minor
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        Ok(digits.parse()?)
+    }
+
     /// The in-memory server, for assertions only it can answer.
     pub(crate) fn server(&self) -> Option<&TestApiServer> {
         match self {

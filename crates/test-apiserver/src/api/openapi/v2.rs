@@ -182,7 +182,7 @@ fn build() -> Value {
     }
     json!({
         "swagger": "2.0",
-        "info": { "title": "Kubernetes", "version": "v1.33.0" },
+        "info": { "title": "Kubernetes", "version": "v1.37.0" },
         "paths": paths,
         "definitions": definitions,
     })

@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::Causes;
+use crate::validation::bad_value;
 
 /// The types a Service may have, as the refusal lists them.
 const TYPES: [&str; 4] = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
@@ -74,13 +75,19 @@ pub(super) fn check_ports(spec: &Value, causes: &mut Causes) {
         }
         let protocol = protocol.unwrap_or("");
         if !pairs.insert((protocol.to_owned(), number)) {
-            // kube-apiserver prints the (protocol, port) key as the Go struct
-            // it looked it up by.
+            // kube-apiserver shows the (protocol, port) key as the Go struct
+            // it looked it up by (`TargetPort` is an IntOrString's 0).
+            let key = bad_value::internal_struct(&[
+                ("Name", Value::from("")),
+                ("Protocol", Value::from(protocol)),
+                ("AppProtocol", Value::Null),
+                ("Port", Value::from(number)),
+                ("TargetPort", Value::from(0)),
+                ("NodePort", Value::from(0)),
+            ]);
             causes.push((
                 format!("spec.ports[{i}]"),
-                format!(
-                    "Duplicate value: core.ServicePort{{Name:\"\", Protocol:{protocol:?}, AppProtocol:(*string)(nil), Port:{number}, TargetPort:intstr.IntOrString{{Type:0, IntVal:0, StrVal:\"\"}}, NodePort:0}}"
-                ),
+                format!("Duplicate value: {key}"),
             ));
         }
     }
@@ -178,7 +185,7 @@ mod tests {
         assert_eq!(found[0], "spec.ports[1].name: Duplicate value: \"http\"");
         assert_eq!(found[1], "spec.ports[2].name: Required value");
         assert!(
-            found[2].starts_with("spec.ports[2]: Duplicate value: core.ServicePort{"),
+            found[2].starts_with("spec.ports[2]: Duplicate value: {\"Name\""),
             "{found:?}"
         );
         let one = json!({ "ports": [{ "port": 80, "protocol": "TCP" }] });

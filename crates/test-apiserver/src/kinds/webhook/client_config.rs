@@ -75,10 +75,7 @@ fn check_service(service: &Value, at: &str, causes: &mut Vec<Cause>) {
         ));
     }
     if text(service, "name").is_empty() {
-        causes.push((
-            format!("{at}.namespace"),
-            "Required value: service namespace is required".into(),
-        ));
+        causes.push((format!("{at}.namespace"), "Required value".into()));
     }
     if let Some(port) = service.get("port").and_then(Value::as_i64)
         && !(1..=65535).contains(&port)
@@ -259,7 +256,7 @@ mod tests {
             [
                 (
                     "c.service.namespace".to_owned(),
-                    "Required value: service namespace is required".to_owned()
+                    "Required value".to_owned()
                 ),
                 (
                     "c.service.port".to_owned(),

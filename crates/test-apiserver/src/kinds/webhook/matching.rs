@@ -7,8 +7,9 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::{Cause, items, strings, text};
+use crate::validation::bad_value;
 use crate::validation::metadata::{label_value_problem, qualified_name_problems};
-use crate::validation::{go_strings, not_supported};
+use crate::validation::not_supported;
 
 const OPERATIONS: &[&str] = &["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
 const SCOPES: &[&str] = &["*", "Cluster", "Namespaced"];
@@ -24,13 +25,11 @@ pub(super) fn rule(rule: &Value, at: &str, causes: &mut Vec<Cause>) {
         causes.push((format!("{at}.operations"), "Required value".into()));
     }
     if operations.len() > 1 && has_wildcard(&operations) {
-        // Go prints the internal type's slice.
-        let quoted: Vec<String> = operations.iter().map(|o| format!("{o:?}")).collect();
         causes.push((
             format!("{at}.operations"),
             format!(
-                "Invalid value: []admissionregistration.OperationType{{{}}}: if '*' is present, must not specify other operations",
-                quoted.join(", ")
+                "Invalid value: {}: if '*' is present, must not specify other operations",
+                bad_value::strings(&operations)
             ),
         ));
     }
@@ -52,7 +51,7 @@ pub(super) fn rule(rule: &Value, at: &str, causes: &mut Vec<Cause>) {
                 format!("{at}.{field}"),
                 format!(
                     "Invalid value: {}: if '*' is present, must not specify other {what}",
-                    go_strings(&values)
+                    bad_value::strings(&values)
                 ),
             ));
         }
@@ -124,7 +123,7 @@ fn resources(list: &[String], at: &str, causes: &mut Vec<Cause>) {
             at.to_owned(),
             format!(
                 "Invalid value: {}: if '*/*' is present, must not specify other resources",
-                go_strings(list)
+                bad_value::strings(list)
             ),
         ));
     }
@@ -133,7 +132,7 @@ fn resources(list: &[String], at: &str, causes: &mut Vec<Cause>) {
             at.to_owned(),
             format!(
                 "Invalid value: {}: if '*' is present, must not specify other resources without subresources",
-                go_strings(list)
+                bad_value::strings(list)
             ),
         ));
     }
@@ -232,7 +231,7 @@ mod tests {
             [
                 (
                     "r.operations".to_owned(),
-                    "Invalid value: []admissionregistration.OperationType{\"*\", \"PATCH\"}: if '*' is present, must not specify other operations".to_owned()
+                    "Invalid value: [\"*\",\"PATCH\"]: if '*' is present, must not specify other operations".to_owned()
                 ),
                 (
                     "r.operations[1]".to_owned(),
@@ -240,11 +239,11 @@ mod tests {
                 ),
                 (
                     "r.apiGroups".to_owned(),
-                    "Invalid value: []string{\"*\", \"apps\"}: if '*' is present, must not specify other API groups".to_owned()
+                    "Invalid value: [\"*\",\"apps\"]: if '*' is present, must not specify other API groups".to_owned()
                 ),
                 (
                     "r.resources".to_owned(),
-                    "Invalid value: []string{\"*\", \"pods\"}: if '*' is present, must not specify other resources without subresources".to_owned()
+                    "Invalid value: [\"*\",\"pods\"]: if '*' is present, must not specify other resources without subresources".to_owned()
                 ),
                 (
                     "r.scope".to_owned(),

@@ -1,7 +1,7 @@
 //! core/v1 kinds other than Pod and PersistentVolume, and what they hold.
 //!
 //! Generated from k8s-pb's messages and the Go types' `json` and `protobuf`
-//! tags of k8s.io/api v0.33.13 (see `super`); `keep` marks Go pointers and
+//! tags of k8s.io/api v0.35 (see `super`); `keep` marks Go pointers and
 //! fields without `omitempty`.
 
 use k8s_pb::api::core::v1 as core;
@@ -144,6 +144,7 @@ message!(core::NodeStatus {
     config: "config" keep,
     runtime_handlers: "runtimeHandlers",
     features: "features" keep,
+    declared_features: "declaredFeatures",
 });
 
 message!(core::ServiceSpec {

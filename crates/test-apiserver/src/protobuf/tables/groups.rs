@@ -2,7 +2,7 @@
 //! configurations and the reviews (all v1).
 //!
 //! Generated from k8s-pb's messages and the Go types' `json` and `protobuf`
-//! tags of k8s.io/api v0.33.13 (see `super`); `keep` marks Go pointers and
+//! tags of k8s.io/api v0.35 (see `super`); `keep` marks Go pointers and
 //! fields without `omitempty`.
 
 use k8s_pb::api::admissionregistration::v1 as admissionregistration;

@@ -1,7 +1,7 @@
 //! meta.k8s.io/v1: object and list metadata, `Status`.
 //!
 //! Generated from k8s-pb's messages and the Go types' `json` and `protobuf`
-//! tags of k8s.io/api v0.33.13 (see `super`); `keep` marks Go pointers and
+//! tags of k8s.io/api v0.35 (see `super`); `keep` marks Go pointers and
 //! fields without `omitempty`.
 
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;

@@ -1,7 +1,7 @@
 //! core/v1 Pod: its spec and status.
 //!
 //! Generated from k8s-pb's messages and the Go types' `json` and `protobuf`
-//! tags of k8s.io/api v0.33.13 (see `super`); `keep` marks Go pointers and
+//! tags of k8s.io/api v0.35 (see `super`); `keep` marks Go pointers and
 //! fields without `omitempty`.
 
 use k8s_pb::api::core::v1 as core;
@@ -60,6 +60,8 @@ message!(core::PodSpec {
     scheduling_gates: "schedulingGates",
     resource_claims: "resourceClaims",
     resources: "resources" keep,
+    hostname_override: "hostnameOverride" keep,
+    workload_ref: "workloadRef" keep,
 });
 
 message!(core::PodStatus {
@@ -80,6 +82,9 @@ message!(core::PodStatus {
     ephemeral_container_statuses: "ephemeralContainerStatuses",
     resize: "resize",
     resource_claim_statuses: "resourceClaimStatuses",
+    extended_resource_claim_status: "extendedResourceClaimStatus" keep,
+    allocated_resources: "allocatedResources",
+    resources: "resources" keep,
 });
 
 message!(core::Container {
@@ -94,6 +99,7 @@ message!(core::Container {
     resources: "resources",
     resize_policy: "resizePolicy",
     restart_policy: "restartPolicy" keep,
+    restart_policy_rules: "restartPolicyRules",
     volume_mounts: "volumeMounts",
     volume_devices: "volumeDevices",
     liveness_probe: "livenessProbe" keep,
@@ -293,6 +299,7 @@ message!(core::EphemeralContainerCommon {
     resources: "resources",
     resize_policy: "resizePolicy",
     restart_policy: "restartPolicy" keep,
+    restart_policy_rules: "restartPolicyRules",
     volume_mounts: "volumeMounts",
     volume_devices: "volumeDevices",
     liveness_probe: "livenessProbe" keep,
@@ -507,4 +514,31 @@ message!(core::TypedObjectReference {
     kind: "kind" keep,
     name: "name" keep,
     namespace: "namespace" keep,
+});
+
+message!(core::ContainerRestartRule {
+    action: "action" keep,
+    exit_codes: "exitCodes" keep,
+});
+
+message!(core::ContainerRestartRuleOnExitCodes {
+    operator: "operator" keep,
+    values: "values",
+});
+
+message!(core::WorkloadReference {
+    name: "name" keep,
+    pod_group: "podGroup" keep,
+    pod_group_replica_key: "podGroupReplicaKey" keep,
+});
+
+message!(core::PodExtendedResourceClaimStatus {
+    request_mappings: "requestMappings",
+    resource_claim_name: "resourceClaimName" keep,
+});
+
+message!(core::ContainerExtendedResourceRequest {
+    container_name: "containerName" keep,
+    resource_name: "resourceName" keep,
+    request_name: "requestName" keep,
 });

@@ -1,7 +1,7 @@
 //! core/v1 volume sources and projections, shared by Pods and PersistentVolumes.
 //!
 //! Generated from k8s-pb's messages and the Go types' `json` and `protobuf`
-//! tags of k8s.io/api v0.33.13 (see `super`); `keep` marks Go pointers and
+//! tags of k8s.io/api v0.35 (see `super`); `keep` marks Go pointers and
 //! fields without `omitempty`.
 
 use k8s_pb::api::core::v1 as core;
@@ -468,6 +468,14 @@ message!(core::EnvVarSource {
     resource_field_ref: "resourceFieldRef" keep,
     config_map_key_ref: "configMapKeyRef" keep,
     secret_key_ref: "secretKeyRef" keep,
+    file_key_ref: "fileKeyRef" keep,
+});
+
+message!(core::FileKeySelector {
+    volume_name: "volumeName" keep,
+    path: "path" keep,
+    key: "key" keep,
+    optional: "optional" keep,
 });
 
 message!(core::DownwardAPIVolumeFile {
@@ -478,6 +486,7 @@ message!(core::DownwardAPIVolumeFile {
 });
 
 message!(core::VolumeProjection {
+    pod_certificate: "podCertificate" keep,
     secret: "secret" keep,
     downward_api: "downwardAPI" keep,
     config_map: "configMap" keep,
@@ -556,4 +565,14 @@ message!(core::PersistentVolumeClaimSpec {
 message!(core::VolumeResourceRequirements {
     limits: "limits",
     requests: "requests",
+});
+
+message!(core::PodCertificateProjection {
+    signer_name: "signerName" keep,
+    key_type: "keyType" keep,
+    max_expiration_seconds: "maxExpirationSeconds" keep,
+    credential_bundle_path: "credentialBundlePath" keep,
+    key_path: "keyPath" keep,
+    certificate_chain_path: "certificateChainPath" keep,
+    user_annotations: "userAnnotations",
 });

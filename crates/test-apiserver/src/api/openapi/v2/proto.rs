@@ -461,7 +461,7 @@ mod tests {
     fn a_definition_reads_back_with_its_properties_and_extensions() {
         let doc = json!({
             "swagger": "2.0",
-            "info": {"title": "Kubernetes", "version": "v1.33.0"},
+            "info": {"title": "Kubernetes", "version": "v1.37.0"},
             "paths": {},
             "definitions": {"io.k8s.api.core.v1.Service": {
                 "type": "object",

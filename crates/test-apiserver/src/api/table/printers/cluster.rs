@@ -106,9 +106,20 @@ pub(super) fn node(v: &Value, now: jiff::Timestamp) -> Vec<Value> {
         address(v, "InternalIP"),
         address(v, "ExternalIP"),
         text_or(v, "/status/nodeInfo/osImage", "<unknown>"),
-        text_or(v, "/status/nodeInfo/kernelVersion", "<unknown>"),
+        kernel_version(v),
         text_or(v, "/status/nodeInfo/containerRuntimeVersion", "<unknown>"),
     ]
+}
+
+/// The kernel, with the architecture after it when the node reports one
+/// (`6.1.0 (amd64)`), as 1.37 prints it; 1.35 and 1.36 print the kernel
+/// alone.
+fn kernel_version(v: &Value) -> Value {
+    let kernel = text_or(v, "/status/nodeInfo/kernelVersion", "<unknown>");
+    match text(v, "/status/nodeInfo/architecture") {
+        "" => kernel,
+        arch => Value::from(format!("{} ({arch})", kernel.as_str().unwrap_or_default())),
+    }
 }
 
 pub(in crate::api::table) const NAMESPACE: &[Column] = &[
@@ -369,6 +380,11 @@ mod tests {
                 "<unknown>"
             ])
         );
+        let mut arm = node;
+        arm["status"]["nodeInfo"]["architecture"] = json!("arm64");
+        assert_eq!(node_cells(&arm)[8], "<unknown> (arm64)");
+        arm["status"]["nodeInfo"]["kernelVersion"] = json!("6.1.0");
+        assert_eq!(node_cells(&arm)[8], "6.1.0 (arm64)");
         let bare = json!({ "metadata": { "name": "n2" } });
         assert_eq!(node_cells(&bare)[1], "Unknown");
         assert_eq!(node_cells(&bare)[2], "<none>");

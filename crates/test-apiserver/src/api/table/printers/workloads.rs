@@ -114,18 +114,11 @@ pub(super) fn secret(v: &Value, now: jiff::Timestamp) -> Vec<Value> {
     ]
 }
 
-pub(in crate::api::table) const SERVICE_ACCOUNT: &[Column] = &[
-    NAME,
-    col("Secrets", "string", 0, "How many secrets it lists."),
-    AGE,
-];
+/// Since 1.35 a ServiceAccount's row no longer counts its secrets.
+pub(in crate::api::table) const SERVICE_ACCOUNT: &[Column] = &[NAME, AGE];
 
 pub(super) fn service_account(v: &Value, now: jiff::Timestamp) -> Vec<Value> {
-    vec![
-        name(v),
-        Value::from(items(v, "/secrets").len()),
-        age_of(v, now),
-    ]
+    vec![name(v), age_of(v, now)]
 }
 
 /// An event's columns lead with when it was last seen, as kube-apiserver's;
