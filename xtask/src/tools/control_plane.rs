@@ -230,6 +230,24 @@ impl GoEnv {
         cmd
     }
 
+    /// `go mod download -json module@version`: where the module's files
+    /// are (`Dir`, `GoMod`), or one line saying the proxy did not serve it.
+    pub(crate) fn download(&self, module: &str) -> anyhow::Result<serde_json::Value> {
+        let out = self
+            .command()
+            .args(["mod", "download", "-json", module])
+            .output()
+            .context("running `go mod download`")?;
+        if !out.status.success() {
+            bail!(
+                "the Go module proxy did not serve {module}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        Ok(serde_json::from_slice(&out.stdout)?)
+    }
+
     pub(crate) fn remove_caches(&self) {
         if let Err(err) = std::fs::remove_dir_all(&self.scratch)
             && err.kind() != std::io::ErrorKind::NotFound
@@ -301,24 +319,7 @@ fn kubernetes_module(
     main_go: &'static str,
 ) -> anyhow::Result<Module> {
     let kubernetes = release.kubernetes;
-    let out = go
-        .command()
-        .args([
-            "mod",
-            "download",
-            "-json",
-            &format!("k8s.io/kubernetes@{kubernetes}"),
-        ])
-        .output()
-        .context("running `go mod download`")?;
-    if !out.status.success() {
-        bail!(
-            "the Go module proxy did not serve k8s.io/kubernetes@{kubernetes}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
-    let info: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let info = go.download(&format!("k8s.io/kubernetes@{kubernetes}"))?;
     let upstream_mod = info["GoMod"]
         .as_str()
         .context("`go mod download -json` named no go.mod")?;

@@ -60,23 +60,7 @@ pub(crate) fn ensure() -> anyhow::Result<PathBuf> {
 }
 
 fn build(go: &GoEnv, binary: &Path) -> anyhow::Result<()> {
-    let out = go
-        .command()
-        .args([
-            "mod",
-            "download",
-            "-json",
-            &format!("{MODULE}@{UPSTREAM_AWS}"),
-        ])
-        .output()
-        .context("running `go mod download`")?;
-    anyhow::ensure!(
-        out.status.success(),
-        "the Go module proxy did not serve {MODULE}@{UPSTREAM_AWS}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let info: serde_json::Value = serde_json::from_slice(&out.stdout)?;
+    let info = go.download(&format!("{MODULE}@{UPSTREAM_AWS}"))?;
     let source = info["Dir"]
         .as_str()
         .context("`go mod download -json` named no directory")?;
