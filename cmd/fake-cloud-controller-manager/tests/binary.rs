@@ -215,10 +215,14 @@ async fn serves_health_readiness_and_metrics_and_releases_the_lease_on_sigterm()
     // Upstream's debugging endpoints, behind the same guard as /metrics.
     let (status, configz) = ccm.get("/configz").await.unwrap();
     assert_eq!(status, 200, "{configz}");
-    assert!(
-        configz.contains("\"cloudcontrollermanager.config.k8s.io\":{\"Generic\""),
+    // Since 1.36 the section carries its kind and apiVersion before `Generic`.
+    let configz: serde_json::Value = serde_json::from_str(&configz).expect("JSON");
+    let section = &configz["cloudcontrollermanager.config.k8s.io"];
+    assert_eq!(
+        section["kind"], "CloudControllerManagerConfiguration",
         "{configz}"
     );
+    assert!(section["Generic"].is_object(), "{configz}");
     let (status, index) = ccm.get("/debug/pprof/").await.unwrap();
     assert_eq!(status, 200, "{index}");
     assert!(index.contains("profile"), "{index}");
