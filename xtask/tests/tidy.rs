@@ -4,6 +4,9 @@
 //!   every one of the crate's top-level modules (`src/<module>.rs`) in it.
 //! - No Rust file passes 600 lines.
 //! - Every Rust file (module, test or bench) opens with a `//!` comment.
+//! - The product's crates (the framework a provider binary is built from)
+//!   name no cloud: no provider crate among their dependencies, none in
+//!   their code outside its tests.
 //!
 //! Each rule is a function over a directory, so its own test can break it
 //! on purpose in a temporary tree.
@@ -173,6 +176,88 @@ fn undocumented_modules(root: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The framework's crates: what every provider binary is built from besides
+/// its provider.
+const PRODUCT: [&str; 5] = [
+    "crates/app",
+    "crates/runtime",
+    "crates/controllers",
+    "crates/cloud-provider",
+    "crates/leader-election",
+];
+
+/// Each provider under `providers/` as its package and library names say
+/// it: `provider-<dir>` and `provider_<dir>`.
+fn provider_names(root: &Path) -> Vec<(String, String)> {
+    let Ok(entries) = std::fs::read_dir(root.join("providers")) else {
+        return Vec::new();
+    };
+    let mut names: Vec<_> = entries
+        .flatten()
+        .filter(|entry| entry.path().join("Cargo.toml").is_file())
+        .map(|entry| {
+            let dir = entry.file_name().to_string_lossy().into_owned();
+            (format!("provider-{dir}"), format!("provider_{}", dir.replace('-', "_")))
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Whether `path` holds only tests: a `tests.rs`, a `*_tests.rs`, or a file
+/// under a `tests` directory.
+fn is_test_file(path: &Path) -> bool {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    name == "tests.rs"
+        || name.ends_with("_tests.rs")
+        || path.components().any(|c| c.as_os_str() == "tests")
+}
+
+/// Whether `code` holds `word` at the start of an identifier (so
+/// `cloudprovider_aws_` in a metric's name is not `provider_aws`).
+fn names(code: &str, word: &str) -> bool {
+    code.match_indices(word).any(|(at, _)| {
+        !code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+/// Where a product crate names a provider: a provider package among its
+/// non-dev dependencies, or a provider library in its code before the
+/// file's first `#[cfg(test)]`.
+fn clouds_named(root: &Path) -> Vec<String> {
+    let providers = provider_names(root);
+    let mut found = Vec::new();
+    for krate in PRODUCT {
+        let dir = root.join(krate);
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+        let shipped = manifest
+            .split("[dev-dependencies]")
+            .next()
+            .unwrap_or_default();
+        for (package, _) in &providers {
+            if shipped.contains(package.as_str()) {
+                found.push(format!("{krate}/Cargo.toml depends on `{package}`"));
+            }
+        }
+        for path in rust_files(&dir.join("src")) {
+            if is_test_file(&path) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+            for (_, library) in &providers {
+                if names(code, library) {
+                    found.push(format!("{} names `{library}`", relative(root, &path)));
+                }
+            }
+        }
+    }
+    found
+}
+
 fn relative(root: &Path, path: &Path) -> String {
     path.strip_prefix(root)
         .unwrap_or(path)
@@ -186,6 +271,7 @@ fn the_repository_is_tidy() {
     let mut problems = code_map_gaps(&root);
     problems.extend(long_files(&root));
     problems.extend(undocumented_modules(&root));
+    problems.extend(clouds_named(&root));
     assert!(
         problems.is_empty(),
         "{} tidy problems:\n{}",
@@ -267,4 +353,41 @@ fn a_pattern_heading_covers_the_crates_it_matches() {
         "### `crates/app` (`ccm-app`)\n",
         "crates/ap"
     ));
+}
+
+#[test]
+fn a_product_crate_naming_a_cloud_is_refused() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path();
+    let write = |path: &str, text: &str| {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("dirs");
+        std::fs::write(path, text).expect("a file");
+    };
+    write("providers/acme-cloud/Cargo.toml", "");
+    write(
+        "crates/app/Cargo.toml",
+        "[dependencies]\nserde = \"1\"\n[dev-dependencies]\nprovider-acme-cloud = { path = \"x\" }\n",
+    );
+    write(
+        "crates/app/src/lib.rs",
+        "//! App.\nfn f() {}\n#[cfg(test)]\nmod t { use provider_acme_cloud::Cloud; }\n",
+    );
+    write("crates/app/src/wiring/tests.rs", "//! T.\nuse provider_acme_cloud::Cloud;\n");
+    assert!(clouds_named(root).is_empty(), "{:?}", clouds_named(root));
+    write(
+        "crates/app/src/logging.rs",
+        "//! Logs.\n// cloudprovider_acme_cloud_calls_total\nconst OURS: &str = \"provider_acme_cloud\";\n",
+    );
+    write(
+        "crates/runtime/Cargo.toml",
+        "[dependencies]\nprovider-acme-cloud = { path = \"x\" }\n",
+    );
+    assert_eq!(
+        clouds_named(root),
+        [
+            "crates/app/src/logging.rs names `provider_acme_cloud`",
+            "crates/runtime/Cargo.toml depends on `provider-acme-cloud`",
+        ]
+    );
 }
