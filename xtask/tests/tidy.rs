@@ -7,6 +7,9 @@
 //! - The product's crates (the framework a provider binary is built from)
 //!   name no cloud: no provider crate among their dependencies, none in
 //!   their code outside its tests.
+//! - A crate's manifest adds features to no external crate (the root
+//!   `Cargo.toml` pins each with the union of what any crate needs), but for
+//!   the exceptions [`FEATURE_EXCEPTIONS`] lists with their reasons.
 //!
 //! Each rule is a function over a directory, so its own test can break it
 //! on purpose in a temporary tree.
@@ -258,6 +261,71 @@ fn clouds_named(root: &Path) -> Vec<String> {
     found
 }
 
+/// The features a crate's manifest may add to an external crate, and why
+/// the root does not carry them: (crate, dependency, reason).
+const FEATURE_EXCEPTIONS: [(&str, &str, &str); 4] = [
+    (
+        "crates/test-apiserver",
+        "k8s-openapi",
+        "`schemars`, for the test API server's OpenAPI document: kept out of the binaries",
+    ),
+    (
+        "providers/aws",
+        "aws-sdk-ec2",
+        "`test-util`, a dev-dependency: the SDK's test helpers stay out of the binary",
+    ),
+    (
+        "providers/aws",
+        "aws-sdk-elasticloadbalancing",
+        "`test-util`, as for aws-sdk-ec2",
+    ),
+    (
+        "providers/aws",
+        "aws-sdk-elasticloadbalancingv2",
+        "`test-util`, as for aws-sdk-ec2",
+    ),
+];
+
+/// The dependency a manifest line declares with `features = [...]`.
+fn featured_dependency(line: &str) -> Option<&str> {
+    let (key, value) = line.split_once('=')?;
+    let key = key.trim();
+    let plain = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    (plain && value.contains("features")).then_some(key)
+}
+
+/// Manifest lines that add features to an external crate (one the root's
+/// `[workspace.dependencies]` does not give a `path`), outside
+/// [`FEATURE_EXCEPTIONS`].
+fn added_features(root: &Path) -> Vec<String> {
+    let workspace = std::fs::read_to_string(root.join("Cargo.toml")).unwrap_or_default();
+    let internal = |name: &str| {
+        workspace
+            .lines()
+            .filter_map(|line| line.split_once('='))
+            .any(|(key, value)| key.trim() == name && value.contains("path ="))
+    };
+    let mut found = Vec::new();
+    for krate in crates(root) {
+        let manifest =
+            std::fs::read_to_string(root.join(&krate).join("Cargo.toml")).unwrap_or_default();
+        for name in manifest.lines().filter_map(featured_dependency) {
+            let excepted = FEATURE_EXCEPTIONS
+                .iter()
+                .any(|(c, d, _)| *c == krate && *d == name);
+            if !internal(name) && !excepted {
+                found.push(format!(
+                    "{krate}/Cargo.toml adds features to `{name}`: pin them in the root Cargo.toml"
+                ));
+            }
+        }
+    }
+    found
+}
+
 fn relative(root: &Path, path: &Path) -> String {
     path.strip_prefix(root)
         .unwrap_or(path)
@@ -272,6 +340,7 @@ fn the_repository_is_tidy() {
     problems.extend(long_files(&root));
     problems.extend(undocumented_modules(&root));
     problems.extend(clouds_named(&root));
+    problems.extend(added_features(&root));
     assert!(
         problems.is_empty(),
         "{} tidy problems:\n{}",
@@ -389,5 +458,33 @@ fn a_product_crate_naming_a_cloud_is_refused() {
             "crates/app/src/logging.rs names `provider_acme_cloud`",
             "crates/runtime/Cargo.toml depends on `provider-acme-cloud`",
         ]
+    );
+}
+
+#[test]
+fn a_crate_adding_features_to_an_external_crate_is_refused() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path();
+    let write = |path: &str, text: &str| {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("dirs");
+        std::fs::write(path, text).expect("a file");
+    };
+    write(
+        "Cargo.toml",
+        "[workspace.dependencies]\nserde = { version = \"1\", features = [\"derive\"] }\nwidget-core = { path = \"crates/widget-core\" }\n",
+    );
+    write(
+        "crates/widget/Cargo.toml",
+        "[features]\ntest-util = []\n[dependencies]\nserde.workspace = true\nwidget-core = { workspace = true, features = [\"test-util\"] }\n",
+    );
+    assert!(added_features(root).is_empty(), "{:?}", added_features(root));
+    write(
+        "crates/widget/Cargo.toml",
+        "[dependencies]\nserde = { workspace = true, features = [\"rc\"] }\n",
+    );
+    assert_eq!(
+        added_features(root),
+        ["crates/widget/Cargo.toml adds features to `serde`: pin them in the root Cargo.toml"]
     );
 }

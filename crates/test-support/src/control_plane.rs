@@ -148,6 +148,15 @@ impl ControlPlane {
             &dir.path().join("etcd.log"),
         )?;
 
+        age_history(&format!("127.0.0.1:{etcd_port}"))
+            .await
+            .with_context(|| {
+                format!(
+                    "preparing etcd's history; its log ends:\n{}",
+                    tail(&dir.path().join("etcd.log"))
+                )
+            })?;
+
         let tokens = dir.path().join("tokens.csv");
         let mut users = format!("{ADMIN_TOKEN},ccm-test-admin,ccm-test-admin,\"system:masters\"\n");
         let mut audit = Vec::new();
@@ -309,6 +318,73 @@ impl ControlPlane {
         std::fs::write(&path, kubeconfig_yaml(&self.url, Some(&ca), name, token))?;
         Ok(path)
     }
+}
+
+/// How long etcd may take to answer its first request.
+const ETCD_WITHIN: Duration = Duration::from_secs(30);
+
+/// Gives a fresh etcd the history of a cluster that has run a while, before
+/// kube-apiserver starts: one write, then its history compacted (as
+/// kube-apiserver's own compaction does every five minutes). So the watch
+/// caches start after revision 1, and a watch from a version before the
+/// start expires from the first second, whether kube-apiserver serves it
+/// from its cache or, as 1.35 and later may, from etcd. On a fresh etcd
+/// its caches would start at revision 1 and replay everything since.
+async fn age_history(etcd: &str) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + ETCD_WITHIN;
+    // "/ccm-test/started": outside kube-apiserver's `/registry` prefix.
+    let put = r#"{"key":"L2NjbS10ZXN0L3N0YXJ0ZWQ=","value":"MQ=="}"#;
+    let answer = loop {
+        match etcd_post(etcd, "/v3/kv/put", put).await {
+            Ok(answer) => break answer,
+            Err(err) if tokio::time::Instant::now() >= deadline => {
+                return Err(err.context(format!("etcd did not answer within {ETCD_WITHIN:?}")));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    };
+    let header = &serde_json::from_str::<serde_json::Value>(&answer)
+        .with_context(|| format!("etcd's put answer: {answer}"))?["header"]["revision"];
+    // The gateway writes 64-bit integers as strings.
+    let revision: i64 = match header {
+        serde_json::Value::String(text) => text.parse()?,
+        other => other
+            .as_i64()
+            .with_context(|| format!("no revision in etcd's answer: {answer}"))?,
+    };
+    let body = serde_json::json!({ "revision": revision.to_string(), "physical": true });
+    etcd_post(etcd, "/v3/kv/compaction", &body.to_string()).await?;
+    Ok(())
+}
+
+/// POSTs `body` to etcd's JSON gateway at `addr` (plain HTTP on loopback);
+/// answers the response's body, an error for any status but 200.
+async fn etcd_post(addr: &str, path: &str, body: &str) -> anyhow::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await?;
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await?;
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await?;
+        Ok::<_, std::io::Error>(String::from_utf8_lossy(&answer).into_owned())
+    };
+    let answer = tokio::time::timeout(Duration::from_secs(10), exchange)
+        .await
+        .with_context(|| format!("etcd did not answer POST {path} within 10 s"))??;
+    let (head, rest) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    if !head.starts_with("HTTP/1.1 200") {
+        bail!("etcd answered POST {path} with {answer}");
+    }
+    // The JSON object, whatever the transfer encoding around it.
+    let json = match (rest.find('{'), rest.rfind('}')) {
+        (Some(start), Some(end)) if start <= end => &rest[start..=end],
+        _ => rest,
+    };
+    Ok(json.to_owned())
 }
 
 /// Starts `command` with its output in `log`, killed when dropped.
