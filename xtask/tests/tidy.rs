@@ -424,15 +424,18 @@ fn a_pattern_heading_covers_the_crates_it_matches() {
     ));
 }
 
+/// Writes `text` to `path` under `root`, making its directories.
+fn write_file(root: &Path, path: &str, text: &str) {
+    let path = root.join(path);
+    std::fs::create_dir_all(path.parent().expect("a parent")).expect("dirs");
+    std::fs::write(path, text).expect("a file");
+}
+
 #[test]
 fn a_product_crate_naming_a_cloud_is_refused() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let root = dir.path();
-    let write = |path: &str, text: &str| {
-        let path = root.join(path);
-        std::fs::create_dir_all(path.parent().expect("a parent")).expect("dirs");
-        std::fs::write(path, text).expect("a file");
-    };
+    let write = |path: &str, text: &str| write_file(root, path, text);
     write("providers/acme-cloud/Cargo.toml", "");
     write(
         "crates/app/Cargo.toml",
@@ -465,11 +468,7 @@ fn a_product_crate_naming_a_cloud_is_refused() {
 fn a_crate_adding_features_to_an_external_crate_is_refused() {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let root = dir.path();
-    let write = |path: &str, text: &str| {
-        let path = root.join(path);
-        std::fs::create_dir_all(path.parent().expect("a parent")).expect("dirs");
-        std::fs::write(path, text).expect("a file");
-    };
+    let write = |path: &str, text: &str| write_file(root, path, text);
     write(
         "Cargo.toml",
         "[workspace.dependencies]\nserde = { version = \"1\", features = [\"derive\"] }\nwidget-core = { path = \"crates/widget-core\" }\n",
