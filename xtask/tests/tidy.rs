@@ -200,7 +200,10 @@ fn provider_names(root: &Path) -> Vec<(String, String)> {
         .filter(|entry| entry.path().join("Cargo.toml").is_file())
         .map(|entry| {
             let dir = entry.file_name().to_string_lossy().into_owned();
-            (format!("provider-{dir}"), format!("provider_{}", dir.replace('-', "_")))
+            (
+                format!("provider-{dir}"),
+                format!("provider_{}", dir.replace('-', "_")),
+            )
         })
         .collect();
     names.sort();
@@ -445,7 +448,10 @@ fn a_product_crate_naming_a_cloud_is_refused() {
         "crates/app/src/lib.rs",
         "//! App.\nfn f() {}\n#[cfg(test)]\nmod t { use provider_acme_cloud::Cloud; }\n",
     );
-    write("crates/app/src/wiring/tests.rs", "//! T.\nuse provider_acme_cloud::Cloud;\n");
+    write(
+        "crates/app/src/wiring/tests.rs",
+        "//! T.\nuse provider_acme_cloud::Cloud;\n",
+    );
     assert!(clouds_named(root).is_empty(), "{:?}", clouds_named(root));
     write(
         "crates/app/src/logging.rs",
@@ -477,7 +483,11 @@ fn a_crate_adding_features_to_an_external_crate_is_refused() {
         "crates/widget/Cargo.toml",
         "[features]\ntest-util = []\n[dependencies]\nserde.workspace = true\nwidget-core = { workspace = true, features = [\"test-util\"] }\n",
     );
-    assert!(added_features(root).is_empty(), "{:?}", added_features(root));
+    assert!(
+        added_features(root).is_empty(),
+        "{:?}",
+        added_features(root)
+    );
     write(
         "crates/widget/Cargo.toml",
         "[dependencies]\nserde = { workspace = true, features = [\"rc\"] }\n",

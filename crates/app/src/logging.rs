@@ -171,9 +171,18 @@ mod tests {
             "provider_rancher::client",
             "provider_acme",
         ] {
-            assert!(targets(2).would_enable(provider, &Level::DEBUG), "{provider}");
-            assert!(!targets(0).would_enable(provider, &Level::DEBUG), "{provider}");
-            assert!(!targets(2).would_enable(provider, &Level::TRACE), "{provider}");
+            assert!(
+                targets(2).would_enable(provider, &Level::DEBUG),
+                "{provider}"
+            );
+            assert!(
+                !targets(0).would_enable(provider, &Level::DEBUG),
+                "{provider}"
+            );
+            assert!(
+                !targets(2).would_enable(provider, &Level::TRACE),
+                "{provider}"
+            );
         }
     }
 }
