@@ -37,8 +37,8 @@ contract_test!(nodes_print_status_roles_version_and_addresses, |t| {
         "status patch: {}",
         response.status()
     );
-    // 1.37 shows the architecture after the kernel; 1.35 and 1.36 do not.
-    let kernel = if t.minor().await? >= 37 {
+    // 1.36 and later show the architecture after the kernel; 1.35 does not.
+    let kernel = if t.minor().await? >= 36 {
         "6.1.0 (amd64)"
     } else {
         "6.1.0"

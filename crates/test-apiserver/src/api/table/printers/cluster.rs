@@ -112,7 +112,7 @@ pub(super) fn node(v: &Value, now: jiff::Timestamp) -> Vec<Value> {
 }
 
 /// The kernel, with the architecture after it when the node reports one
-/// (`6.1.0 (amd64)`), as 1.37 prints it; 1.35 and 1.36 print the kernel
+/// (`6.1.0 (amd64)`), as 1.36 and later print it; 1.35 prints the kernel
 /// alone.
 fn kernel_version(v: &Value) -> Value {
     let kernel = text_or(v, "/status/nodeInfo/kernelVersion", "<unknown>");
