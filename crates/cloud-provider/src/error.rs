@@ -85,6 +85,17 @@ pub enum CloudError {
         message: String,
     },
 
+    /// The cloud refused to create something because the account's quota
+    /// or limit is reached (AWS `TooManyLoadBalancers`, DigitalOcean's load
+    /// balancer limit). Handled as [`CloudError::Other`]: a Warning event
+    /// and retried with backoff; the service controller says `QuotaExceeded`
+    /// in the Service's `LoadBalancerProvisioned` condition.
+    #[error("{message}")]
+    QuotaExceeded {
+        /// The cloud's words, for an operator. Never includes secrets.
+        message: String,
+    },
+
     /// Any other failure. Retried with exponential backoff (5 s to 300 s)
     /// and reported as a Warning event.
     #[error("{message}")]
@@ -132,6 +143,7 @@ impl CloudError {
             Self::Throttled { .. } => "throttled",
             Self::Retry { .. } => "retry",
             Self::InvalidInput { .. } => "invalid_input",
+            Self::QuotaExceeded { .. } => "quota_exceeded",
             Self::Other { .. } => "error",
         }
     }

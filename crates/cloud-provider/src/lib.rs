@@ -53,6 +53,7 @@ mod rate_limit;
 mod routes;
 pub mod server_delay;
 mod services;
+mod target_health;
 mod volumes;
 
 pub use config::{
@@ -72,6 +73,7 @@ pub use provider_controllers::{ProviderController, ProviderControllerKind};
 pub use rate_limit::{InvalidRateLimit, RateLimiter};
 pub use routes::{Route, RouteCreate, Routes};
 pub use services::ServiceObserver;
+pub use target_health::{LoadBalancerHealth, TargetHealth, TargetState, health_by_node};
 pub use volumes::Volumes;
 
 /// Re-exported so providers name the same CIDR type as [`Route`].

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Node, Service};
 
-use crate::CloudError;
+use crate::{CloudError, LoadBalancerHealth};
 
 /// How traffic reaches the load balancer's address (`status.loadBalancer.ingress[].ipMode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -204,6 +204,28 @@ pub trait LoadBalancer: Send + Sync {
         service: &Service,
         nodes: &[Arc<Node>],
     ) -> Result<(), CloudError>;
+
+    /// The health of the existing load balancer's targets, as the cloud's
+    /// own health checks see them, for the Service's
+    /// `LoadBalancerTargetsHealthy` condition. `nodes` are the nodes the
+    /// load balancer was last pointed at, so a provider can name each
+    /// target's node.
+    ///
+    /// The default, `Ok(None)`, says this provider cannot tell: the
+    /// controller then writes no such condition rather than guess, and does
+    /// not ask again for that Service until it changes. A provider that can
+    /// tell answers with one read call per load balancer where the cloud
+    /// allows it: the controller asks only after a change and while targets
+    /// are not all healthy, never for a steady healthy Service.
+    async fn load_balancer_health(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<Option<LoadBalancerHealth>, CloudError> {
+        let _ = (cluster_name, service, nodes);
+        Ok(None)
+    }
 
     /// Deletes the load balancer for `service` and everything created with
     /// it. Succeeds when it is already gone.

@@ -460,6 +460,21 @@ impl LoadBalancer for MeteredCloud {
         .await
     }
 
+    /// A read: metered, not fenced, and asked in dry-run too.
+    async fn load_balancer_health(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<Option<cloud_provider::LoadBalancerHealth>, CloudError> {
+        self.observe("load_balancer_health", None, async {
+            self.load_balancer_inner()?
+                .load_balancer_health(cluster_name, service, nodes)
+                .await
+        })
+        .await
+    }
+
     async fn ensure_load_balancer_deleted(
         &self,
         cluster_name: &str,

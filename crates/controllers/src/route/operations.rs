@@ -58,7 +58,9 @@ fn retry_delay(err: &CloudError) -> Option<Duration> {
         CloudError::Throttled { .. } | CloudError::Retry { .. } => err
             .requested_delay()
             .filter(|delay| *delay <= MAX_INLINE_WAIT),
-        CloudError::Other { .. } => Some(RETRY_BASE + RETRY_BASE.mul_f64(fastrand::f64())),
+        CloudError::Other { .. } | CloudError::QuotaExceeded { .. } => {
+            Some(RETRY_BASE + RETRY_BASE.mul_f64(fastrand::f64()))
+        }
         // Bad input, a missing instance or capability: the next pass, with
         // fresh nodes, is the retry.
         _ => None,
