@@ -15,19 +15,29 @@
 //! - A Service another controller implements (the provider answers
 //!   `ImplementedElsewhere` before the claim: from the Service alone through
 //!   `check_service`, else read-only with `get_load_balancer`) or that is
-//!   malformed gets no finalizer and no status (a malformed one gets its
-//!   Warning event), and the provider is not asked about it again until it
-//!   changes. The fake, AWS and DigitalOcean providers answer from the
+//!   malformed gets no finalizer and no ingress (a malformed one gets its
+//!   Warning event and `LoadBalancerProvisioned=False/InvalidAnnotation`),
+//!   and the provider is not asked about it again until it changes. The fake, AWS and DigitalOcean providers answer from the
 //!   Service alone, so a new Service costs one ensure, as upstream's.
 //! - The provider is called only when something it reads changed since the
 //!   last success: the Service's ports, protocols, annotations, traffic
 //!   policy, health-check node port, IP families or source ranges (an
 //!   ensure), or the names and provider IDs of the eligible nodes (an update
 //!   of the backends). Node heartbeats and condition flaps, labels, and this
-//!   controller's own writes cost no provider call. A burst of node-set
+//!   controller's own writes cost no provider mutation. A burst of node-set
 //!   changes costs one update per load balancer.
+//! - Every Service it owns carries `LoadBalancerProvisioned` (Pending once
+//!   claimed, True with the ingress, False with the failure's reason) and,
+//!   when the provider can tell, `LoadBalancerTargetsHealthy`, written with
+//!   the ingress in one strategic-merge patch on `/status` that keeps other
+//!   writers' conditions, only when one changed. Target health is read
+//!   after each ensure or update, at once after a node's shutdown taint
+//!   comes or goes, at most once a minute after readiness flaps, and with
+//!   backoff (5 s to 60 s) while not every target is healthy; never for a
+//!   steady healthy load balancer. Our conditions leave with the load
+//!   balancer.
 //! - `status.loadBalancer.ingress` is written through `/status`, only when
-//!   it changed; annotations the provider asks to record are merged into the
+//!   it changed (with the conditions); annotations the provider asks to record are merged into the
 //!   Service's, only when one differs.
 //! - Bad input (`InvalidInput`) gets a Warning event naming the field and
 //!   changes nothing in the cloud; it is not retried until the Service
@@ -36,10 +46,15 @@
 //!   event and is retried with backoff (5 s doubling to 300 s).
 //! - Every cloud mutation goes through the context's fenced cloud.
 
+mod condition_metrics;
+mod conditions;
 mod eligible;
+mod health;
 mod load_balancer;
 mod node_sync;
+mod readiness;
 mod records;
+pub(crate) mod reporting;
 pub(crate) mod spec;
 mod states;
 mod status;
@@ -64,6 +79,7 @@ use crate::settings::ControllerSettings;
 use crate::{ControllerId, Started};
 use eligible::{EligibleTracker, NodeSet};
 use node_sync::{NodeSync, Round};
+use readiness::{NodeSignals, ReadinessTracker};
 use records::{Failure, Next, Records, decide, key_of};
 
 /// Upstream's component name for this controller's events.
@@ -138,6 +154,10 @@ struct ServiceController {
     records: Arc<Mutex<Records>>,
     round: Arc<Round>,
     metrics: ServiceMetrics,
+    conditions: condition_metrics::ConditionMetrics,
+    /// Counts flips of nodes' readiness and shutdown taints: a target's
+    /// health may follow.
+    readiness: watch::Receiver<NodeSignals>,
 }
 
 pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
@@ -149,20 +169,27 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
     let records = Arc::new(Mutex::new(Records::default()));
 
     let (changed, changes) = watch::channel(0u64);
-    let tracker = Mutex::new(EligibleTracker::default());
+    let (flipped, readiness) = watch::channel(NodeSignals::default());
+    let tracker = Mutex::new((EligibleTracker::default(), ReadinessTracker::default()));
     let node_hook = move |event: &WatchEvent<Node>| {
-        if tracker.lock().apply(event) {
+        let (eligible, ready) = &mut *tracker.lock();
+        if eligible.apply(event) {
             changed.send_modify(|generation| *generation += 1);
         }
+        let flip = ready.apply(event);
+        flipped.send_if_modified(|signals| signals.count(flip));
     };
     let failing = states::Failing::default();
+    let conditions = condition_metrics::ConditionMetrics::register(ctx);
     let service_hook = {
         let records = records.clone();
         let failing = failing.clone();
+        let unhealthy = conditions.unhealthy.clone();
         move |event: &WatchEvent<Service>| {
             if let WatchEvent::Delete(service) = event {
                 records.lock().forget(&key_of(service));
                 failing.forget(service);
+                unhealthy.forget(service);
             }
         }
     };
@@ -184,6 +211,8 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
         records: records.clone(),
         round: round.clone(),
         metrics,
+        conditions,
+        readiness: readiness.clone(),
     });
     let (trigger, triggered) = futures::channel::mpsc::unbounded();
     let triggers = Triggers {
@@ -212,6 +241,7 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
     };
     let node_sync = NodeSync {
         changes,
+        readiness,
         services,
         nodes,
         records,
@@ -246,6 +276,13 @@ impl ServiceController {
         if !spec::is_ours(&service) {
             self.records().forget(&key);
             self.metrics.failing.forget(&service);
+            // Conditions this controller wrote before the Service stopped
+            // being its own (a malformed one that was never claimed).
+            if conditions::has_ours(&service) {
+                let mut versions = load_balancer::Versions::new(&service);
+                self.write_status(&service, None, &[], true, &mut versions)
+                    .await?;
+            }
             return Ok(Action::await_change());
         }
         let nodes = NodeSet::from_store(&self.nodes.store());
@@ -254,7 +291,16 @@ impl ServiceController {
             let records = self.records();
             if records.is_superseded(&service) {
                 self.round.done(&key);
-                return Ok(Action::await_change());
+                // Not `health_next`: the records are locked here.
+                let wait = records
+                    .get(&key)
+                    .and_then(|r| r.health.next(Instant::now()));
+                return Ok(wait.map_or_else(Action::await_change, Action::requeue));
+            }
+            // The watch event of this controller's own failure report.
+            if let Some(wait) = records.reported_failure_wait(&service, Instant::now()) {
+                self.round.done(&key);
+                return Ok(Action::requeue(wait));
             }
             decide(&service, records.get(&key), fingerprint, nodes.identity)
         };
@@ -269,7 +315,10 @@ impl ServiceController {
             // followed by node changes (an update of the backends, not an
             // ensure), and nothing else would ever write it.
             Next::UpdateHosts => match self.update_hosts(&service, &nodes, fingerprint).await {
-                Ok(()) => self.restore_ingress(&service).await,
+                Ok(()) => {
+                    self.health_changed(&service);
+                    self.restore_ingress(&service).await
+                }
                 failed => failed,
             },
             Next::Ensure { check_owner } => {
@@ -279,16 +328,26 @@ impl ServiceController {
         };
         self.round.done(&key);
         self.metrics.failing.record(&service, result.is_ok());
-        let mut records = self.records();
-        match &result {
-            Ok(()) => records.succeeded(&key),
-            Err(err) => {
-                records.entry(&service).failure = Some(Failure {
-                    at: Instant::now(),
-                    retry: err.retry(),
-                });
+        {
+            let mut records = self.records();
+            match &result {
+                Ok(()) => records.succeeded(&key),
+                Err(err) => {
+                    let record = records.entry(&service);
+                    let count = record.failure.map_or(1, |f| f.count.saturating_add(1));
+                    record.failure = Some(Failure {
+                        at: Instant::now(),
+                        retry: err.retry(),
+                        count,
+                    });
+                }
             }
         }
-        result.map(|()| Action::await_change())
+        result?;
+        if matches!(next, Next::LeaveAlone | Next::Cleanup) {
+            return Ok(Action::await_change());
+        }
+        let wait = self.follow_health(&service, &nodes).await?;
+        Ok(wait.map_or_else(Action::await_change, Action::requeue))
     }
 }

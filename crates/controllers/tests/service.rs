@@ -194,10 +194,12 @@ async fn create_stores_the_finalizer_then_ensures_then_writes_the_ingress() {
         writes,
         [
             ("".into(), "200".into()),
+            ("status".into(), "200".into()),
             ("".into(), "200".into()),
             ("status".into(), "200".into())
         ],
-        "finalizer, the provider's annotations, then the ingress through /status"
+        "finalizer, LoadBalancerProvisioned=Pending through /status, the provider's \
+         annotations, then the ingress and the conditions through /status"
     );
     let lb = load_balancer(&h, "web").expect("a load balancer exists");
     assert!(has_finalizer(&service));
@@ -233,8 +235,9 @@ async fn a_provider_that_tells_ownership_from_the_service_costs_one_ensure_per_n
     let ops: Vec<Operation> = h.cloud.calls().iter().map(|c| c.op).collect();
     assert_eq!(
         ops,
-        [Operation::EnsureLoadBalancer; 3],
-        "no read before each ensure, as upstream's controller"
+        [Operation::EnsureLoadBalancer, Operation::LoadBalancerHealth].repeat(3),
+        "no read before each ensure, as upstream's controller; one health read \
+         after it, for the Service's conditions, and none once healthy"
     );
     h.stop().await;
 }
@@ -253,7 +256,7 @@ async fn updates_the_provider_does_not_read_cost_no_provider_call() {
     .await;
     let status = serde_json::json!({ "status": { "conditions": [{ "type": "Example", "status": "True", "reason": "Test", "message": "", "lastTransitionTime": "2024-01-01T00:00:00Z" }] } });
     h.services()
-        .patch_status("web", &PatchParams::default(), &Patch::Merge(&status))
+        .patch_status("web", &PatchParams::default(), &Patch::Strategic(&status))
         .await
         .unwrap();
     let after = h.settled().await;

@@ -113,15 +113,26 @@ async fn one_node_added_updates_each_of_100_load_balancers_exactly_once() {
         "one update per load balancer"
     );
     assert_eq!(
-        h.cloud.calls().len(),
+        h.cloud.count(Operation::LoadBalancerHealth),
         100,
-        "and no other call: {:?}",
-        h.cloud
-            .calls()
-            .iter()
-            .find(|c| c.op != Operation::UpdateLoadBalancer)
+        "one health read per updated load balancer, for its conditions"
     );
-    let mut services: Vec<String> = h.cloud.calls().into_iter().flat_map(|c| c.args).collect();
+    assert_eq!(
+        h.cloud.calls().len(),
+        200,
+        "and no other call: {:?}",
+        h.cloud.calls().iter().find(|c| !matches!(
+            c.op,
+            Operation::UpdateLoadBalancer | Operation::LoadBalancerHealth
+        ))
+    );
+    let mut services: Vec<String> = h
+        .cloud
+        .calls()
+        .into_iter()
+        .filter(|c| c.op == Operation::UpdateLoadBalancer)
+        .flat_map(|c| c.args)
+        .collect();
     services.sort();
     services.dedup();
     assert_eq!(services.len(), 100, "every load balancer once");
@@ -243,7 +254,14 @@ async fn a_provider_id_change_updates_and_other_label_changes_do_not() {
     .await
     .expect("a bounded wait");
     h.settled().await;
-    assert_eq!(h.cloud.calls().len(), 4);
+    let ops: Vec<Operation> = h.cloud.calls().iter().map(|c| c.op).collect();
+    assert_eq!(
+        ops.iter()
+            .filter(|op| **op == Operation::UpdateLoadBalancer)
+            .count(),
+        4
+    );
+    assert_eq!(ops.len(), 8, "and a health read after each update: {ops:?}");
     h.stop().await;
 }
 
@@ -277,8 +295,12 @@ async fn a_failed_update_warns_and_its_retry_ensures_the_load_balancer() {
     let ops: Vec<Operation> = h.cloud.calls().iter().map(|c| c.op).collect();
     assert_eq!(
         ops,
-        [Operation::UpdateLoadBalancer, Operation::EnsureLoadBalancer],
-        "the retry is a full ensure"
+        [
+            Operation::UpdateLoadBalancer,
+            Operation::EnsureLoadBalancer,
+            Operation::LoadBalancerHealth
+        ],
+        "the retry is a full ensure, followed by its health read"
     );
     assert_eq!(*h.cloud.load_balancers()[0].nodes, ["n-new", "n0"]);
     h.stop().await;

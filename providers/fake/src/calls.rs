@@ -26,6 +26,8 @@ pub enum Operation {
     UpdateLoadBalancer,
     /// `LoadBalancer::ensure_load_balancer_deleted`
     EnsureLoadBalancerDeleted,
+    /// `LoadBalancer::load_balancer_health`
+    LoadBalancerHealth,
     /// `Routes::list_routes`
     ListRoutes,
     /// `Routes::create_route`
@@ -42,7 +44,7 @@ pub enum Operation {
 
 impl Operation {
     /// Every operation, for tables and metrics.
-    pub const ALL: [Self; 16] = [
+    pub const ALL: [Self; 17] = [
         Self::InstanceExists,
         Self::InstanceShutdown,
         Self::InstanceMetadata,
@@ -53,6 +55,7 @@ impl Operation {
         Self::EnsureLoadBalancer,
         Self::UpdateLoadBalancer,
         Self::EnsureLoadBalancerDeleted,
+        Self::LoadBalancerHealth,
         Self::ListRoutes,
         Self::CreateRoute,
         Self::DeleteRoute,
@@ -74,6 +77,7 @@ impl Operation {
             Self::EnsureLoadBalancer => "ensure_load_balancer",
             Self::UpdateLoadBalancer => "update_load_balancer",
             Self::EnsureLoadBalancerDeleted => "ensure_load_balancer_deleted",
+            Self::LoadBalancerHealth => "load_balancer_health",
             Self::ListRoutes => "list_routes",
             Self::CreateRoute => "create_route",
             Self::DeleteRoute => "delete_route",

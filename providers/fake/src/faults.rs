@@ -27,6 +27,8 @@ pub enum InjectedError {
     ImplementedElsewhere,
     /// A general [`CloudError::Other`] with this message.
     Other(String),
+    /// [`CloudError::QuotaExceeded`] with this message.
+    QuotaExceeded(String),
 }
 
 impl InjectedError {
@@ -42,6 +44,9 @@ impl InjectedError {
             },
             Self::ImplementedElsewhere => CloudError::ImplementedElsewhere,
             Self::Other(message) => CloudError::msg(message.clone()),
+            Self::QuotaExceeded(message) => CloudError::QuotaExceeded {
+                message: message.clone(),
+            },
         }
     }
 }

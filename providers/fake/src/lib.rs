@@ -22,6 +22,7 @@ mod calls;
 mod config;
 mod factory;
 mod faults;
+mod health;
 mod instance;
 mod instances;
 mod inventory;

@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use cloud_provider::annotations::{Annotation, AnnotationSchema, Value};
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::{
-    CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerIngress, LoadBalancerStatus,
+    CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerHealth, LoadBalancerIngress,
+    LoadBalancerStatus,
 };
 
 use crate::state::{FakeLoadBalancer, ForwardedPort};
@@ -76,7 +77,7 @@ pub static SCHEMA: AnnotationSchema = AnnotationSchema {
 const HEALTHCHECK_INTERVAL_REFUSED: &str =
     "the fake fails the Service on an interval outside 5 to 300 seconds, as AWS refuses one";
 
-fn service_key(service: &Service) -> String {
+pub(crate) fn service_key(service: &Service) -> String {
     let m = &service.metadata;
     format!(
         "{}/{}",
@@ -282,6 +283,15 @@ impl LoadBalancer for FakeCloud {
 
     fn annotation_schema(&self) -> Option<&'static AnnotationSchema> {
         Some(&SCHEMA)
+    }
+
+    async fn load_balancer_health(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<Option<LoadBalancerHealth>, CloudError> {
+        self.health_of(cluster_name, service, nodes).await
     }
 
     async fn ensure_load_balancer(

@@ -15,7 +15,8 @@ use cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec, PersistentVolum
 use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use cloud_provider::{
     BatchResult, CloudError, CloudProvider, EnsuredLoadBalancer, InitContext, InstanceMetadata,
-    Instances, Inventory, LoadBalancer, LoadBalancerStatus, OwnedResource, Route, Routes, Volumes,
+    Instances, Inventory, LoadBalancer, LoadBalancerHealth, LoadBalancerStatus, OwnedResource,
+    Route, Routes, Volumes,
 };
 use serde::de::DeserializeOwned;
 
@@ -23,7 +24,8 @@ use crate::load_balancer::{panic_if_asked, validate};
 use crate::{Operation, PROVIDER_NAME, volumes};
 use wire::{
     Answer, Args, CALLER_HEADER, DRY_RUN_HEADER, Limits, PLANNED, Plain, WireEnsured,
-    WireMaybeStatus, WireMetadata, WireOwned, WireOwnedList, WireRoute, WireRoutes,
+    WireMaybeHealth, WireMaybeStatus, WireMetadata, WireOwned, WireOwnedList, WireRoute,
+    WireRoutes,
 };
 
 /// How long one call may take: beyond the server's longest injected
@@ -317,6 +319,21 @@ impl LoadBalancer for RemoteCloud {
             )
             .await?;
         Ok(status.0.map(Into::into))
+    }
+
+    async fn load_balancer_health(
+        &self,
+        cluster_name: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<Option<LoadBalancerHealth>, CloudError> {
+        let health: WireMaybeHealth = self
+            .single(
+                Operation::LoadBalancerHealth,
+                for_service(cluster_name, service, nodes),
+            )
+            .await?;
+        Ok(health.into())
     }
 
     /// As the in-process fake cloud: the annotations decide.

@@ -68,6 +68,9 @@ pub(crate) struct State {
     /// one: 1,000 load balancers over 5,000 nodes hold one list, not 1,000
     /// (the fake runs inside the CCM, whose memory the benchmark measures).
     pub(crate) last_nodes: Option<Arc<[String]>>,
+    /// Target health set by a test, by node name, over what the instance's
+    /// state says.
+    pub(crate) target_health: BTreeMap<String, cloud_provider::TargetState>,
 }
 
 impl State {

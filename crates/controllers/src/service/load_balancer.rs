@@ -7,33 +7,45 @@ use std::collections::BTreeMap;
 use ccm_runtime::ReconcileError;
 use cloud_provider::annotations::FindingKind;
 use cloud_provider::{CloudError, LoadBalancer};
-use k8s_openapi::api::core::v1::{LoadBalancerIngress, Service};
+use k8s_openapi::api::core::v1::Service;
 use kube::Resource;
 use tokio::time::Instant;
 
 use super::eligible::NodeSet;
 use super::records::{Parked, Record, Synced, key_of};
-use super::{ServiceController, spec, status};
+use super::{ServiceController, conditions, spec, status};
 
 /// The resource versions one reconcile read and wrote, so that the versions
 /// it wrote over are recognized when the cache delivers them late.
 #[derive(Debug)]
-struct Versions(Vec<String>);
+pub(super) struct Versions {
+    seen: Vec<String>,
+    read: usize,
+}
 
 impl Versions {
-    fn new(service: &Service) -> Self {
-        Self(service.metadata.resource_version.iter().cloned().collect())
+    pub(super) fn new(service: &Service) -> Self {
+        let seen: Vec<String> = service.metadata.resource_version.iter().cloned().collect();
+        let read = seen.len();
+        Self { seen, read }
     }
 
-    fn wrote(&mut self, stored: &Service) {
-        self.0
+    pub(super) fn wrote(&mut self, stored: &Service) {
+        self.seen
             .extend(stored.metadata.resource_version.iter().cloned());
     }
 
+    /// The version of the last write, if this reconcile wrote.
+    pub(super) fn newest_written(&self) -> Option<String> {
+        (self.seen.len() > self.read)
+            .then(|| self.seen.last().cloned())
+            .flatten()
+    }
+
     /// Every version but the newest.
-    fn superseded(&self) -> Vec<String> {
-        let newest = self.0.last();
-        self.0
+    pub(super) fn superseded(&self) -> Vec<String> {
+        let newest = self.seen.last();
+        self.seen
             .iter()
             .filter(|rv| Some(*rv) != newest)
             .cloned()
@@ -131,7 +143,12 @@ impl ServiceController {
             record.parked = None;
             record.ensure_next = false;
         }
-        let written = self.write_ingress(&stored, &ingress, &mut versions).await;
+        self.health_changed(service);
+        let mut wanted = vec![conditions::provisioned(&ingress)];
+        wanted.extend(self.ask_health(&stored, nodes).await);
+        let written = self
+            .write_status(&stored, Some(&ingress), &wanted, false, &mut versions)
+            .await;
         self.records().entry(service).superseded = versions.superseded();
         written
     }
@@ -192,6 +209,9 @@ impl ServiceController {
         let stored = self.writes.add_finalizer(service).await?;
         let mut versions = Versions::new(service);
         versions.wrote(&stored);
+        let pending = conditions::pending("waiting for the cloud load balancer");
+        self.write_status(&stored, None, &[pending], false, &mut versions)
+            .await?;
         let mut records = self.records();
         let record = records.entry(service);
         record.parked = None;
@@ -260,6 +280,7 @@ impl ServiceController {
         let Some(err) = refused else { return Ok(()) };
         tracing::info!(service = %key_of(service), error = %err, "refused: a malformed annotation");
         self.records().entry(service).parked = Some((fingerprint, Parked::Refused));
+        self.report_failure(service, &err).await;
         Err(err.into())
     }
 
@@ -307,7 +328,12 @@ impl ServiceController {
             }
             Err(err) => {
                 self.metrics.node_sync_errors.inc();
-                if matches!(err, CloudError::Other { .. } | CloudError::InstanceNotFound) {
+                if matches!(
+                    err,
+                    CloudError::Other { .. }
+                        | CloudError::QuotaExceeded { .. }
+                        | CloudError::InstanceNotFound
+                ) {
                     // The load balancer may be gone: the retry recreates it.
                     self.records().entry(service).ensure_next = true;
                 }
@@ -343,7 +369,8 @@ impl ServiceController {
         }
         let mut versions = Versions::new(service);
         let written = async {
-            self.write_ingress(service, &[], &mut versions).await?;
+            self.write_status(service, Some(&[]), &[], true, &mut versions)
+                .await?;
             // Fenced at the moment it leaves: once the finalizer is gone
             // nothing guards the load balancer's deletion any more.
             self.cloud.check_leadership()?;
@@ -400,34 +427,30 @@ impl ServiceController {
     /// Rewrites the ingress of an up-to-date load balancer when the Service
     /// no longer shows it.
     pub(super) async fn restore_ingress(&self, service: &Service) -> Result<(), ReconcileError> {
-        let synced = self
-            .records()
-            .get(&key_of(service))
-            .and_then(|r| r.synced.as_ref())
-            .map(|s| s.ingress.clone());
+        let (synced, settled) = {
+            let records = self.records();
+            let record = records.get(&key_of(service));
+            (
+                record
+                    .and_then(|r| r.synced.as_ref())
+                    .map(|s| s.ingress.clone()),
+                record.is_some_and(|r| r.parked.is_none() && r.failure.is_none()),
+            )
+        };
         let Some(ingress) = synced else { return Ok(()) };
         let mut versions = Versions::new(service);
-        let written = self.write_ingress(service, &ingress, &mut versions).await;
-        if versions.0.len() > 1 {
+        // A parked or failing Service keeps the failure its condition says.
+        let wanted: Vec<_> = settled
+            .then(|| conditions::provisioned(&ingress))
+            .into_iter()
+            .collect();
+        let written = self
+            .write_status(service, Some(&ingress), &wanted, false, &mut versions)
+            .await;
+        if versions.newest_written().is_some() {
             self.records().entry(service).superseded = versions.superseded();
         }
         written
-    }
-
-    /// Writes `ingress` through `/status` unless the Service already shows it.
-    async fn write_ingress(
-        &self,
-        service: &Service,
-        ingress: &[LoadBalancerIngress],
-        versions: &mut Versions,
-    ) -> Result<(), ReconcileError> {
-        if status::same_ingress(status::current_ingress(service), ingress) {
-            return Ok(());
-        }
-        if let Some(stored) = self.writes.set_ingress(service, ingress).await? {
-            versions.wrote(&stored);
-        }
-        Ok(())
     }
 
     /// Reports a failed provider call and says what happens next.
@@ -463,6 +486,7 @@ impl ServiceController {
                     .await;
             }
         }
+        self.report_failure(service, &err).await;
         Err(err.into())
     }
 }

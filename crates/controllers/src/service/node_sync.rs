@@ -34,7 +34,7 @@ pub(crate) const DEFAULT_PERIOD: Duration = Duration::from_secs(100);
 
 /// Waits until `changes` has been quiet for `quiet`, or `max` has passed
 /// since the call, so that a burst of node changes costs one pass.
-pub(crate) async fn settle(changes: &mut watch::Receiver<u64>, quiet: Duration, max: Duration) {
+pub(crate) async fn settle<T>(changes: &mut watch::Receiver<T>, quiet: Duration, max: Duration) {
     let deadline = Instant::now() + max;
     loop {
         changes.borrow_and_update();
@@ -90,6 +90,8 @@ impl Round {
 pub(crate) struct NodeSync {
     /// Bumped by the Node watch hook when the eligible set changes.
     pub(crate) changes: watch::Receiver<u64>,
+    /// Counts flips of nodes' readiness and shutdown taints.
+    pub(crate) readiness: watch::Receiver<super::readiness::NodeSignals>,
     pub(crate) services: Arc<Informer<Service>>,
     pub(crate) nodes: Arc<Informer<Node>>,
     pub(crate) records: Arc<Mutex<Records>>,
@@ -110,6 +112,7 @@ impl NodeSync {
         // The first list of nodes is not a change: every Service is
         // reconciled after the first list of Services anyway.
         self.changes.borrow_and_update();
+        self.readiness.borrow_and_update();
         // A period no clock can add (an operator's "never") is a century.
         let period = self.period.min(FAR_FUTURE);
         let mut resync = tokio::time::interval_at(far_deadline(Instant::now(), period), period);
@@ -125,6 +128,17 @@ impl NodeSync {
                     ("the eligible node set changed", pass)
                 }
                 _ = resync.tick() => ("periodic resync", self.activity.busy()),
+                changed = self.readiness.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let _pass = self.activity.busy();
+                    settle(&mut self.readiness, QUIET, MAX_SETTLE).await;
+                    if self.ask_health().is_err() {
+                        return;
+                    }
+                    continue;
+                }
             };
             if self.pass(why).is_err() {
                 return;
@@ -136,6 +150,24 @@ impl NodeSync {
     ///
     /// # Errors
     /// When the controller has stopped.
+    /// Hands the controller every Service whose target health it follows,
+    /// after a node's readiness flipped: each asks the cloud again.
+    fn ask_health(&self) -> Result<(), futures::channel::mpsc::TrySendError<ObjectRef<Service>>> {
+        let watched = self.records.lock().health_watched();
+        if !watched.is_empty() {
+            tracing::debug!(
+                services = watched.len(),
+                "a node's readiness flipped; asking for target health"
+            );
+        }
+        for key in watched {
+            let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
+            self.trigger
+                .unbounded_send(ObjectRef::new(name).within(namespace))?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn pass(
         &self,
         why: &str,

@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{LoadBalancerIngress, Service};
 use kube::ResourceExt;
 use tokio::time::Instant;
 
+use super::health::HealthWatch;
 use super::spec;
 
 /// The longest the runtime waits before retrying a failed reconcile.
@@ -54,6 +55,8 @@ pub(crate) struct Failure {
     pub(crate) at: Instant,
     /// What the runtime does about it.
     pub(crate) retry: Retry,
+    /// Failures in a row, this one included.
+    pub(crate) count: u32,
 }
 
 impl Failure {
@@ -90,6 +93,12 @@ pub(crate) struct Record {
     /// balancer deleted: a cleanup retried for a failed write at the same
     /// fingerprint (nothing has ensured since) goes straight to the writes.
     pub(crate) deleted: Option<u64>,
+    /// When to ask the cloud for its targets' health.
+    pub(crate) health: HealthWatch,
+    /// The version this controller wrote to report the last failure in the
+    /// Service's conditions: its own watch event is no reason to retry
+    /// before the backoff ends.
+    pub(crate) failure_report: Option<String>,
 }
 
 /// What a Service needs now.
@@ -187,6 +196,16 @@ impl Records {
         record
     }
 
+    /// The keys of Services whose target health is watched: asked before
+    /// and could be told.
+    pub(crate) fn health_watched(&self) -> Vec<String> {
+        self.by_key
+            .iter()
+            .filter(|(_, r)| r.health.watched())
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
     /// Forgets `key`.
     pub(crate) fn forget(&mut self, key: &str) {
         self.by_key.remove(key);
@@ -196,6 +215,7 @@ impl Records {
     pub(crate) fn succeeded(&mut self, key: &str) {
         if let Some(record) = self.by_key.get_mut(key) {
             record.failure = None;
+            record.failure_report = None;
         }
     }
 
@@ -212,6 +232,28 @@ impl Records {
         self.by_key
             .get(&key_of(service))
             .filter(|r| r.uid == service.metadata.uid.as_deref().unwrap_or_default())
+    }
+
+    /// How long until the retry of the last failure, when `service` is
+    /// the version this controller wrote to report that failure (nothing
+    /// else changed since) and the retry is still ahead.
+    pub(crate) fn reported_failure_wait(
+        &self,
+        service: &Service,
+        now: Instant,
+    ) -> Option<Duration> {
+        let record = self.of(service)?;
+        let failure = record.failure?;
+        if record.failure_report.as_ref() != service.metadata.resource_version.as_ref() {
+            return None;
+        }
+        let wait = match failure.retry {
+            Retry::Backoff => crate::service::reporting::backoff_after(failure.count),
+            Retry::After(delay) => delay,
+            // Parked: the decision itself calls no provider.
+            Retry::AwaitChange => return None,
+        };
+        Some((failure.at + wait).saturating_duration_since(now)).filter(|w| !w.is_zero())
     }
 
     /// Whether `service` is a version this controller already wrote over.
@@ -378,6 +420,7 @@ mod tests {
         records.entry(&svc).failure = Some(Failure {
             at: Instant::now(),
             retry: Retry::Backoff,
+            count: 1,
         });
         tokio::time::advance(Duration::from_secs(299)).await;
         assert!(
@@ -393,6 +436,7 @@ mod tests {
         records.entry(&svc).failure = Some(Failure {
             at: Instant::now(),
             retry: Retry::After(Duration::from_secs(7)),
+            count: 1,
         });
         tokio::time::advance(Duration::from_secs(6)).await;
         assert!(!records.due(&svc, 1, 11, Instant::now()));

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{LoadBalancerIngress, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -36,16 +37,35 @@ pub(crate) fn missing_annotations(
         .collect()
 }
 
-/// The status patch setting `status.loadBalancer.ingress` (removed when
-/// empty). A merge patch replaces the list whole, as the ingress list is
-/// atomic in Kubernetes.
-fn ingress_patch(ingress: &[LoadBalancerIngress]) -> Value {
-    let ingress = if ingress.is_empty() {
-        Value::Null
-    } else {
-        json!(ingress)
-    };
-    json!({ "status": { "loadBalancer": { "ingress": ingress } } })
+/// The status patch setting `status.loadBalancer.ingress` when given
+/// (removed when empty), the given conditions, and removing the condition
+/// types in `remove`. A strategic merge patch: the ingress list is atomic in
+/// Kubernetes and is replaced whole, while `status.conditions` merges by
+/// `type`, so conditions other writers own are kept.
+fn status_patch(
+    ingress: Option<&[LoadBalancerIngress]>,
+    conditions: &[Condition],
+    remove: &[&str],
+) -> Value {
+    let mut status = serde_json::Map::new();
+    if let Some(ingress) = ingress {
+        let ingress = if ingress.is_empty() {
+            Value::Null
+        } else {
+            json!(ingress)
+        };
+        status.insert("loadBalancer".into(), json!({ "ingress": ingress }));
+    }
+    let mut items: Vec<Value> = conditions.iter().map(|c| json!(c)).collect();
+    items.extend(
+        remove
+            .iter()
+            .map(|type_| json!({ "type": type_, "$patch": "delete" })),
+    );
+    if !items.is_empty() {
+        status.insert("conditions".into(), Value::Array(items));
+    }
+    json!({ "status": status })
 }
 
 /// A write to a Service that no longer exists needs no retry: it can only
@@ -148,23 +168,26 @@ impl ServiceWrites {
             .await
     }
 
-    /// Writes `status.loadBalancer.ingress` through `/status`; returns the
-    /// Service as stored, or `None` when it is already gone.
+    /// Writes through `/status` the ingress when given, `conditions`, and
+    /// the removal of the condition types in `remove`; returns the Service
+    /// as stored, or `None` when it is already gone.
     ///
     /// # Errors
     /// Any API error but 404.
-    pub(crate) async fn set_ingress(
+    pub(crate) async fn set_status(
         &self,
         service: &Service,
-        ingress: &[LoadBalancerIngress],
+        ingress: Option<&[LoadBalancerIngress]>,
+        conditions: &[Condition],
+        remove: &[&str],
     ) -> Result<Option<Service>, kube::Error> {
-        let patch = ingress_patch(ingress);
+        let patch = status_patch(ingress, conditions, remove);
         gone_is_fine(
             self.api(service)
                 .patch_status(
                     &service.name_any(),
                     &PatchParams::default(),
-                    &Patch::Merge(&patch),
+                    &Patch::Strategic(&patch),
                 )
                 .await,
         )
@@ -173,7 +196,7 @@ impl ServiceWrites {
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
     use super::*;
 
@@ -213,7 +236,7 @@ mod tests {
     #[test]
     fn empty_ingress_removes_the_list() {
         assert_eq!(
-            ingress_patch(&[]),
+            status_patch(Some(&[]), &[], &[]),
             json!({ "status": { "loadBalancer": { "ingress": null } } })
         );
         let one = [LoadBalancerIngress {
@@ -221,8 +244,34 @@ mod tests {
             ..LoadBalancerIngress::default()
         }];
         assert_eq!(
-            ingress_patch(&one),
+            status_patch(Some(&one), &[], &[]),
             json!({ "status": { "loadBalancer": { "ingress": [{ "ip": "203.0.113.7" }] } } })
+        );
+    }
+
+    #[test]
+    fn conditions_merge_by_type_and_ours_can_be_removed_alone() {
+        let condition = Condition {
+            type_: "LoadBalancerProvisioned".into(),
+            status: "True".into(),
+            reason: "Provisioned".into(),
+            message: "load balancer ready".into(),
+            last_transition_time: Time(jiff::Timestamp::from_second(1_700_000_000).unwrap()),
+            observed_generation: Some(2),
+        };
+        assert_eq!(
+            status_patch(None, &[condition], &["LoadBalancerTargetsHealthy"]),
+            json!({ "status": { "conditions": [
+                {
+                    "type": "LoadBalancerProvisioned",
+                    "status": "True",
+                    "reason": "Provisioned",
+                    "message": "load balancer ready",
+                    "lastTransitionTime": "2023-11-14T22:13:20Z",
+                    "observedGeneration": 2
+                },
+                { "type": "LoadBalancerTargetsHealthy", "$patch": "delete" }
+            ] } })
         );
     }
 }

@@ -8,9 +8,9 @@ use std::time::Duration;
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::server_delay;
 use cloud_provider::{
-    CloudError, EnsuredLoadBalancer, InstanceMetadata, IpMode, LoadBalancerIngress,
-    LoadBalancerStatus, LoadBalancerWarning, NodeAddress, NodeAddressType, OwnedResource, Owner,
-    PortStatus, Route,
+    CloudError, EnsuredLoadBalancer, InstanceMetadata, IpMode, LoadBalancerHealth,
+    LoadBalancerIngress, LoadBalancerStatus, LoadBalancerWarning, NodeAddress, NodeAddressType,
+    OwnedResource, Owner, PortStatus, Route, TargetHealth, TargetState,
 };
 use serde::{Deserialize, Serialize};
 
@@ -259,6 +259,48 @@ pub(crate) struct WireMaybeStatus(pub(crate) Option<WireStatus>);
 impl From<&Option<LoadBalancerStatus>> for WireMaybeStatus {
     fn from(s: &Option<LoadBalancerStatus>) -> Self {
         Self(s.as_ref().map(WireStatus::from))
+    }
+}
+
+/// `Option<LoadBalancerHealth>`: each target as node, state (`healthy`,
+/// `initial`, `unhealthy`) and reason.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub(crate) struct WireMaybeHealth(Option<Vec<(String, String, String)>>);
+
+impl From<&Option<LoadBalancerHealth>> for WireMaybeHealth {
+    fn from(h: &Option<LoadBalancerHealth>) -> Self {
+        Self(h.as_ref().map(|h| {
+            h.targets
+                .iter()
+                .map(|t| {
+                    let (state, reason) = match &t.state {
+                        TargetState::Healthy => ("healthy", ""),
+                        TargetState::Initial => ("initial", ""),
+                        TargetState::Unhealthy { reason } => ("unhealthy", reason.as_str()),
+                    };
+                    (t.node.clone(), state.to_owned(), reason.to_owned())
+                })
+                .collect()
+        }))
+    }
+}
+
+impl From<WireMaybeHealth> for Option<LoadBalancerHealth> {
+    fn from(w: WireMaybeHealth) -> Self {
+        w.0.map(|targets| LoadBalancerHealth {
+            targets: targets
+                .into_iter()
+                .map(|(node, state, reason)| {
+                    let state = match state.as_str() {
+                        "healthy" => TargetState::Healthy,
+                        "initial" => TargetState::Initial,
+                        _ => TargetState::Unhealthy { reason },
+                    };
+                    TargetHealth::new(node, state)
+                })
+                .collect(),
+        })
     }
 }
 

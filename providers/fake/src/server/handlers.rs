@@ -17,7 +17,8 @@ use super::faults::{Fault, FaultSettings, THROTTLED_FOR, TIMEOUT_AFTER};
 use super::log::{ServerCall, now_us};
 use crate::remote::wire::{
     Args, CALLER_HEADER, DRY_RUN_HEADER, Limits, PLANNED, Plain, WireEnsured, WireError,
-    WireMaybeStatus, WireMetadata, WireOwnedList, WireRoutes, answer, batch_answer,
+    WireMaybeHealth, WireMaybeStatus, WireMetadata, WireOwnedList, WireRoutes, answer,
+    batch_answer,
 };
 use crate::{FakeCloud, Operation};
 
@@ -240,6 +241,11 @@ async fn dispatch(cloud: &FakeCloud, op: Operation, args: &Args) -> Result<Dispa
         Operation::GetLoadBalancer => {
             single::<_, WireMaybeStatus>(&cloud.get_load_balancer(cluster()?, service()?).await)
         }
+        Operation::LoadBalancerHealth => single::<_, WireMaybeHealth>(
+            &cloud
+                .load_balancer_health(cluster()?, service()?, &nodes)
+                .await,
+        ),
         Operation::EnsureLoadBalancer => single::<_, WireEnsured>(
             &cloud
                 .ensure_load_balancer(cluster()?, service()?, &nodes)
