@@ -58,6 +58,21 @@ const TRANSIENT_CODES: &[&str] = &[
     "RequestTimeoutException",
 ];
 
+/// Error codes AWS uses to say an account limit is reached: the call is
+/// refused until a resource goes or the quota is raised.
+const QUOTA_CODES: &[&str] = &[
+    "TooManyLoadBalancers",
+    "TooManyTargetGroups",
+    "TooManyListeners",
+    "TooManyTargets",
+    "TooManyTags",
+    "TooManyRules",
+    "LimitExceeded",
+    "ResourceLimitExceeded",
+    "RulesPerSecurityGroupLimitExceeded",
+    "SecurityGroupLimitExceeded",
+];
+
 /// A failed AWS call.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ApiError {
@@ -122,12 +137,18 @@ impl ApiError {
     }
 }
 
+/// AWS's throttling is [`CloudError::Throttled`], a quota reached
+/// ([`QUOTA_CODES`]) [`CloudError::QuotaExceeded`], the fence's refusal
+/// what the fence said; anything else [`CloudError::Other`].
 impl From<ApiError> for CloudError {
     fn from(err: ApiError) -> Self {
         let message = err.to_string();
         match err {
             ApiError::Throttled { retry_after, .. } => CloudError::Throttled { retry_after },
             ApiError::Fenced { source, .. } => source,
+            ApiError::Service { code, .. } if QUOTA_CODES.contains(&code.as_str()) => {
+                CloudError::QuotaExceeded { message }
+            }
             // The message already says what `ApiError` would: keep the SDK's
             // error as the cause.
             ApiError::Service { source, .. } | ApiError::Transport { source, .. } => {
@@ -358,5 +379,32 @@ mod tests {
         assert_eq!(service_id::<CreateTagsError>(), "EC2");
         assert_eq!(service_id::<ElbError>(), "Elastic Load Balancing");
         assert_eq!(service_id::<Elbv2Error>(), "Elastic Load Balancing v2");
+    }
+
+    fn refused(code: &str) -> ApiError {
+        ApiError::Service {
+            operation: "CreateLoadBalancer",
+            code: code.to_owned(),
+            message: "Exceeded quota of account 123456789012".to_owned(),
+            source: Box::new(std::io::Error::other("scripted")),
+        }
+    }
+
+    #[test]
+    fn an_account_limit_is_a_quota_exceeded_and_other_refusals_are_not() {
+        for code in QUOTA_CODES {
+            match CloudError::from(refused(code)) {
+                CloudError::QuotaExceeded { message } => assert_eq!(
+                    message,
+                    format!(
+                        "CreateLoadBalancer failed: {code}: Exceeded quota of account 123456789012"
+                    )
+                ),
+                other => panic!("{code}: {other:?}"),
+            }
+        }
+        let err = CloudError::from(refused("ValidationError"));
+        assert!(matches!(err, CloudError::Other { .. }), "{err:?}");
+        assert_eq!(err.kind(), "error");
     }
 }

@@ -23,6 +23,7 @@
 pub mod annotations;
 mod attributes;
 mod classic;
+mod health;
 mod kind_change;
 mod listeners;
 mod naming;
@@ -41,13 +42,16 @@ use aws_sdk_ec2::types::{Instance, InstanceStateName};
 use aws_sdk_elasticloadbalancingv2::types::{LoadBalancer as Nlb, Tag};
 use cloud_provider::annotations::AnnotationSchema;
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
-use cloud_provider::{CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerStatus};
+use cloud_provider::{
+    CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerHealth, LoadBalancerStatus,
+};
 
 use crate::instances::lookup::{NodeKey, node_key, state};
 use crate::provider::{AwsProvider, Cloud};
 use crate::tagging::elbv2_tags;
 use annotations::labels_match;
 use classic::ClassicSpec;
+use health::NodeNames;
 use listeners::forward_target;
 use nlb::{AttachedGroups, status};
 use security_groups::asked::AskedGroups;
@@ -380,6 +384,35 @@ impl LoadBalancer for AwsProvider {
             .update_as(&as_built, built, nodes, false)
             .await
             .map(drop)
+    }
+
+    /// The targets of the load balancer of the kind the Service asks for,
+    /// or, when there is none and the Service had one, of the other kind
+    /// ([`kind_change`]); see [`health`] for what each costs and how
+    /// targets are named.
+    ///
+    /// No load balancer (not made yet, or already deleted) is a load
+    /// balancer without targets: `Ok(Some)` with none, since AWS did answer.
+    async fn load_balancer_health(
+        &self,
+        _cluster_name: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<Option<LoadBalancerHealth>, CloudError> {
+        if is_external(service) {
+            return Err(CloudError::ImplementedElsewhere);
+        }
+        let cloud = self.cloud()?;
+        let asked = kind(service)?;
+        let name = ServiceRef::of(service).load_balancer_name;
+        let names = NodeNames::of(nodes);
+        let mut health = cloud.health_of(&name, asked, &names).await?;
+        if health.is_none() && kind_change::had_load_balancer(service) {
+            health = cloud
+                .health_of(&name, kind_change::other(asked), &names)
+                .await?;
+        }
+        Ok(Some(health.unwrap_or_default()))
     }
 
     /// Needs only the Service's names and type: a Service whose

@@ -9,6 +9,7 @@ mod load_balancers;
 mod provider_controllers;
 mod response_status;
 mod routes;
+mod target_health;
 mod throttling;
 mod topology;
 

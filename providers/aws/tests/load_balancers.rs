@@ -1,7 +1,7 @@
 //! Network Load Balancers against moto (classic ELBs in [`classic`]): what a Service gets, how targets
 //! follow nodes, what invalid input leaves alone, that deletion leaves
 //! nothing the cluster owned, what a dry run sends ([`dry_run`]), target
-//! group attributes ([`attributes`]), named security groups
+//! group attributes ([`attributes`]), target health ([`health`]), named security groups
 //! ([`security_groups`]), subnets named by annotation ([`subnets`]) and TLS
 //! ([`tls`]).
 
@@ -15,6 +15,8 @@ mod classic_table;
 mod dry_run;
 #[path = "load_balancers/fixture.rs"]
 mod fixture;
+#[path = "load_balancers/health.rs"]
+mod health;
 #[path = "load_balancers/nlb_table.rs"]
 mod nlb_table;
 #[path = "load_balancers/security_groups.rs"]

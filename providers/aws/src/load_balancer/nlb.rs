@@ -112,7 +112,7 @@ impl Cloud {
 
     /// The Network Load Balancer named `name`, if it exists; another type
     /// of load balancer by that name is an error.
-    async fn describe_network_load_balancer(
+    pub(crate) async fn describe_network_load_balancer(
         &self,
         name: &str,
     ) -> Result<Option<LoadBalancer>, CloudError> {
