@@ -308,10 +308,28 @@ impl Client {
             }
         };
         let status = response.status();
-        let throttled = self
-            .budget
-            .observe(status.as_u16(), response.headers(), SystemTime::now());
-        let bytes = response.bytes().await.map_err(transport)?;
+        let headers = response.headers().clone();
+        let bytes = response.bytes().await;
+        let quota = bytes
+            .as_ref()
+            .ok()
+            .and_then(|b| error::quota_refusal(status.as_u16(), b));
+        // A quota refusal's 429 spends no rate-limit budget.
+        let throttled = self.budget.observe(
+            status.as_u16() == 429 && quota.is_none(),
+            &headers,
+            SystemTime::now(),
+        );
+        let bytes = bytes.map_err(transport)?;
+        if let Some(message) = quota {
+            let message = self.redact(&message);
+            tracing::info!(method = name, path, %message, "DigitalOcean account limit reached");
+            return Err(ApiError::QuotaExceeded {
+                method: name,
+                path: path.to_owned(),
+                message,
+            });
+        }
         if let Some(retry_after) = throttled {
             tracing::info!(
                 method = name,

@@ -11,6 +11,8 @@
 //! - **Load balancers**: one DigitalOcean load balancer per Service,
 //!   configured by upstream's `service.beta.kubernetes.io/do-loadbalancer-*`
 //!   annotations and remembered in `kubernetes.digitalocean.com/load-balancer-id`.
+//!   Its droplets' health is its `status` alone: the API reports no
+//!   per-droplet health.
 //! - **Service observer**: upstream's public-access firewall, open to the
 //!   ports the Services need (`PUBLIC_ACCESS_FIREWALL_NAME`/`_TAGS`), and
 //!   its periodic re-tagging of load balancers with the cluster tag.
@@ -25,7 +27,9 @@
 //!
 //! The API client paces requests (`DO_API_RATE_LIMIT_QPS`), follows
 //! pagination, and turns 429 or a spent `RateLimit-Remaining` into
-//! [`CloudError::Throttled`] with the server's reset time. Each request is
+//! [`CloudError::Throttled`] with the server's reset time, and a refusal
+//! for the account's load balancer limit (also a 429) into
+//! [`CloudError::QuotaExceeded`]. Each request is
 //! described to the framework's request fence just before it is sent
 //! (`GET /v2/load_balancers`, the query or the compact JSON body), so a dry
 //! run sends the reads and plans the mutations. The token never appears in

@@ -3,6 +3,7 @@
 pub mod annotations;
 mod certificates;
 mod diff;
+mod health;
 mod options;
 pub(crate) mod ownership;
 mod request;
@@ -17,8 +18,8 @@ use async_trait::async_trait;
 use cloud_provider::annotations::AnnotationSchema;
 use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use cloud_provider::{
-    CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerIngress, LoadBalancerStatus,
-    default_load_balancer_name,
+    CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerHealth, LoadBalancerIngress,
+    LoadBalancerStatus, default_load_balancer_name,
 };
 use parking_lot::MutexGuard;
 
@@ -463,6 +464,30 @@ impl LoadBalancer for DigitalOceanProvider {
                 .await?;
         }
         Ok(())
+    }
+
+    /// What the Service's load balancer says of its droplets, from one GET
+    /// of it by its recorded ID (a listing when no ID is known yet).
+    ///
+    /// DigitalOcean's API has no per-droplet health: each droplet shares
+    /// the load balancer's `status` (`new` is initial, `active` healthy,
+    /// `errored` unhealthy). Droplets are named by the nodes' provider IDs;
+    /// one no node names is left out. No load balancer of the Service's own
+    /// is no targets.
+    async fn load_balancer_health(
+        &self,
+        _cluster_name: &str,
+        service: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<Option<LoadBalancerHealth>, CloudError> {
+        if options::is_disowned(service)? {
+            return Err(CloudError::ImplementedElsewhere);
+        }
+        let identity = options::identity(service)?;
+        Ok(Some(match self.find(service, &identity).await? {
+            Lookup::Found(lb) => health::of(&lb, nodes),
+            Lookup::Missing | Lookup::Foreign { .. } => LoadBalancerHealth::default(),
+        }))
     }
 
     /// Deletes the Service's own load balancer. One its annotations point

@@ -303,6 +303,12 @@ impl Account {
         self.with(|a| a.activate_after_reads = reads);
     }
 
+    /// Limits the account to `limit` load balancers: a create beyond it is
+    /// refused as DigitalOcean refuses it.
+    pub fn set_load_balancer_limit(&self, limit: usize) {
+        self.with(|a| a.load_balancer_limit = Some(limit));
+    }
+
     /// The next `calls` requests answer 429, naming a reset `reset_in`
     /// seconds away.
     pub fn throttle_next(&self, calls: u32, reset_in: u64) {

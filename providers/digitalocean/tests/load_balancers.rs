@@ -324,6 +324,10 @@ async fn a_disowned_service_is_implemented_elsewhere_from_every_method() {
         Err(CloudError::ImplementedElsewhere)
     ));
     assert!(matches!(
+        provider.load_balancer_health("c1", &svc, &[]).await,
+        Err(CloudError::ImplementedElsewhere)
+    ));
+    assert!(matches!(
         provider.check_service(&svc),
         Some(Err(CloudError::ImplementedElsewhere))
     ));

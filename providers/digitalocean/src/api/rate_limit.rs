@@ -36,13 +36,15 @@ impl ServerBudget {
         }
     }
 
-    /// Reads the rate-limit headers of an answer. Returns how long to wait
-    /// when the answer was a 429: until `RateLimit-Reset` (seconds since
-    /// the epoch), else `Retry-After` (seconds or an HTTP-date), else a
-    /// minute; at least a second and at most [`MAX_SERVER_DELAY`].
+    /// Reads the rate-limit headers of an answer, `rate_limited` when it
+    /// was a 429 for the rate limit (not one for the account's load
+    /// balancer limit, which DigitalOcean also answers 429). Returns how
+    /// long to wait when it was: until `RateLimit-Reset` (seconds since the
+    /// epoch), else `Retry-After` (seconds or an HTTP-date), else a minute;
+    /// at least a second and at most [`MAX_SERVER_DELAY`].
     pub(crate) fn observe(
         &self,
-        status: u16,
+        rate_limited: bool,
         headers: &HeaderMap,
         now: SystemTime,
     ) -> Option<Duration> {
@@ -53,7 +55,7 @@ impl ServerBudget {
         let remaining =
             header(headers, "ratelimit-remaining").and_then(|v| v.trim().parse::<u64>().ok());
         let mut until = self.exhausted_until.lock();
-        if status == 429 {
+        if rate_limited {
             let wait = reset
                 .or_else(|| {
                     header(headers, "retry-after")
@@ -95,7 +97,7 @@ mod tests {
         let now = UNIX_EPOCH + Duration::from_secs(1_000);
         let budget = ServerBudget::default();
         let wait = budget.observe(
-            429,
+            true,
             &headers(&[("ratelimit-reset", "1030"), ("ratelimit-remaining", "0")]),
             now,
         );
@@ -113,7 +115,7 @@ mod tests {
         let budget = ServerBudget::default();
         assert_eq!(
             budget.observe(
-                200,
+                false,
                 &headers(&[("ratelimit-remaining", "5"), ("ratelimit-reset", "1060")]),
                 now
             ),
@@ -121,7 +123,7 @@ mod tests {
         );
         assert_eq!(budget.wait_needed(now), None, "budget left");
         budget.observe(
-            200,
+            false,
             &headers(&[("ratelimit-remaining", "0"), ("ratelimit-reset", "1060")]),
             now,
         );
@@ -137,7 +139,7 @@ mod tests {
             "99999999999999999999999".to_owned(),
         ] {
             let budget = ServerBudget::default();
-            let wait = budget.observe(429, &headers(&[("ratelimit-reset", &reset)]), now);
+            let wait = budget.observe(true, &headers(&[("ratelimit-reset", &reset)]), now);
             assert_eq!(wait, Some(MAX_SERVER_DELAY), "{reset}");
             assert_eq!(budget.wait_needed(now), Some(MAX_SERVER_DELAY), "{reset}");
             assert_eq!(
@@ -147,7 +149,7 @@ mod tests {
             );
             let spent = ServerBudget::default();
             spent.observe(
-                200,
+                false,
                 &headers(&[("ratelimit-remaining", "0"), ("ratelimit-reset", &reset)]),
                 now,
             );
@@ -169,7 +171,7 @@ mod tests {
         ] {
             let budget = ServerBudget::default();
             assert_eq!(
-                budget.observe(429, &headers(&[("retry-after", value)]), now),
+                budget.observe(true, &headers(&[("retry-after", value)]), now),
                 Some(wait),
                 "{value}"
             );
@@ -179,7 +181,7 @@ mod tests {
     #[test]
     fn a_429_without_headers_waits_a_minute() {
         let now = UNIX_EPOCH + Duration::from_secs(1_000);
-        let wait = ServerBudget::default().observe(429, &HeaderMap::new(), now);
+        let wait = ServerBudget::default().observe(true, &HeaderMap::new(), now);
         assert_eq!(wait, Some(DEFAULT_RETRY_AFTER));
     }
 }

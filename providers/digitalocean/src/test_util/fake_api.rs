@@ -74,6 +74,8 @@ pub struct AccountState {
     pub requests: Vec<Recorded>,
     /// Reads of a new load balancer before it turns active; 0 creates it active.
     pub activate_after_reads: u32,
+    /// How many load balancers the account may have; `None` is no limit.
+    pub load_balancer_limit: Option<usize>,
     /// The next this-many requests answer 429.
     pub throttle_next: u32,
     /// Seconds from now the 429's `RateLimit-Reset` names.
@@ -98,6 +100,7 @@ impl Default for AccountState {
             volumes: BTreeMap::new(),
             requests: Vec::new(),
             activate_after_reads: 1,
+            load_balancer_limit: None,
             throttle_next: 0,
             throttle_reset_in: 30,
             remaining: HOURLY_LIMIT,
@@ -358,6 +361,20 @@ fn create_load_balancer(account: &mut AccountState, body: &[u8]) -> (StatusCode,
         Ok(b) => b,
         Err(problems) => return unprocessable(&problems),
     };
+    if let Some(limit) = account.load_balancer_limit
+        && account.load_balancers.len() >= limit
+    {
+        // As DigitalOcean refuses it: a 429 with no spent rate limit. The
+        // spec documents no such answer; the message is the real API's.
+        return error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "too_many_requests",
+            &format!(
+                "You have reached your load balancer limit, maximum allowed {limit}. \
+                 Please contact support to raise your load balancer limit."
+            ),
+        );
+    }
     account.next_lb += 1;
     let n = account.next_lb;
     let mut lb = FakeLoadBalancer {
