@@ -37,7 +37,7 @@ pub(crate) fn normalize(kind: Kind, value: &Value) -> Result<Value, serde_json::
     match kind {
         Kind::Namespace => roundtrip::<core::Namespace>(value),
         Kind::Node => roundtrip::<core::Node>(value),
-        Kind::Service => roundtrip::<core::Service>(value),
+        Kind::Service => service::normalize(value),
         Kind::Endpoints => roundtrip::<core::Endpoints>(value),
         Kind::ConfigMap => roundtrip::<core::ConfigMap>(value),
         Kind::Secret => roundtrip::<core::Secret>(value),

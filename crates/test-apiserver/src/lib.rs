@@ -192,7 +192,10 @@
 //!   v1.35; refused values are shown as they show them, lists and structs
 //!   as JSON (`validation/bad_value.rs`). Other
 //!   validation of specs is not done: an object a real server would find
-//!   invalid may still be stored.
+//!   invalid may still be stored. Service `status.conditions` are decoded
+//!   as Go reads `metav1.Condition` (a field left out is its zero value, the
+//!   time `null`) and, as kube-apiserver 1.35-1.37 do, not validated
+//!   (`kinds/service/conditions.rs`).
 //! - `managedFields` are not maintained.
 //!
 //! # Patches
@@ -210,7 +213,9 @@
 //! atomic, in Kubernetes as here: a strategic patch of Node `spec.taints` or
 //! Service `status.loadBalancer.ingress` replaces the whole list. The
 //! directives `$patch` (replace, delete, merge), `$retainKeys`,
-//! `$deleteFromPrimitiveList/` and `$setElementOrder/` are honoured.
+//! `$deleteFromPrimitiveList/` and `$setElementOrder/` are honoured. A list
+//! the object lacks is taken as the patch has it, less the items carrying
+//! `$patch`: as in Kubernetes, nothing is merged, so repeated merge keys stay.
 //!
 //! `application/apply-patch+yaml` (server-side apply) is refused with 415:
 //! without `managedFields` there are no field managers whose conflicts it

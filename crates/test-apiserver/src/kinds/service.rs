@@ -1,6 +1,7 @@
-//! Services: the defaults of `SetDefaults_Service`, and cluster IPs and node
-//! ports allocated as kube-apiserver's allocators do (service CIDR
-//! 10.96.0.0/12, node ports 30000-32767).
+//! Services: decoding (`status.conditions` as Go reads them), the defaults
+//! of `SetDefaults_Service`, and cluster IPs and node ports allocated as
+//! kube-apiserver's allocators do (service CIDR 10.96.0.0/12, node ports
+//! 30000-32767).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -9,6 +10,7 @@ use serde_json::{Value, json};
 use crate::validation::bad_value;
 
 mod checks;
+mod conditions;
 
 const NODE_PORTS: std::ops::RangeInclusive<u16> = 30000..=32767;
 /// 10.96.0.0/12; .1 is the `kubernetes` Service.
@@ -98,6 +100,22 @@ fn str_at<'a>(v: &'a Value, ptr: &str) -> Option<&'a str> {
 }
 
 type Causes = Vec<(String, String)>;
+
+/// Decodes a Service as kube-apiserver does: as its k8s-openapi type, but
+/// `status.conditions` as Go reads `metav1.Condition`, whose fields
+/// k8s-openapi requires and Go does not.
+pub(crate) fn normalize(value: &Value) -> Result<Value, serde_json::Error> {
+    if value.pointer("/status/conditions").is_none() {
+        return super::roundtrip::<k8s_openapi::api::core::v1::Service>(value);
+    }
+    let mut value = value.clone();
+    let taken = conditions::take(&mut value);
+    let mut decoded = super::roundtrip::<k8s_openapi::api::core::v1::Service>(&value)?;
+    if let Some(taken) = taken {
+        conditions::restore(&mut decoded, taken)?;
+    }
+    Ok(decoded)
+}
 
 /// Applies defaults and allocations to a new or updated Service; `old` is
 /// the stored version on update, whose allocations carry over.

@@ -94,17 +94,19 @@ fn merge_map(
                 }
             }
             Value::Array(items) => {
-                let current = match original.remove(key) {
-                    Some(Value::Array(current)) => current,
-                    _ => Vec::new(),
+                let merged = match original.remove(key) {
+                    Some(Value::Array(current)) => merge_list(
+                        kind,
+                        current,
+                        items,
+                        &path,
+                        patch.get(&format!("{SET_ORDER}{key}")),
+                    )?,
+                    // A list the original lacks is taken as the patch has it
+                    // (Go's `removeDirectives`): nothing is merged, so items
+                    // repeating a merge key, or lacking it, all stay.
+                    _ => items.iter().filter_map(without_directives).collect(),
                 };
-                let merged = merge_list(
-                    kind,
-                    current,
-                    items,
-                    &path,
-                    patch.get(&format!("{SET_ORDER}{key}")),
-                )?;
                 original.insert(key.clone(), Value::Array(merged));
             }
             scalar => {
@@ -133,6 +135,22 @@ fn merge_map(
         original.retain(|k, _| retain.iter().any(|r| r.as_str() == Some(k)));
     }
     Ok(Outcome::Keep)
+}
+
+/// `value` without the maps that carry `$patch`, or `None` when it is one.
+fn without_directives(value: &Value) -> Option<Value> {
+    match value {
+        Value::Object(map) if map.contains_key("$patch") => None,
+        Value::Object(map) => Some(Value::Object(
+            map.iter()
+                .filter_map(|(k, v)| Some((k.clone(), without_directives(v)?)))
+                .collect(),
+        )),
+        Value::Array(items) => Some(Value::Array(
+            items.iter().filter_map(without_directives).collect(),
+        )),
+        other => Some(other.clone()),
+    }
 }
 
 fn merge_list(
@@ -363,6 +381,24 @@ mod tests {
     }
 
     #[test]
+    fn a_list_the_original_lacks_is_taken_without_merging() {
+        let out = smp(
+            Kind::Service,
+            json!({"status": {"loadBalancer": {}}}),
+            &json!({"status": {"conditions": [
+                {"type": "A", "status": "True"},
+                {"type": "A", "status": "False"},
+                {"type": "B", "$patch": "delete"},
+                {"status": "Unknown"}
+            ]}}),
+        );
+        assert_eq!(
+            out["status"]["conditions"],
+            json!([{"type": "A", "status": "True"}, {"type": "A", "status": "False"}, {"status": "Unknown"}])
+        );
+    }
+
+    #[test]
     fn replace_directives_on_maps_and_lists() {
         let doc =
             json!({"metadata": {"labels": {"a": "1"}}, "status": {"conditions": [{"type": "A"}]}});
@@ -416,8 +452,8 @@ mod tests {
     }
 
     #[test]
-    fn missing_merge_key_is_an_error() {
-        let mut doc = json!({});
+    fn missing_merge_key_is_an_error_when_there_is_a_list_to_merge_with() {
+        let mut doc = json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}});
         let err = apply(
             Kind::Node,
             &mut doc,
