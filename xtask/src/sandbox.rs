@@ -3,6 +3,7 @@
 //! repository.
 
 pub(crate) mod access;
+mod conditions;
 mod kubectl;
 pub(crate) mod status;
 pub(crate) mod volumes;
@@ -25,7 +26,8 @@ use status::Status;
 /// (with pod CIDRs), Services of type LoadBalancer and two PersistentVolumes
 /// of the fake cloud (one labelled with its zone, one not), runs the real
 /// fake-cloud-controller-manager against it with the fake cloud answering for
-/// any node name, shows progress, and leaves you a kubeconfig for kubectl
+/// any node name, shows progress and each LoadBalancer Service's
+/// conditions as they change, and leaves you a kubeconfig for kubectl
 /// until Ctrl-C.
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
@@ -36,9 +38,10 @@ pub(crate) struct Options {
     /// LoadBalancer Services to seed, lb-1..lb-M.
     #[arg(long, value_name = "M", default_value_t = 2)]
     services: usize,
-    /// Exit 0 once everything is initialized, provisioned and labelled and a Service
-    /// created with kubectl has its ingress, or fail after --timeout; used by
-    /// `cargo xtask ci`.
+    /// Exit 0 once everything is initialized, provisioned and labelled, every
+    /// LoadBalancer Service says LoadBalancerProvisioned=True and
+    /// LoadBalancerTargetsHealthy=True, and a Service created with kubectl
+    /// has its ingress, or fail after --timeout; used by `cargo xtask ci`.
     #[arg(long, verbatim_doc_comment)]
     check: bool,
     /// How long --check waits, in seconds.
@@ -134,6 +137,9 @@ fn run(options: &Options, ccm: Option<(&Path, Platform)>) -> anyhow::Result<()> 
 
     let start = Instant::now();
     let mut last_line = String::new();
+    let mut shown = conditions::Observed::new();
+    // What --check still waits for: Services without both conditions True.
+    let mut unsettled = Vec::new();
     let mut announced = false;
     loop {
         processes.check_alive()?;
@@ -144,17 +150,32 @@ fn run(options: &Options, ccm: Option<(&Path, Platform)>) -> anyhow::Result<()> 
             Some(access.metrics_reader_token()),
         ) {
             Ok(status) => {
+                let elapsed = start.elapsed().as_secs_f64();
                 let line = status.line();
                 if line != last_line {
-                    println!("[{:>5.1}s] {line}", start.elapsed().as_secs_f64());
+                    println!("[{elapsed:>5.1}s] {line}");
                     last_line = line;
                 }
-                if status.complete() && !announced {
+                for line in conditions::changes(&shown, status.conditions()) {
+                    println!("[{elapsed:>5.1}s] {line}");
+                }
+                shown.clone_from(status.conditions());
+                unsettled = conditions::not_all_true(&shown)
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect();
+                let settled = !options.check || unsettled.is_empty();
+                if status.complete() && settled && !announced {
                     announced = true;
                     println!(
                         "\nall nodes initialized, all load balancers provisioned, all routes created, all volumes labelled"
                     );
                     if options.check {
+                        println!(
+                            "every LoadBalancer Service printed {}: {}",
+                            conditions::TYPES.map(|t| format!("{t}=True")).join(" and "),
+                            shown.keys().cloned().collect::<Vec<_>>().join(", ")
+                        );
                         refuses_metrics_without_a_token(metrics)?;
                         let left = timeout.saturating_sub(start.elapsed());
                         let nodes = kubectl::nodes_ready_with_addresses(&kubeconfig)?;
@@ -173,7 +194,14 @@ fn run(options: &Options, ccm: Option<(&Path, Platform)>) -> anyhow::Result<()> 
             Err(err) => println!("[{:>5.1}s] waiting: {err:#}", start.elapsed().as_secs_f64()),
         }
         if options.check && start.elapsed() > timeout {
-            bail!("not complete after {timeout:?}: {last_line}");
+            if unsettled.is_empty() {
+                bail!("not complete after {timeout:?}: {last_line}");
+            }
+            bail!(
+                "not complete after {timeout:?}: {last_line}; without {} both True: {}",
+                conditions::TYPES.join(" and "),
+                unsettled.join(", ")
+            );
         }
         std::thread::sleep(Duration::from_secs(1));
     }

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use anyhow::{Context, bail};
 use serde_json::Value;
 
+use super::conditions::{self, Observed};
 use super::volumes;
 use crate::http;
 
@@ -23,6 +24,8 @@ pub(crate) struct Status {
     labelled: usize,
     /// Controller alias → whether it runs.
     controllers: BTreeMap<String, bool>,
+    /// The LoadBalancer Services' conditions, from the same list.
+    conditions: Observed,
 }
 
 fn items(api: SocketAddr, path: &str, token: Option<&str>) -> anyhow::Result<Vec<Value>> {
@@ -114,7 +117,13 @@ impl Status {
             volumes,
             labelled,
             controllers: controllers(&metrics),
+            conditions: conditions::observe(&services),
         })
+    }
+
+    /// Each LoadBalancer Service's conditions of [`conditions::TYPES`].
+    pub(crate) fn conditions(&self) -> &Observed {
+        &self.conditions
     }
 
     fn part(&self, controller: &str, what: &str, done: usize, total: usize) -> String {
@@ -192,6 +201,7 @@ mod tests {
                 ("route".to_owned(), false),
             ]
             .into(),
+            conditions: Observed::new(),
         };
         assert!(
             status
