@@ -96,6 +96,9 @@ pub struct DigitalOceanProvider {
     created: Mutex<HashMap<String, String>>,
     /// What the service observer remembers between syncs.
     observed: observer::Observed,
+    /// The load balancer each Service's last change saw, for the health
+    /// read that follows it.
+    seen: load_balancer::health::Seen,
 }
 
 impl DigitalOceanProvider {
@@ -122,6 +125,7 @@ impl DigitalOceanProvider {
             region: OnceLock::new(),
             created: Mutex::new(HashMap::new()),
             observed: observer::Observed::default(),
+            seen: load_balancer::health::Seen::default(),
         })
     }
 

@@ -3,7 +3,7 @@
 pub mod annotations;
 mod certificates;
 mod diff;
-mod health;
+pub(crate) mod health;
 mod options;
 pub(crate) mod ownership;
 mod request;
@@ -406,6 +406,7 @@ impl LoadBalancer for DigitalOceanProvider {
             }
         };
         self.ensure_ready(service, &lb)?;
+        self.seen.remember(uid(service), lb.clone());
         let mut service_annotations = BTreeMap::from([
             (annotations::LOAD_BALANCER_ID.to_owned(), lb.id.clone()),
             (annotations::TYPE.to_owned(), shape.kind.as_str().to_owned()),
@@ -463,11 +464,16 @@ impl LoadBalancer for DigitalOceanProvider {
                 )
                 .await?;
         }
+        let mut now = lb;
+        now.droplet_ids = desired.into_iter().collect();
+        self.seen.remember(uid(service), now);
         Ok(())
     }
 
-    /// What the Service's load balancer says of its droplets, from one GET
-    /// of it by its recorded ID (a listing when no ID is known yet).
+    /// What the Service's load balancer says of its droplets: right after
+    /// an ensure or update, from what that change saw (no call); otherwise
+    /// from one GET of it by its recorded ID (a listing when no ID is known
+    /// yet).
     ///
     /// DigitalOcean's API has no per-droplet health: each droplet shares
     /// the load balancer's `status` (`new` is initial, `active` healthy,
@@ -482,6 +488,9 @@ impl LoadBalancer for DigitalOceanProvider {
     ) -> Result<Option<LoadBalancerHealth>, CloudError> {
         if options::is_disowned(service)? {
             return Err(CloudError::ImplementedElsewhere);
+        }
+        if let Some(lb) = self.seen.take_fresh(uid(service)) {
+            return Ok(Some(health::of(&lb, nodes)));
         }
         let identity = options::identity(service)?;
         Ok(Some(match self.find(service, &identity).await? {

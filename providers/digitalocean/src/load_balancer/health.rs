@@ -19,6 +19,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use cloud_provider::k8s_openapi::api::core::v1::Node;
 use cloud_provider::{LoadBalancerHealth, TargetHealth, TargetState};
@@ -28,6 +29,34 @@ use crate::api::types::LoadBalancer;
 use crate::provider_id::droplet_id_from_provider_id;
 
 const STATUS_ERRORED: &str = "errored";
+
+/// How long a load balancer an ensure or update just saw answers the health
+/// read that follows it.
+const FRESH_FOR: Duration = Duration::from_secs(30);
+
+/// The load balancer each Service's last ensure or update saw, by Service
+/// UID: the service controller reads health right after each change, and
+/// that read is answered from what the change itself just read or wrote,
+/// with no call. Taken once; later reads (while not all healthy) GET.
+#[derive(Debug, Default)]
+pub(crate) struct Seen(parking_lot::Mutex<HashMap<String, (Instant, LoadBalancer)>>);
+
+impl Seen {
+    /// The Service `uid`'s load balancer is `lb`, as of now.
+    pub(crate) fn remember(&self, uid: &str, lb: LoadBalancer) {
+        let mut seen = self.0.lock();
+        let now = Instant::now();
+        seen.retain(|_, (at, _)| now.duration_since(*at) < FRESH_FOR);
+        seen.insert(uid.to_owned(), (now, lb));
+    }
+
+    /// What was seen of the Service `uid`'s load balancer, if fresh; gone
+    /// once taken.
+    pub(crate) fn take_fresh(&self, uid: &str) -> Option<LoadBalancer> {
+        let (at, lb) = self.0.lock().remove(uid)?;
+        (at.elapsed() < FRESH_FOR).then_some(lb)
+    }
+}
 
 /// What `lb` says of its droplets, each named by the node in `nodes` whose
 /// `spec.providerID` is `digitalocean://<droplet-id>`.
@@ -100,6 +129,21 @@ mod tests {
             "droplet_ids": droplet_ids,
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn what_a_change_saw_answers_one_read_while_fresh() {
+        let seen = Seen::default();
+        assert!(seen.take_fresh("u1").is_none());
+        seen.remember("u1", lb("active", &[11]));
+        assert_eq!(
+            seen.take_fresh("u1").map(|lb| lb.status),
+            Some("active".to_owned())
+        );
+        assert!(seen.take_fresh("u1").is_none(), "taken once");
+        seen.remember("u2", lb("new", &[11]));
+        seen.0.lock().get_mut("u2").unwrap().0 -= FRESH_FOR;
+        assert!(seen.take_fresh("u2").is_none(), "stale");
     }
 
     #[test]
