@@ -174,6 +174,60 @@ async fn nodes_and_load_balancers(target: Target) {
             .contains(&"service.kubernetes.io/load-balancer-cleanup".to_owned())
     );
 
+    // The conditions, as an operator reads them: True once the load
+    // balancer exists and its targets pass the fake cloud's checks.
+    let conditions = eventually("both conditions True", WAIT, || async {
+        let printed = kubectl(
+            &target.kubeconfig,
+            &[
+                "get",
+                "svc",
+                &service,
+                "-n",
+                "default",
+                "-o",
+                "jsonpath={range .status.conditions[*]}{.type}={.status}/{.reason}: {.message}{\"\\n\"}{end}",
+            ],
+        )
+        .await
+        .ok()?;
+        (printed.contains("LoadBalancerProvisioned=True/Provisioned")
+            && printed.contains("LoadBalancerTargetsHealthy=True/AllTargetsHealthy"))
+        .then_some(printed)
+    })
+    .await
+    .expect("a bounded wait");
+    assert!(
+        conditions.contains(&format!(
+            "LoadBalancerProvisioned=True/Provisioned: load balancer ready at {ingress}"
+        )),
+        "{conditions}"
+    );
+    // Every node of the cluster backs it: ours, and on a shared real
+    // cluster others too.
+    let healthy = conditions
+        .lines()
+        .find_map(|l| l.strip_prefix("LoadBalancerTargetsHealthy=True/AllTargetsHealthy: "))
+        .and_then(|m| m.strip_suffix(" targets healthy"))
+        .and_then(|m| m.split_once(" of "))
+        .and_then(|(k, n)| Some((k.parse::<usize>().ok()?, n.parse::<usize>().ok()?)));
+    assert!(
+        healthy.is_some_and(|(k, n)| k == n && n >= names.len()),
+        "{conditions}"
+    );
+
+    // What the chart's alert rules and dashboard query is exported, while
+    // the Service (and so its per-Service gauge) exists.
+    let metrics = ccm.metrics().await.expect("/metrics");
+    ccm_test_support::monitoring::check_chart_metrics_exported(
+        &metrics,
+        &[(
+            "ccm_route_nodes_missing_routes",
+            "this run passes --configure-cloud-routes=false",
+        )],
+    )
+    .unwrap();
+
     kubectl(
         &target.kubeconfig,
         &[
@@ -197,17 +251,6 @@ async fn nodes_and_load_balancers(target: Target) {
     })
     .await
     .expect("a bounded wait");
-
-    // What the chart's alert rules and dashboard query is exported.
-    let metrics = ccm.metrics().await.expect("/metrics");
-    ccm_test_support::monitoring::check_chart_metrics_exported(
-        &metrics,
-        &[(
-            "ccm_route_nodes_missing_routes",
-            "this run passes --configure-cloud-routes=false",
-        )],
-    )
-    .unwrap();
 
     for name in &names {
         let _ = nodes.delete(name, &DeleteParams::default()).await;

@@ -287,8 +287,8 @@ async fn a_failed_update_warns_and_its_retry_ensures_the_load_balancer() {
         note.contains("n-new") && note.contains("backend API down"),
         "{note}"
     );
-    eventually("the retry", WAIT, || async {
-        (h.cloud.count(Operation::EnsureLoadBalancer) == 1).then_some(())
+    eventually("the retry and its health read", WAIT, || async {
+        (h.cloud.count(Operation::LoadBalancerHealth) == 1).then_some(())
     })
     .await
     .expect("a bounded wait");
