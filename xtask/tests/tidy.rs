@@ -1,7 +1,8 @@
 //! Tidy: what the compiler does not check but this repository promises.
 //!
-//! - ARCHITECTURE.md's code map has a section for every crate, and names
-//!   every one of the crate's top-level modules (`src/<module>.rs`) in it.
+//! - ARCHITECTURE.md's code map has a section for every crate (every
+//!   workspace member); the modules are the module docs' to describe.
+//! - ARCHITECTURE.md stays a map: at most 500 lines.
 //! - No Rust file passes 600 lines.
 //! - Every Rust file (module, test or bench) opens with a `//!` comment.
 //! - The product's crates (the framework a provider binary is built from)
@@ -9,15 +10,27 @@
 //!   their code outside its tests.
 //! - A crate's manifest adds features to no external crate (the root
 //!   `Cargo.toml` pins each with the union of what any crate needs), but for
-//!   the exceptions [`FEATURE_EXCEPTIONS`] lists with their reasons.
+//!   the exceptions `FEATURE_EXCEPTIONS` lists with their reasons
+//!   (`tidy/manifests.rs`).
+//! - The interface crate and the providers depend on no Kubernetes client
+//!   (`tidy/manifests.rs`).
 //!
 //! Each rule is a function over a directory, so its own test can break it
 //! on purpose in a temporary tree.
 
 use std::path::{Path, PathBuf};
 
+#[path = "tidy/manifests.rs"]
+mod manifests;
+
+use manifests::{added_features, kubernetes_clients};
+
 /// The most lines a Rust file may have.
 const MAX_LINES: usize = 600;
+
+/// The most lines ARCHITECTURE.md may have: it maps the crates, and the
+/// module docs tell the rest.
+const MAX_ARCHITECTURE_LINES: usize = 500;
 
 /// The workspace root (xtask's parent).
 fn root() -> PathBuf {
@@ -52,25 +65,72 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// The workspace's crates, as paths relative to `root`: every directory
-/// under `crates/`, `providers/` and `cmd/` with a Cargo.toml, and `xtask`.
+/// The workspace's crates, as paths relative to `root`: the root
+/// manifest's `[workspace] members`, a `dir/*` standing for every directory
+/// under `dir` with a Cargo.toml.
 fn crates(root: &Path) -> Vec<String> {
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap_or_default();
     let mut found = Vec::new();
-    for group in ["crates", "providers", "cmd"] {
-        let Ok(entries) = std::fs::read_dir(root.join(group)) else {
+    for member in members(&manifest) {
+        let Some(group) = member.strip_suffix("/*") else {
+            if root.join(&member).join("Cargo.toml").is_file() {
+                found.push(member);
+            }
             continue;
         };
-        for entry in entries.flatten() {
-            if entry.path().join("Cargo.toml").is_file() {
-                found.push(format!("{group}/{}", entry.file_name().to_string_lossy()));
-            }
+        for dir in crate_dirs(&root.join(group)) {
+            found.push(format!("{group}/{dir}"));
         }
     }
-    if root.join("xtask/Cargo.toml").is_file() {
-        found.push("xtask".to_owned());
-    }
     found.sort();
+    found.dedup();
     found
+}
+
+/// The `members` array of a manifest's `[workspace]` table, on one line or
+/// several.
+fn members(manifest: &str) -> Vec<String> {
+    let mut table = "";
+    let mut array = String::new();
+    for line in manifest.lines() {
+        let line = line.split('#').next().unwrap_or_default().trim();
+        if array.is_empty() {
+            if line.starts_with('[') {
+                table = line;
+            } else if table == "[workspace]" {
+                let value = line.strip_prefix("members").map(str::trim_start);
+                if let Some(value) = value.and_then(|v| v.strip_prefix('=')) {
+                    array.push_str(value.trim());
+                }
+            }
+        } else {
+            array.push_str(line);
+        }
+        if array.contains(']') {
+            break;
+        }
+    }
+    let inside = array.trim_start_matches('[').split(']').next();
+    inside
+        .unwrap_or_default()
+        .split(',')
+        .map(|m| m.trim().trim_matches('"').to_owned())
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
+/// The directories under `dir` that hold a Cargo.toml, by name, sorted.
+fn crate_dirs(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter(|entry| entry.path().join("Cargo.toml").is_file())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 /// The code-map section of `architecture` about crate `krate`: from its
@@ -109,40 +169,29 @@ fn heading_names(line: &str, krate: &str) -> bool {
     }
 }
 
-/// What ARCHITECTURE.md fails to say: crates without a section and
-/// top-level modules their section does not name (as `` `module` `` or
-/// `` `module.rs` ``).
+/// The crates ARCHITECTURE.md's code map has no section for. The code map
+/// is by crate: a section names the modules a newcomer needs to find their
+/// way, and the modules' own docs say the rest.
 fn code_map_gaps(root: &Path) -> Vec<String> {
     let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap_or_default();
-    let mut gaps = Vec::new();
-    for krate in crates(root) {
-        let Some(text) = section(&architecture, &krate) else {
-            gaps.push(format!("ARCHITECTURE.md has no `### `{krate}`` section"));
-            continue;
-        };
-        let Ok(entries) = std::fs::read_dir(root.join(&krate).join("src")) else {
-            continue;
-        };
-        let mut modules: Vec<String> = entries
-            .flatten()
-            .filter_map(|e| {
-                let name = e.file_name().to_string_lossy().into_owned();
-                name.strip_suffix(".rs").map(str::to_owned)
-            })
-            .filter(|m| !matches!(m.as_str(), "lib" | "main"))
-            .collect();
-        modules.sort();
-        for module in modules {
-            let named =
-                text.contains(&format!("`{module}`")) || text.contains(&format!("`{module}.rs`"));
-            if !named {
-                gaps.push(format!(
-                    "ARCHITECTURE.md's `{krate}` section does not name its module `{module}`"
-                ));
-            }
-        }
+    crates(root)
+        .into_iter()
+        .filter(|krate| section(&architecture, krate).is_none())
+        .map(|krate| format!("ARCHITECTURE.md has no `### `{krate}`` section"))
+        .collect()
+}
+
+/// ARCHITECTURE.md, when it has more than [`MAX_ARCHITECTURE_LINES`] lines.
+fn long_architecture(root: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap_or_default();
+    let lines = text.lines().count();
+    if lines <= MAX_ARCHITECTURE_LINES {
+        return Vec::new();
     }
-    gaps
+    vec![format!(
+        "ARCHITECTURE.md has {lines} lines (at most {MAX_ARCHITECTURE_LINES}): \
+         map the crates, and leave the details to the module docs"
+    )]
 }
 
 /// Rust files over [`MAX_LINES`] lines, with their length.
@@ -192,22 +241,15 @@ const PRODUCT: [&str; 5] = [
 /// Each provider under `providers/` as its package and library names say
 /// it: `provider-<dir>` and `provider_<dir>`.
 fn provider_names(root: &Path) -> Vec<(String, String)> {
-    let Ok(entries) = std::fs::read_dir(root.join("providers")) else {
-        return Vec::new();
-    };
-    let mut names: Vec<_> = entries
-        .flatten()
-        .filter(|entry| entry.path().join("Cargo.toml").is_file())
-        .map(|entry| {
-            let dir = entry.file_name().to_string_lossy().into_owned();
+    crate_dirs(&root.join("providers"))
+        .into_iter()
+        .map(|dir| {
             (
                 format!("provider-{dir}"),
                 format!("provider_{}", dir.replace('-', "_")),
             )
         })
-        .collect();
-    names.sort();
-    names
+        .collect()
 }
 
 /// Whether `path` holds only tests: a `tests.rs`, a `*_tests.rs`, or a file
@@ -264,71 +306,6 @@ fn clouds_named(root: &Path) -> Vec<String> {
     found
 }
 
-/// The features a crate's manifest may add to an external crate, and why
-/// the root does not carry them: (crate, dependency, reason).
-const FEATURE_EXCEPTIONS: [(&str, &str, &str); 4] = [
-    (
-        "crates/test-apiserver",
-        "k8s-openapi",
-        "`schemars`, for the test API server's OpenAPI document: kept out of the binaries",
-    ),
-    (
-        "providers/aws",
-        "aws-sdk-ec2",
-        "`test-util`, a dev-dependency: the SDK's test helpers stay out of the binary",
-    ),
-    (
-        "providers/aws",
-        "aws-sdk-elasticloadbalancing",
-        "`test-util`, as for aws-sdk-ec2",
-    ),
-    (
-        "providers/aws",
-        "aws-sdk-elasticloadbalancingv2",
-        "`test-util`, as for aws-sdk-ec2",
-    ),
-];
-
-/// The dependency a manifest line declares with `features = [...]`.
-fn featured_dependency(line: &str) -> Option<&str> {
-    let (key, value) = line.split_once('=')?;
-    let key = key.trim();
-    let plain = !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    (plain && value.contains("features")).then_some(key)
-}
-
-/// Manifest lines that add features to an external crate (one the root's
-/// `[workspace.dependencies]` does not give a `path`), outside
-/// [`FEATURE_EXCEPTIONS`].
-fn added_features(root: &Path) -> Vec<String> {
-    let workspace = std::fs::read_to_string(root.join("Cargo.toml")).unwrap_or_default();
-    let internal = |name: &str| {
-        workspace
-            .lines()
-            .filter_map(|line| line.split_once('='))
-            .any(|(key, value)| key.trim() == name && value.contains("path ="))
-    };
-    let mut found = Vec::new();
-    for krate in crates(root) {
-        let manifest =
-            std::fs::read_to_string(root.join(&krate).join("Cargo.toml")).unwrap_or_default();
-        for name in manifest.lines().filter_map(featured_dependency) {
-            let excepted = FEATURE_EXCEPTIONS
-                .iter()
-                .any(|(c, d, _)| *c == krate && *d == name);
-            if !internal(name) && !excepted {
-                found.push(format!(
-                    "{krate}/Cargo.toml adds features to `{name}`: pin them in the root Cargo.toml"
-                ));
-            }
-        }
-    }
-    found
-}
-
 fn relative(root: &Path, path: &Path) -> String {
     path.strip_prefix(root)
         .unwrap_or(path)
@@ -340,10 +317,12 @@ fn relative(root: &Path, path: &Path) -> String {
 fn the_repository_is_tidy() {
     let root = root();
     let mut problems = code_map_gaps(&root);
+    problems.extend(long_architecture(&root));
     problems.extend(long_files(&root));
     problems.extend(undocumented_modules(&root));
     problems.extend(clouds_named(&root));
     problems.extend(added_features(&root));
+    problems.extend(kubernetes_clients(&root));
     assert!(
         problems.is_empty(),
         "{} tidy problems:\n{}",
@@ -352,9 +331,13 @@ fn the_repository_is_tidy() {
     );
 }
 
+/// The root manifest of a throw-away workspace.
+const WORKSPACE: &str = "[workspace]\nmembers = [\"crates/*\"]\n";
+
 /// A throw-away workspace: one crate with one module, and a code map.
 fn scratch(architecture: &str, module: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(dir.path().join("Cargo.toml"), WORKSPACE).expect("workspace");
     let src = dir.path().join("crates/widget/src");
     std::fs::create_dir_all(&src).expect("src");
     std::fs::write(dir.path().join("crates/widget/Cargo.toml"), "").expect("manifest");
@@ -389,21 +372,52 @@ fn a_module_without_its_doc_comment_is_refused() {
 }
 
 #[test]
-fn a_crate_or_module_missing_from_the_code_map_is_refused() {
+fn a_crate_missing_from_the_code_map_is_refused() {
     let tidy = scratch(MAP, "//! Gears.\n");
     assert!(code_map_gaps(tidy.path()).is_empty());
-    let unnamed = scratch(
-        "## Code map\n### `crates/widget`\nNothing here.\n## Invariants\n`gears`\n",
+    let modules_unnamed = scratch(
+        "## Code map\n### `crates/widget`\nA widget.\n## Invariants\n",
         "//! Gears.\n",
     );
-    assert_eq!(
-        code_map_gaps(unnamed.path()),
-        ["ARCHITECTURE.md's `crates/widget` section does not name its module `gears`"]
-    );
+    assert!(code_map_gaps(modules_unnamed.path()).is_empty());
     let no_section = scratch("## Code map\n### `crates/other`\n`gears`\n", "//! Gears.\n");
     assert_eq!(
         code_map_gaps(no_section.path()),
         ["ARCHITECTURE.md has no `### `crates/widget`` section"]
+    );
+}
+
+#[test]
+fn an_architecture_over_500_lines_is_refused() {
+    let padding = "A line of the map.\n".repeat(MAX_ARCHITECTURE_LINES - MAP.lines().count());
+    let full = scratch(&format!("{MAP}{padding}"), "//! Gears.\n");
+    assert!(long_architecture(full.path()).is_empty());
+    let over = scratch(&format!("{MAP}{padding}One too many.\n"), "//! Gears.\n");
+    let found = long_architecture(over.path());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with("ARCHITECTURE.md has 501 lines (at most 500)"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn the_crates_are_the_workspace_members() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path();
+    let write = |path: &str, text: &str| write_file(root, path, text);
+    write(
+        "Cargo.toml",
+        "[workspace]\nresolver = \"3\"\nmembers = [\n  \"crates/*\", # the product\n  \"crates/testing/*\",\n  \"xtask\",\n]\n[workspace.metadata]\nmembers = [\"elsewhere\"]\n",
+    );
+    write("crates/app/Cargo.toml", "");
+    write("crates/testing/test-apiserver/Cargo.toml", "");
+    write("crates/notes/README.md", "");
+    write("xtask/Cargo.toml", "");
+    write("elsewhere/Cargo.toml", "");
+    assert_eq!(
+        crates(root),
+        ["crates/app", "crates/testing/test-apiserver", "xtask"]
     );
 }
 
@@ -467,33 +481,5 @@ fn a_product_crate_naming_a_cloud_is_refused() {
             "crates/app/src/logging.rs names `provider_acme_cloud`",
             "crates/runtime/Cargo.toml depends on `provider-acme-cloud`",
         ]
-    );
-}
-
-#[test]
-fn a_crate_adding_features_to_an_external_crate_is_refused() {
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let root = dir.path();
-    let write = |path: &str, text: &str| write_file(root, path, text);
-    write(
-        "Cargo.toml",
-        "[workspace.dependencies]\nserde = { version = \"1\", features = [\"derive\"] }\nwidget-core = { path = \"crates/widget-core\" }\n",
-    );
-    write(
-        "crates/widget/Cargo.toml",
-        "[features]\ntest-util = []\n[dependencies]\nserde.workspace = true\nwidget-core = { workspace = true, features = [\"test-util\"] }\n",
-    );
-    assert!(
-        added_features(root).is_empty(),
-        "{:?}",
-        added_features(root)
-    );
-    write(
-        "crates/widget/Cargo.toml",
-        "[dependencies]\nserde = { workspace = true, features = [\"rc\"] }\n",
-    );
-    assert_eq!(
-        added_features(root),
-        ["crates/widget/Cargo.toml adds features to `serde`: pin them in the root Cargo.toml"]
     );
 }
