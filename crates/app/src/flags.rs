@@ -144,6 +144,7 @@ pub(crate) struct Settings {
     pub(crate) allocate_node_cidrs: bool,
     pub(crate) cluster_cidrs: Vec<IpNet>,
     pub(crate) concurrent_service_syncs: u16,
+    pub(crate) load_balancer_target_health: bool,
     pub(crate) concurrent_node_syncs: u16,
     /// As upstream resolves it: `--concurrent-node-syncs` unless positive.
     pub(crate) concurrent_node_status_updates: i32,
@@ -429,6 +430,7 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
         allocate_node_cidrs: generic.allocate_node_cidrs,
         cluster_cidrs,
         concurrent_service_syncs: service_lb_controller.concurrent_service_syncs,
+        load_balancer_target_health: service_lb_controller.load_balancer_target_health,
         concurrent_node_syncs: cloud_node_controller.concurrent_node_syncs,
         concurrent_node_status_updates: cloud_node_controller
             .concurrent_node_status_updates

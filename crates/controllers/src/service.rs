@@ -155,6 +155,8 @@ struct ServiceController {
     round: Arc<Round>,
     metrics: ServiceMetrics,
     conditions: condition_metrics::ConditionMetrics,
+    /// `--load-balancer-target-health`: whether target health is read.
+    target_health: bool,
     /// Counts flips of nodes' readiness and shutdown taints: a target's
     /// health may follow.
     readiness: watch::Receiver<NodeSignals>,
@@ -212,6 +214,7 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
         round: round.clone(),
         metrics,
         conditions,
+        target_health: settings.load_balancer_target_health,
         readiness: readiness.clone(),
     });
     let (trigger, triggered) = futures::channel::mpsc::unbounded();

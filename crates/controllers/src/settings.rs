@@ -13,6 +13,9 @@ pub struct ControllerSettings {
     pub cluster_cidrs: Vec<IpNet>,
     /// `--concurrent-service-syncs`.
     pub concurrent_service_syncs: u16,
+    /// `--load-balancer-target-health` (ours): read target health for the
+    /// Services' `LoadBalancerTargetsHealthy` condition.
+    pub load_balancer_target_health: bool,
     /// `--concurrent-node-syncs`: concurrent batch lookups of node
     /// initialization.
     pub concurrent_node_syncs: u16,
@@ -49,6 +52,7 @@ impl Default for ControllerSettings {
             configure_cloud_routes: true,
             cluster_cidrs: Vec::new(),
             concurrent_service_syncs: 1,
+            load_balancer_target_health: true,
             concurrent_node_syncs: 1,
             node_status_update_frequency: Duration::from_secs(300),
             node_monitor_period: Duration::from_secs(5),

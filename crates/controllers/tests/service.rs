@@ -199,7 +199,8 @@ async fn create_stores_the_finalizer_then_ensures_then_writes_the_ingress() {
             ("status".into(), "200".into())
         ],
         "finalizer, LoadBalancerProvisioned=Pending through /status, the provider's \
-         annotations, then the ingress and the conditions through /status"
+         annotations, then the ingress with LoadBalancerProvisioned=True through \
+         /status (this provider cannot tell target health: no more)"
     );
     let lb = load_balancer(&h, "web").expect("a load balancer exists");
     assert!(has_finalizer(&service));

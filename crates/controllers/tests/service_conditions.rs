@@ -249,3 +249,23 @@ async fn the_conditions_go_with_the_load_balancer() {
     assert!(fake.load_balancers().is_empty());
     h.stop().await;
 }
+
+#[tokio::test]
+async fn with_target_health_off_no_health_is_read_and_that_condition_is_left_out() {
+    let fake = FakeCloud::default();
+    fake.set_auto_instances(true);
+    let mut h = Harness::with_cloud(fake.clone()).await;
+    h.create_node(&ready_node("n1")).await;
+    h.create_service(&load_balancer_service("web", &[])).await;
+    let settings = ccm_controllers::ControllerSettings {
+        load_balancer_target_health: false,
+        ..fast_settings()
+    };
+    h.start(&[ControllerId::Service], &settings).await;
+    condition_of(&h, "LoadBalancerProvisioned", "True", "Provisioned").await;
+    h.settled().await;
+    assert_eq!(fake.count(Operation::LoadBalancerHealth), 0);
+    let types: Vec<String> = conditions(&h).await.into_iter().map(|c| c.type_).collect();
+    assert_eq!(types, ["LoadBalancerProvisioned"]);
+    h.stop().await;
+}

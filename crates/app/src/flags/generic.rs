@@ -159,6 +159,12 @@ pub(crate) struct ServiceLbController {
     /// Services allowed to sync concurrently.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_positive)]
     pub(super) concurrent_service_syncs: u16,
+
+    /// This CCM's own: read each load balancer's target health from the
+    /// cloud for the Service's LoadBalancerTargetsHealthy condition; false
+    /// makes no health read and leaves that condition out.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_value = "true", default_missing_value = "true", value_parser = super::parse_bool)]
+    pub(super) load_balancer_target_health: bool,
 }
 
 /// The "misc" section.

@@ -452,6 +452,14 @@ fn service_account_credentials_and_start_interval() {
 }
 
 #[test]
+fn target_health_reads_are_on_unless_turned_off() {
+    assert!(ok(&[]).load_balancer_target_health);
+    assert!(ok(&["--load-balancer-target-health"]).load_balancer_target_health);
+    assert!(!ok(&["--load-balancer-target-health=false"]).load_balancer_target_health);
+    bad(&["--load-balancer-target-health=often"], "not a boolean");
+}
+
+#[test]
 fn webhook_flags_are_validated_as_upstream() {
     assert_eq!(
         ok(&[]).webhook,

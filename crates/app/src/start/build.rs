@@ -180,6 +180,7 @@ pub(super) fn controller_settings(settings: &Settings) -> ControllerSettings {
         configure_cloud_routes: settings.configure_cloud_routes,
         cluster_cidrs: settings.cluster_cidrs.clone(),
         concurrent_service_syncs: settings.concurrent_service_syncs,
+        load_balancer_target_health: settings.load_balancer_target_health,
         concurrent_node_syncs: settings.concurrent_node_syncs,
         node_status_update_frequency: settings.node_status_update_frequency,
         node_monitor_period: settings.node_monitor_period,

@@ -143,9 +143,10 @@ impl ServiceController {
             record.parked = None;
             record.ensure_next = false;
         }
+        // The ingress first: the health read (several cloud calls on AWS)
+        // follows at the end of the reconcile, not before the address.
         self.health_changed(service);
-        let mut wanted = vec![conditions::provisioned(&ingress)];
-        wanted.extend(self.ask_health(&stored, nodes).await);
+        let wanted = [conditions::provisioned(&ingress)];
         let written = self
             .write_status(&stored, Some(&ingress), &wanted, false, &mut versions)
             .await;

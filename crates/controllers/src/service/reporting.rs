@@ -76,11 +76,16 @@ impl ServiceController {
         Ok(())
     }
 
-    /// Reports a failed provider call in `LoadBalancerProvisioned`. A
+    /// Reports a failed provider call in `LoadBalancerProvisioned` (not in
+    /// a dry run, whose refused mutations are its plan). A
     /// write failure is logged, not returned: the provider's error is the
     /// one that counts. The version written is remembered, so that its own
     /// watch event does not retry the provider before the backoff ends.
     pub(super) async fn report_failure(&self, service: &Service, err: &CloudError) {
+        // A dry run's refusals are its plan, not the Service's state.
+        if self.cloud.plan().is_some() {
+            return;
+        }
         let Some(wanted) = conditions::failed(err) else {
             return;
         };
@@ -133,8 +138,12 @@ impl ServiceController {
             .and_then(|r| r.health.next(Instant::now()))
     }
 
-    /// The load balancer of `service` changed: its health is asked next.
+    /// The load balancer of `service` changed: its health is asked next
+    /// (unless `--load-balancer-target-health=false`: then never).
     pub(super) fn health_changed(&self, service: &Service) {
+        if !self.target_health {
+            return;
+        }
         self.records().entry(service).health.changed(Instant::now());
     }
 
