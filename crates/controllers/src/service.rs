@@ -28,9 +28,10 @@
 //!   changes costs one update per load balancer.
 //! - Every Service it owns carries `LoadBalancerProvisioned` (Pending once
 //!   claimed, True with the ingress, False with the failure's reason) and,
-//!   when the provider can tell, `LoadBalancerTargetsHealthy`, written with
-//!   the ingress in one strategic-merge patch on `/status` that keeps other
-//!   writers' conditions, only when one changed. Target health is read
+//!   when the provider can tell and `--load-balancer-target-health` is on,
+//!   `LoadBalancerTargetsHealthy`: strategic-merge patches on `/status`
+//!   that keep other writers' conditions, the first with the ingress, each
+//!   only when something changed. Target health is read
 //!   after each ensure or update, at once after a node's shutdown taint
 //!   comes or goes, at most once a minute after readiness flaps, and with
 //!   backoff (5 s to 60 s) while not every target is healthy; never for a
