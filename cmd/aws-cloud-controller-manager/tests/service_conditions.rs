@@ -17,11 +17,11 @@
 mod proxy;
 mod support;
 
-use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use ccm_test_support::conditions::{PROVISIONED, Seen, TARGETS_HEALTHY, condition, states};
 use ccm_test_support::{ApiServer, eventually, has_taint, ingress_hostnames};
 use k8s_openapi::api::core::v1::Service;
 use provider_aws::test_util::seed::{self, Estate, Seeded};
@@ -39,8 +39,6 @@ const ACT_WITHIN: Duration = Duration::from_secs(60);
 /// How long the health read after a shutdown taint may take: well under the
 /// minute a readiness flap waits, so only the taint can bring it in time.
 const AFTER_SHUTDOWN_WITHIN: Duration = Duration::from_secs(30);
-const PROVISIONED: &str = "LoadBalancerProvisioned";
-const TARGETS_HEALTHY: &str = "LoadBalancerTargetsHealthy";
 /// The tests' Service.
 const SERVICE: &str = "web";
 
@@ -135,56 +133,11 @@ impl Cluster {
         .with_context(|| {
             format!(
                 "conditions seen: {:?}\nthe CCM's log:\n{}",
-                seen.0.borrow(),
+                seen,
                 self.ccm.log_tail()
             )
         })
     }
-}
-
-/// `(status, reason, message)` of the Service's condition `type_`.
-fn condition(service: &Service, type_: &str) -> Option<(String, String, String)> {
-    let conditions = service.status.as_ref()?.conditions.as_ref()?;
-    let c = conditions.iter().find(|c| c.type_ == type_)?;
-    Some((c.status.clone(), c.reason.clone(), c.message.clone()))
-}
-
-/// Every state of the Service's conditions the test read, in order:
-/// `(type, status, reason)`, each kept when it differs from the type's
-/// previous state.
-#[derive(Debug, Default)]
-struct Seen(RefCell<Vec<(String, String, String)>>);
-
-impl Seen {
-    fn record(&self, service: &Service) {
-        let mut seen = self.0.borrow_mut();
-        for type_ in [PROVISIONED, TARGETS_HEALTHY] {
-            let Some((status, reason, _)) = condition(service, type_) else {
-                continue;
-            };
-            let last = seen.iter().rev().find(|(t, _, _)| t == type_);
-            if last.is_none_or(|(_, s, r)| (s, r) != (&status, &reason)) {
-                seen.push((type_.to_owned(), status, reason));
-            }
-        }
-    }
-
-    /// The `(status, reason)` states of condition `type_`, in order.
-    fn of(&self, type_: &str) -> Vec<(String, String)> {
-        self.0
-            .borrow()
-            .iter()
-            .filter(|(t, _, _)| t == type_)
-            .map(|(_, s, r)| (s.clone(), r.clone()))
-            .collect()
-    }
-}
-
-fn states(states: &[(&str, &str)]) -> Vec<(String, String)> {
-    states
-        .iter()
-        .map(|(s, r)| ((*s).to_owned(), (*r).to_owned()))
-        .collect()
 }
 
 /// The scenario of issue 67 for `service` (an NLB or a classic ELB), on

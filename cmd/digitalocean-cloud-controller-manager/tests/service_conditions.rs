@@ -15,9 +15,9 @@
 
 mod support;
 
-use std::cell::RefCell;
 use std::time::Duration;
 
+use ccm_test_support::conditions::{PROVISIONED, Seen, TARGETS_HEALTHY, condition, states};
 use ccm_test_support::{eventually, has_taint, ingress_ips, ready_condition};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Patch, PatchParams};
@@ -29,18 +29,9 @@ use support::{Cluster, WAIT};
 /// first backoff after it) may take: well under the minute a readiness
 /// flap waits.
 const AFTER_SHUTDOWN_WITHIN: Duration = Duration::from_secs(30);
-const PROVISIONED: &str = "LoadBalancerProvisioned";
-const TARGETS_HEALTHY: &str = "LoadBalancerTargetsHealthy";
 const SHUTDOWN: &str = "node.cloudprovider.kubernetes.io/shutdown";
 /// The tests' Service.
 const SERVICE: &str = "web";
-
-/// `(status, reason, message)` of the Service's condition `type_`.
-fn condition(service: &Service, type_: &str) -> Option<(String, String, String)> {
-    let conditions = service.status.as_ref()?.conditions.as_ref()?;
-    let c = conditions.iter().find(|c| c.type_ == type_)?;
-    Some((c.status.clone(), c.reason.clone(), c.message.clone()))
-}
 
 /// Whether the Service's condition `type_` has `status` and `reason`.
 fn is(service: &Service, type_: &str, (status, reason): (&str, &str)) -> bool {
@@ -51,44 +42,6 @@ fn message(service: &Service, type_: &str) -> String {
     condition(service, type_)
         .map(|(_, _, message)| message)
         .unwrap_or_default()
-}
-
-/// Every state of the Service's conditions the test read, in order:
-/// `(type, status, reason)`, each kept when it differs from the type's
-/// previous state.
-#[derive(Debug, Default)]
-struct Seen(RefCell<Vec<(String, String, String)>>);
-
-impl Seen {
-    fn record(&self, service: &Service) {
-        let mut seen = self.0.borrow_mut();
-        for type_ in [PROVISIONED, TARGETS_HEALTHY] {
-            let Some((status, reason, _)) = condition(service, type_) else {
-                continue;
-            };
-            let last = seen.iter().rev().find(|(t, _, _)| t == type_);
-            if last.is_none_or(|(_, s, r)| (s, r) != (&status, &reason)) {
-                seen.push((type_.to_owned(), status, reason));
-            }
-        }
-    }
-
-    /// The `(status, reason)` states of condition `type_`, in order.
-    fn of(&self, type_: &str) -> Vec<(String, String)> {
-        self.0
-            .borrow()
-            .iter()
-            .filter(|(t, _, _)| t == type_)
-            .map(|(_, s, r)| (s.clone(), r.clone()))
-            .collect()
-    }
-}
-
-fn states(states: &[(&str, &str)]) -> Vec<(String, String)> {
-    states
-        .iter()
-        .map(|(s, r)| ((*s).to_owned(), (*r).to_owned()))
-        .collect()
 }
 
 /// Polls the Service, recording its conditions in `seen`, until `done`
@@ -109,7 +62,7 @@ async fn wait_until(
     .unwrap_or_else(|e| {
         panic!(
             "{e}\nconditions seen: {:?}\nthe CCM's log:\n{}",
-            seen.0.borrow(),
+            seen,
             cluster.ccm.log_tail()
         )
     })

@@ -55,7 +55,7 @@ mod load_balancer;
 mod node_sync;
 mod readiness;
 mod records;
-pub(crate) mod reporting;
+mod reporting;
 pub(crate) mod spec;
 mod states;
 mod status;
@@ -295,10 +295,7 @@ impl ServiceController {
             let records = self.records();
             if records.is_superseded(&service) {
                 self.round.done(&key);
-                // Not `health_next`: the records are locked here.
-                let wait = records
-                    .get(&key)
-                    .and_then(|r| r.health.next(Instant::now()));
+                let wait = records.health_wait(&key, Instant::now());
                 return Ok(wait.map_or_else(Action::await_change, Action::requeue));
             }
             // The watch event of this controller's own failure report.

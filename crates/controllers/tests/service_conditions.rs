@@ -50,6 +50,16 @@ fn instance(name: &str) -> Instance {
     }
 }
 
+/// A fresh harness on `fake` with node `n1` and the Service `web`, the
+/// service controller started with `settings`.
+async fn started(fake: &FakeCloud, settings: &ccm_controllers::ControllerSettings) -> Harness {
+    let mut h = Harness::with_cloud(fake.clone()).await;
+    h.create_node(&ready_node("n1")).await;
+    h.create_service(&load_balancer_service("web", &[])).await;
+    h.start(&[ControllerId::Service], settings).await;
+    h
+}
+
 async fn conditions(h: &Harness) -> Vec<Condition> {
     let service: Service = h.services().get("web").await.expect("the Service");
     service
@@ -107,11 +117,13 @@ async fn a_new_service_is_provisioned_then_healthy_and_a_stopped_instance_is_nam
         initializing.last_transition_time
     );
 
-    // Steady and healthy: no write, no health call.
+    // Steady and healthy: no write, no health call over another quiescent
+    // window (when no ask is due is `service/health.rs`'s, unit-tested on
+    // the paused clock).
     h.settled().await;
     let asks = fake.count(Operation::LoadBalancerHealth);
     let before = conditions(&h).await;
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    h.settled().await;
     assert_eq!(
         fake.count(Operation::LoadBalancerHealth),
         asks,
@@ -159,8 +171,6 @@ async fn a_new_service_is_provisioned_then_healthy_and_a_stopped_instance_is_nam
 async fn failures_give_their_reason_and_a_fix_gives_true() {
     let fake = FakeCloud::default();
     fake.set_auto_instances(true);
-    let mut h = Harness::with_cloud(fake.clone()).await;
-    h.create_node(&ready_node("n1")).await;
     fake.fail_next(
         Some(Operation::EnsureLoadBalancer),
         InjectedError::QuotaExceeded("TooManyLoadBalancers: the limit is 50".into()),
@@ -171,8 +181,7 @@ async fn failures_give_their_reason_and_a_fix_gives_true() {
         InjectedError::Other("the cloud is down".into()),
         1,
     );
-    h.create_service(&load_balancer_service("web", &[])).await;
-    h.start(&[ControllerId::Service], &fast_settings()).await;
+    let mut h = started(&fake, &fast_settings()).await;
 
     let quota = condition_of(&h, "LoadBalancerProvisioned", "False", "QuotaExceeded").await;
     assert_eq!(quota.message, "TooManyLoadBalancers: the limit is 50");
@@ -212,10 +221,7 @@ async fn failures_give_their_reason_and_a_fix_gives_true() {
 async fn the_conditions_go_with_the_load_balancer() {
     let fake = FakeCloud::default();
     fake.set_auto_instances(true);
-    let mut h = Harness::with_cloud(fake.clone()).await;
-    h.create_node(&ready_node("n1")).await;
-    h.create_service(&load_balancer_service("web", &[])).await;
-    h.start(&[ControllerId::Service], &fast_settings()).await;
+    let mut h = started(&fake, &fast_settings()).await;
     condition_of(
         &h,
         "LoadBalancerTargetsHealthy",
@@ -254,14 +260,11 @@ async fn the_conditions_go_with_the_load_balancer() {
 async fn with_target_health_off_no_health_is_read_and_that_condition_is_left_out() {
     let fake = FakeCloud::default();
     fake.set_auto_instances(true);
-    let mut h = Harness::with_cloud(fake.clone()).await;
-    h.create_node(&ready_node("n1")).await;
-    h.create_service(&load_balancer_service("web", &[])).await;
     let settings = ccm_controllers::ControllerSettings {
         load_balancer_target_health: false,
         ..fast_settings()
     };
-    h.start(&[ControllerId::Service], &settings).await;
+    let mut h = started(&fake, &settings).await;
     condition_of(&h, "LoadBalancerProvisioned", "True", "Provisioned").await;
     h.settled().await;
     assert_eq!(fake.count(Operation::LoadBalancerHealth), 0);

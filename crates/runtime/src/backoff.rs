@@ -6,6 +6,24 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
+/// Upstream's controller default: the first wait.
+const CONTROLLER_BASE: Duration = Duration::from_secs(5);
+/// Upstream's controller default: the longest wait.
+const CONTROLLER_MAX: Duration = Duration::from_secs(300);
+
+/// `base` doubled once per failure before this one, at most `max`.
+fn doubled(base: Duration, max: Duration, before: u32) -> Duration {
+    base.saturating_mul(1u32.checked_shl(before).unwrap_or(u32::MAX))
+        .min(max)
+}
+
+/// The wait [`FailureBackoff::controller_default`] gives after the
+/// `failures`th consecutive failure (1 for the first; 0 reads as 1), for a
+/// controller that must know when the runtime retries.
+pub fn controller_delay(failures: u32) -> Duration {
+    doubled(CONTROLLER_BASE, CONTROLLER_MAX, failures.saturating_sub(1))
+}
+
 /// Upstream's failure backoff: the first failure waits `base`, each further
 /// consecutive failure doubles it, up to `max`; a success resets it.
 #[derive(Debug)]
@@ -27,7 +45,7 @@ impl<K: Hash + Eq> FailureBackoff<K> {
 
     /// Upstream's controller default: 5 s doubling to 300 s.
     pub fn controller_default() -> Self {
-        Self::new(Duration::from_secs(5), Duration::from_secs(300))
+        Self::new(CONTROLLER_BASE, CONTROLLER_MAX)
     }
 
     /// Records a failure of `key` and returns how long to wait before the
@@ -35,10 +53,7 @@ impl<K: Hash + Eq> FailureBackoff<K> {
     pub fn fail(&self, key: K) -> Duration {
         let mut failures = self.failures.lock();
         let n = failures.entry(key).or_insert(0);
-        let delay = self
-            .base
-            .saturating_mul(1u32.checked_shl(*n).unwrap_or(u32::MAX))
-            .min(self.max);
+        let delay = doubled(self.base, self.max, *n);
         *n = n.saturating_add(1);
         delay
     }
@@ -63,6 +78,18 @@ impl<K: Hash + Eq> FailureBackoff<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_controller_delay_is_what_the_controller_default_waits() {
+        let waits: Vec<u64> = (1..=9).map(|n| controller_delay(n).as_secs()).collect();
+        assert_eq!(waits, [5, 10, 20, 40, 80, 160, 300, 300, 300]);
+        assert_eq!(controller_delay(u32::MAX).as_secs(), 300);
+        assert_eq!(controller_delay(0).as_secs(), 5);
+        let backoff = FailureBackoff::controller_default();
+        for n in 1..=9 {
+            assert_eq!(backoff.fail("k"), controller_delay(n));
+        }
+    }
 
     #[test]
     fn failures_of_deleted_objects_are_forgotten() {

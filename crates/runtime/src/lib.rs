@@ -33,7 +33,7 @@ mod pacer;
 mod quiescence;
 mod stalls;
 
-pub use backoff::FailureBackoff;
+pub use backoff::{FailureBackoff, controller_delay};
 pub use batcher::{
     AnswerLost, Answers, BatchCall, Batcher, BatcherStopped, STREAM_WINDOWS, lookup_all,
     lookup_batches,

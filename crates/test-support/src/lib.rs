@@ -15,6 +15,7 @@ mod api;
 pub mod budget;
 mod ccm;
 mod certificates;
+pub mod conditions;
 mod control_plane;
 pub mod csr_craft;
 pub mod csr_referee;

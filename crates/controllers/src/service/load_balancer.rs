@@ -37,9 +37,7 @@ impl Versions {
 
     /// The version of the last write, if this reconcile wrote.
     pub(super) fn newest_written(&self) -> Option<String> {
-        (self.seen.len() > self.read)
-            .then(|| self.seen.last().cloned())
-            .flatten()
+        self.seen[self.read..].last().cloned()
     }
 
     /// Every version but the newest.

@@ -146,12 +146,12 @@ impl NodeSync {
         }
     }
 
-    /// Hands the controller every Service that needs a provider call now.
+    /// Hands the controller every Service whose target health it follows,
+    /// after a node's readiness or shutdown taint flipped: each decides
+    /// when to ask the cloud again.
     ///
     /// # Errors
     /// When the controller has stopped.
-    /// Hands the controller every Service whose target health it follows,
-    /// after a node's readiness flipped: each asks the cloud again.
     fn ask_health(&self) -> Result<(), futures::channel::mpsc::TrySendError<ObjectRef<Service>>> {
         let watched = self.records.lock().health_watched();
         if !watched.is_empty() {
@@ -168,6 +168,10 @@ impl NodeSync {
         Ok(())
     }
 
+    /// Hands the controller every Service that needs a provider call now.
+    ///
+    /// # Errors
+    /// When the controller has stopped.
     pub(crate) fn pass(
         &self,
         why: &str,

@@ -206,6 +206,11 @@ impl Records {
             .collect()
     }
 
+    /// How long until the next health ask for `key`, if one is due.
+    pub(crate) fn health_wait(&self, key: &str, now: Instant) -> Option<Duration> {
+        self.by_key.get(key).and_then(|r| r.health.next(now))
+    }
+
     /// Forgets `key`.
     pub(crate) fn forget(&mut self, key: &str) {
         self.by_key.remove(key);
@@ -248,7 +253,7 @@ impl Records {
             return None;
         }
         let wait = match failure.retry {
-            Retry::Backoff => crate::service::reporting::backoff_after(failure.count),
+            Retry::Backoff => ccm_runtime::controller_delay(failure.count),
             Retry::After(delay) => delay,
             // Parked: the decision itself calls no provider.
             Retry::AwaitChange => return None,

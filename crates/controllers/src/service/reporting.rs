@@ -17,18 +17,6 @@ use super::load_balancer::Versions;
 use super::records::key_of;
 use super::{ServiceController, status};
 
-/// The first backoff after a failure, doubled per failure, as the runtime's.
-const BACKOFF_BASE: Duration = Duration::from_secs(5);
-/// The longest backoff, as the runtime's.
-const BACKOFF_MAX: Duration = Duration::from_secs(300);
-
-/// How long after the `count`th failure in a row the runtime retries.
-pub(crate) fn backoff_after(count: u32) -> Duration {
-    BACKOFF_BASE
-        .saturating_mul(1 << count.saturating_sub(1).min(16))
-        .min(BACKOFF_MAX)
-}
-
 impl ServiceController {
     /// Writes through `/status` what differs from the Service: the ingress
     /// when given, each wanted condition that changed, and, with
@@ -128,14 +116,7 @@ impl ServiceController {
                 self.records().entry(service).superseded = versions.superseded();
             }
         }
-        Ok(self.health_next(service))
-    }
-
-    /// How long until the next health ask for `service`, if one is due.
-    pub(super) fn health_next(&self, service: &Service) -> Option<Duration> {
-        self.records()
-            .get(&key_of(service))
-            .and_then(|r| r.health.next(Instant::now()))
+        Ok(self.records().health_wait(&key_of(service), Instant::now()))
     }
 
     /// The load balancer of `service` changed: its health is asked next
@@ -178,18 +159,5 @@ impl ServiceController {
                 None
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_mirrored_backoff_doubles_from_five_seconds_to_five_minutes() {
-        let waits: Vec<u64> = (1..=9).map(|n| backoff_after(n).as_secs()).collect();
-        assert_eq!(waits, [5, 10, 20, 40, 80, 160, 300, 300, 300]);
-        assert_eq!(backoff_after(u32::MAX).as_secs(), 300);
-        assert_eq!(backoff_after(0).as_secs(), 5);
     }
 }
