@@ -170,9 +170,14 @@ async fn a_new_service_is_pending_while_its_load_balancer_is_new_then_provisione
         cluster.load_balancer(id).expect("the load balancer")["status"],
         "active"
     );
-    // Written with Provisioned: the health read right after the ensure.
+    // The health read follows the ingress write, answered from what the
+    // ensure just read: no earlier, never instead of it.
+    let healthy = wait_until(&cluster, &seen, "targets healthy", WAIT, |s| {
+        condition(s, TARGETS_HEALTHY).is_some()
+    })
+    .await;
     assert_eq!(
-        condition(&ready, TARGETS_HEALTHY),
+        condition(&healthy, TARGETS_HEALTHY),
         Some((
             "True".into(),
             "AllTargetsHealthy".into(),
