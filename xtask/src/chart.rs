@@ -12,7 +12,6 @@ pub(crate) mod render;
 mod scenario;
 mod serviceaccount;
 mod servicemonitor;
-mod standby;
 pub(crate) mod validate;
 mod webhook;
 

@@ -6,6 +6,7 @@ pub(crate) mod binary;
 mod check;
 pub(crate) mod index;
 mod layer;
+mod metadata;
 pub(crate) mod oci;
 pub(crate) mod platform;
 mod sbom;
@@ -19,7 +20,7 @@ use jiff::Timestamp;
 
 use crate::cmd::{self, repo_root, run};
 use crate::tools::{self, apt};
-use oci::Metadata;
+use metadata::Metadata;
 pub(crate) use platform::Platform;
 
 /// The media type of each image's SBOM (CycloneDX JSON).

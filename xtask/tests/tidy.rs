@@ -14,15 +14,20 @@
 //!   (`tidy/manifests.rs`).
 //! - The interface crate and the providers depend on no Kubernetes client
 //!   (`tidy/manifests.rs`).
+//! - No crate has a module cycle: no file reaches itself through the
+//!   modules it names (`tidy/cycles.rs`).
 //!
 //! Each rule is a function over a directory, so its own test can break it
 //! on purpose in a temporary tree.
 
 use std::path::{Path, PathBuf};
 
+#[path = "tidy/cycles.rs"]
+mod cycles;
 #[path = "tidy/manifests.rs"]
 mod manifests;
 
+use cycles::module_cycles;
 use manifests::{added_features, kubernetes_clients};
 
 /// The most lines a Rust file may have.
@@ -323,6 +328,7 @@ fn the_repository_is_tidy() {
     problems.extend(clouds_named(&root));
     problems.extend(added_features(&root));
     problems.extend(kubernetes_clients(&root));
+    problems.extend(module_cycles(&root, &crates(&root)));
     assert!(
         problems.is_empty(),
         "{} tidy problems:\n{}",
@@ -482,4 +488,96 @@ fn a_product_crate_naming_a_cloud_is_refused() {
             "crates/runtime/Cargo.toml depends on `provider-acme-cloud`",
         ]
     );
+}
+
+/// A throw-away crate `crates/widget` with the given files under `src/`,
+/// and the cycles the rule finds in it.
+fn cycles_in(files: &[(&str, &str)]) -> Vec<String> {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for (path, text) in files {
+        write_file(dir.path(), &format!("crates/widget/src/{path}"), text);
+    }
+    module_cycles(dir.path(), &["crates/widget".to_owned()])
+}
+
+#[test]
+fn a_module_cycle_is_refused() {
+    let lib = "//! W.\nmod a;\nmod b;\n";
+    let one_way = [
+        ("lib.rs", lib),
+        ("a.rs", "//! A.\nuse crate::b::B;\npub struct A(B);\n"),
+        ("b.rs", "//! B.\npub struct B;\n"),
+    ];
+    assert!(cycles_in(&one_way).is_empty(), "{:?}", cycles_in(&one_way));
+    // Back by a path in code, not a `use`.
+    let both_ways = [
+        ("lib.rs", lib),
+        ("a.rs", "//! A.\nuse crate::b::B;\npub fn a() {}\n"),
+        ("b.rs", "//! B.\npub struct B;\nfn f() { super::a::a() }\n"),
+    ];
+    assert_eq!(
+        cycles_in(&both_ways),
+        [
+            "module cycle (2 files in one circle): crates/widget/src/a.rs -> crates/widget/src/b.rs -> crates/widget/src/a.rs"
+        ]
+    );
+}
+
+#[test]
+fn a_cycle_through_a_reexport_is_refused() {
+    // `crate::B` is `b::B`, passed on by lib.rs: `a` depends on `b`.
+    let files = [
+        ("lib.rs", "//! W.\nmod a;\nmod b;\npub use b::B;\n"),
+        ("a.rs", "//! A.\nuse crate::B;\npub fn a() {}\n"),
+        ("b.rs", "//! B.\npub struct B;\nfn f() { crate::a::a() }\n"),
+    ];
+    let found = cycles_in(&files);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].contains("src/a.rs -> crates/widget/src/b.rs"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn ancestors_tests_and_visibility_are_not_cycles() {
+    let files = [
+        (
+            "lib.rs",
+            "//! W.\nmod gears;\nmod b;\npub use gears::Gear;\npub struct Axle;\n",
+        ),
+        // A child uses its parent's item, as `use super::*` does.
+        (
+            "gears.rs",
+            "//! G.\nuse crate::Axle;\npub(crate) struct Gear(Axle);\nmod teeth;\n",
+        ),
+        (
+            "gears/teeth.rs",
+            "//! T.\nuse super::super::Axle;\nuse super::*;\n",
+        ),
+        // Tests may reach anywhere; `pub(super)` names no dependency.
+        (
+            "b.rs",
+            "//! B.\nuse crate::gears::Gear;\npub(super) fn b(_: Gear) {}\n",
+        ),
+        ("gears/tests.rs", "//! Tests.\nuse crate::b::b;\n"),
+    ];
+    let mut with_tests = files.to_vec();
+    with_tests.push((
+        "gears.rs",
+        "//! G.\nuse crate::Axle;\npub(crate) struct Gear(Axle);\nmod teeth;\n#[cfg(test)]\nmod tests;\n#[cfg(test)]\nmod inline { use crate::b::b; }\n",
+    ));
+    assert!(cycles_in(&files).is_empty(), "{:?}", cycles_in(&files));
+    assert!(
+        cycles_in(&with_tests).is_empty(),
+        "{:?}",
+        cycles_in(&with_tests)
+    );
+    // The same inline module outside a test is a cycle.
+    let mut inline = files.to_vec();
+    inline.push((
+        "gears.rs",
+        "//! G.\nuse crate::Axle;\npub(crate) struct Gear(Axle);\nmod teeth;\nmod inline { use crate::b::b; }\n",
+    ));
+    assert_eq!(cycles_in(&inline).len(), 1, "{:?}", cycles_in(&inline));
 }

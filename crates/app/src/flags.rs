@@ -35,7 +35,6 @@ use clap::Parser;
 use ipnet::IpNet;
 
 pub(crate) use feature_gates::FeatureGates;
-pub(crate) use global::ModuleLevel;
 pub(crate) use route_period::WATCH_BASED_ROUTES;
 
 /// The raw flags, as clap parses them, in upstream's sections and order.
@@ -172,7 +171,7 @@ pub(crate) struct Settings {
     pub(crate) allow_untagged_cloud: bool,
     /// `--dry-run`: plan, change nothing, take no Lease.
     pub(crate) dry_run: bool,
-    pub(crate) logging: Logging,
+    pub(crate) logging: crate::logging::Config,
     pub(crate) feature_gates: FeatureGates,
     pub(crate) leader_migration: crate::migration::LeaderMigration,
     /// `--profiling`, `--contention-profiling`.
@@ -182,20 +181,6 @@ pub(crate) struct Settings {
     /// Lines logged once at startup at INFO: flags that mean nothing here
     /// (and why), upstream's deprecation notices.
     pub(crate) notes: Vec<String>,
-}
-
-/// How the process logs (component-base's logging flags).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Logging {
-    /// `--v`.
-    pub(crate) verbosity: u8,
-    /// `--vmodule`.
-    pub(crate) vmodule: Vec<ModuleLevel>,
-    /// `--logging-format=json`.
-    pub(crate) json: bool,
-    /// `--log-json-split-stream` / `--log-text-split-stream`: info to
-    /// stdout, errors to stderr.
-    pub(crate) split_stream: bool,
 }
 
 /// What the command line asks for.
@@ -463,7 +448,10 @@ fn validate(provider: &str, flags: Flags) -> Result<Settings, String> {
 
 /// The logging flags, checked against the gates that guard them as
 /// component-base's `ValidateAndApply` does.
-fn logging(global: &global::Global, gates: &FeatureGates) -> Result<Logging, String> {
+fn logging(
+    global: &global::Global,
+    gates: &FeatureGates,
+) -> Result<crate::logging::Config, String> {
     let json = global.logging_format == "json";
     if json && !gates.enabled("LoggingBetaOptions") {
         return Err(
@@ -492,7 +480,7 @@ fn logging(global: &global::Global, gates: &FeatureGates) -> Result<Logging, Str
     if json && !vmodule.is_empty() {
         return Err("--vmodule works only with --logging-format=text".into());
     }
-    Ok(Logging {
+    Ok(crate::logging::Config {
         verbosity: global.verbosity,
         vmodule,
         json,

@@ -19,7 +19,21 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
-use crate::flags::Logging;
+pub(crate) use vmodule::ModuleLevel;
+
+/// How the process logs (component-base's logging flags).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Config {
+    /// `--v`.
+    pub(crate) verbosity: u8,
+    /// `--vmodule`.
+    pub(crate) vmodule: Vec<ModuleLevel>,
+    /// `--logging-format=json`.
+    pub(crate) json: bool,
+    /// `--log-json-split-stream` / `--log-text-split-stream`: info to
+    /// stdout, errors to stderr.
+    pub(crate) split_stream: bool,
+}
 
 /// The crates whose lines `--v` governs: the framework's, by name, and
 /// every provider's by the prefix its library name carries (`provider_`,
@@ -86,7 +100,7 @@ pub(crate) fn set_verbosity(v: u8) -> u8 {
 }
 
 /// Installs the global subscriber.
-pub(crate) fn init(settings: &Logging) {
+pub(crate) fn init(settings: &Config) {
     let writer = writer(settings);
     // Colour only for a person at a terminal: a log file or a collector gets
     // plain text.
@@ -124,7 +138,7 @@ pub(crate) fn init(settings: &Logging) {
 
 /// Where lines go: text to stderr as klog, JSON to stdout as component-base;
 /// split streams send errors to stderr and everything else to stdout.
-fn writer(settings: &Logging) -> BoxMakeWriter {
+fn writer(settings: &Config) -> BoxMakeWriter {
     if settings.split_stream {
         BoxMakeWriter::new(
             std::io::stderr

@@ -257,25 +257,40 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_live_heap_follows_what_is_allocated_and_freed() {
+    /// One try: the live heap before, while holding and after dropping
+    /// 256 MiB written so the pages are really used, and the resident
+    /// bytes while holding it.
+    fn heap_around_256_mib() -> [f64; 4] {
         let before = sample(&scrape(), "ccm_heap_allocated_bytes");
-        // 256 MiB, far above what the other tests in this process allocate
-        // or free meanwhile, written so the pages are really used.
         let held = vec![1u8; 256 << 20];
         let during = sample(&scrape(), "ccm_heap_allocated_bytes");
         let resident = sample(&scrape(), "ccm_heap_resident_bytes");
-        assert!(
-            during - before > 200.0 * 1024.0 * 1024.0,
-            "{before} then {during}"
-        );
-        assert!(resident >= 250.0 * 1024.0 * 1024.0, "resident {resident}");
         assert_eq!(held.iter().map(|&b| u64::from(b)).sum::<u64>(), 256 << 20);
         drop(held);
         let after = sample(&scrape(), "ccm_heap_allocated_bytes");
-        assert!(
-            during - after > 200.0 * 1024.0 * 1024.0,
-            "{during} then {after}"
-        );
+        [before, during, resident, after]
+    }
+
+    #[test]
+    fn the_live_heap_follows_what_is_allocated_and_freed() {
+        // The heap is the process's: another test of this binary freeing or
+        // allocating tens of MiB (the debug endpoints' 64 MiB profiles) at
+        // the same moment moves it too. So up to five tries, each of which
+        // must see the whole 256 MiB come and go within 56 MiB.
+        const MIB: f64 = 1024.0 * 1024.0;
+        let mut tries = Vec::new();
+        for _ in 0..5 {
+            let [before, during, resident, after] = heap_around_256_mib();
+            if during - before > 200.0 * MIB
+                && resident >= 250.0 * MIB
+                && during - after > 200.0 * MIB
+            {
+                return;
+            }
+            tries.push(format!(
+                "before {before}, holding {during} (resident {resident}), after {after}"
+            ));
+        }
+        panic!("the heap never followed 256 MiB: {tries:#?}");
     }
 }

@@ -26,6 +26,7 @@ mod node;
 mod node_lifecycle;
 mod nodeipam;
 mod provider_controllers;
+mod provider_shared;
 mod pv_label;
 mod route;
 mod service;
@@ -81,7 +82,8 @@ pub mod fuzzing {
 
 pub use id::ControllerId;
 pub use nodeipam::dual_stack_cluster_cidr;
-pub use provider_controllers::{ProviderControllerSettings, QueueRate, start_provider_controller};
+pub use provider_controllers::start_provider_controller;
+pub use provider_shared::{ProviderControllerSettings, QueueRate};
 pub use route::{check_cluster_cidrs, route_goes_to_node};
 pub use service::spec::{has_finalizer, wants_load_balancer};
 pub use service_observer::{SERVICE_OBSERVER, start_service_observer};

@@ -15,7 +15,7 @@
 //!   on, sets `spec.podCIDR` and `spec.podCIDRs`; an IPv4 range whose patch
 //!   failed is given back.
 //! - An instance without a usable prefix (none, several, not found yet) is
-//!   retried with backoff, at most [`MAX_RETRIES`](crate::provider_controllers::MAX_RETRIES)
+//!   retried with backoff, at most [`MAX_RETRIES`](crate::provider_shared::MAX_RETRIES)
 //!   times, each counted in `<prefix>_nodeipam_controller_work_item_errors_total`.
 //! - No free IPv4 range: a `CIDRNotAvailable` Warning on the node, as
 //!   upstream, and a retry with backoff; a failed patch (but a conflict): a
@@ -40,7 +40,7 @@ use kube::{Resource, ResourceExt};
 use parking_lot::Mutex;
 
 use crate::Started;
-use crate::provider_controllers::{ProviderControllerSettings, RetryBudget, WorkItemErrors};
+use crate::provider_shared::{ProviderControllerSettings, RetryBudget, WorkItemErrors};
 use crate::settings::ControllerSettings;
 use ranges::Ipv4Ranges;
 

@@ -39,11 +39,11 @@ use kube::api::{Api, Patch, PatchParams};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
 use crate::Started;
-use crate::provider_controllers::{ProviderControllerSettings, RetryBudget, WorkItemErrors};
+use crate::provider_shared::{ProviderControllerSettings, RetryBudget, WorkItemErrors};
 
 /// How long the first node of a burst waits for others to share its call.
 const BATCH_WINDOW: Duration = Duration::from_millis(100);
-pub(crate) use crate::provider_controllers::MAX_RETRIES;
+pub(crate) use crate::provider_shared::MAX_RETRIES;
 /// Upstream's grace for `CreateTags` to see a new instance.
 const NEW_NODE_GRACE: Duration = Duration::from_secs(300);
 

@@ -112,7 +112,7 @@ pub fn aws_annotations(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let _ = provider_aws::annotations::check_service(&service::from_lines(text));
+    let _ = provider_aws::check_service(&service::from_lines(text));
 }
 
 /// [`aws_annotations`] for the DigitalOcean provider, once for each type a
@@ -126,7 +126,7 @@ pub fn digitalocean_annotations(data: &[u8]) {
         LoadBalancerType::Regional,
         LoadBalancerType::RegionalNetwork,
     ] {
-        let _ = provider_digitalocean::annotations::check_service(&service, default_type);
+        let _ = provider_digitalocean::check_service(&service, default_type);
     }
 }
 

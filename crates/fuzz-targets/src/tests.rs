@@ -17,7 +17,7 @@ fn seed(target: &str, name: &str) -> String {
 fn annotation_seeds_make_services_the_providers_accept() {
     for name in ["nlb-minimal", "nlb-tls", "nlb-healthcheck", "nlb-udp"] {
         let service = service::from_lines(&seed("aws_annotations", name));
-        let checked = provider_aws::annotations::check_service(&service);
+        let checked = provider_aws::check_service(&service);
         assert!(checked.is_ok(), "{name}: {checked:?}");
     }
     for name in [
@@ -27,8 +27,7 @@ fn annotation_seeds_make_services_the_providers_accept() {
         "sticky-sessions",
     ] {
         let service = service::from_lines(&seed("digitalocean_annotations", name));
-        let checked =
-            provider_digitalocean::annotations::check_service(&service, LoadBalancerType::Regional);
+        let checked = provider_digitalocean::check_service(&service, LoadBalancerType::Regional);
         assert!(checked.is_ok(), "{name}: {checked:?}");
     }
 }

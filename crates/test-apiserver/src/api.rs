@@ -19,12 +19,13 @@ use http::{Request, Response, header};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::{Bytes, Incoming};
 
-use crate::auth::{self, UserInfo};
+use crate::auth;
 use crate::registry::Subresource;
 use crate::resources::ReviewType;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::stats::{RequestKey, RequestRecord, Verb};
 use crate::status::ApiError;
+use crate::user::UserInfo;
 pub(crate) use params::Params;
 use render::Body;
 use route::{Discovery, ResourceRequest, Route};
@@ -53,7 +54,14 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Respo
             .map(str::to_owned)
     };
     let user_agent = header(header::USER_AGENT).unwrap_or_default();
-    let (user, admitted) = auth::admit(&shared, &parts.method, &path, &params, &parts.headers);
+    let (user, admitted) = auth::admit(
+        &shared.auth,
+        &shared.store,
+        &parts.method,
+        &path,
+        &params,
+        &parts.headers,
+    );
     let mut record = RequestRecord {
         verb: parts.method.as_str().to_ascii_lowercase(),
         method: parts.method.as_str().to_owned(),
@@ -203,7 +211,7 @@ async fn serve_review(
     body: Incoming,
 ) -> Result<Response<Body>, ApiError> {
     let body = write::body_value(content_type, &read_body(body).await?)?;
-    let (code, answer) = auth::reviews::serve(shared, review, user, body)?;
+    let (code, answer) = auth::reviews::serve(&shared.auth, &shared.store, review, user, body)?;
     Ok(value_response(code, &answer, accept))
 }
 
@@ -241,7 +249,8 @@ async fn serve_resource(
     if req.subresource == Subresource::Token {
         let body = write::body_value(content_type, &read_body(body).await?)?;
         let (code, answer) = auth::reviews::token_request(
-            shared,
+            &shared.auth,
+            &shared.store,
             req.namespace.as_deref().unwrap_or(""),
             req.name.as_deref().unwrap_or(""),
             body,
@@ -249,7 +258,7 @@ async fn serve_resource(
         return Ok(value_response(code, &answer, accept));
     }
     if req.subresource == Subresource::Approval && matches!(req.verb, Verb::Update | Verb::Patch) {
-        auth::approval::check(shared, req, user)?;
+        auth::approval::check(&shared.auth, &shared.store, req, user)?;
     }
     let list = matches!(req.verb, Verb::List | Verb::DeleteCollection);
     let repr = render::negotiate(accept, list, params.get("includeObject"))?;

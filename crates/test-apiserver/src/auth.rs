@@ -25,9 +25,9 @@ use parking_lot::Mutex;
 
 use crate::api::Params;
 use crate::resources::{Kind, by_kind};
-use crate::server::Shared;
 use crate::status::ApiError;
 use crate::store::Store;
+use crate::user::UserInfo;
 pub(crate) use attributes::Attributes;
 pub(crate) use bootstrap::{seed_client_ca, seed_policy};
 use tokens::{IssuedTokens, MASTERS, StaticTokens};
@@ -67,33 +67,6 @@ impl fmt::Display for AuthorizationMode {
             Self::AlwaysAllow => "AlwaysAllow",
             Self::Rbac => "RBAC",
         })
-    }
-}
-
-/// Who made a request, as kube-apiserver's `user.Info`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct UserInfo {
-    pub(crate) name: String,
-    pub(crate) uid: String,
-    pub(crate) groups: Vec<String>,
-    pub(crate) extra: Vec<(String, Vec<String>)>,
-}
-
-impl UserInfo {
-    fn anonymous() -> Self {
-        Self {
-            name: "system:anonymous".to_owned(),
-            groups: vec!["system:unauthenticated".to_owned()],
-            ..Self::default()
-        }
-    }
-
-    /// With `system:authenticated`, as every authenticated user gets it.
-    fn authenticated(mut self) -> Self {
-        if !self.groups.iter().any(|g| g == "system:authenticated") {
-            self.groups.push("system:authenticated".to_owned());
-        }
-        self
     }
 }
 
@@ -221,24 +194,29 @@ fn unauthorized() -> ApiError {
     ApiError::new(401, "Unauthorized", "Unauthorized")
 }
 
-/// Decides `attrs` for `user` under the server's mode.
-pub(crate) fn decide(shared: &Shared, user: &UserInfo, attrs: &Attributes) -> rbac::Decision {
-    if user.groups.iter().any(|g| g == MASTERS)
-        || shared.auth.mode == AuthorizationMode::AlwaysAllow
-    {
+/// Decides `attrs` for `user` under `auth`'s mode, RBAC reading the
+/// roles and bindings in `store`.
+pub(crate) fn decide(
+    auth: &Auth,
+    store: &Mutex<Store>,
+    user: &UserInfo,
+    attrs: &Attributes,
+) -> rbac::Decision {
+    if user.groups.iter().any(|g| g == MASTERS) || auth.mode == AuthorizationMode::AlwaysAllow {
         return rbac::Decision {
             allowed: true,
             reason: String::new(),
         };
     }
-    rbac::authorize(&shared.store.lock(), user, attrs)
+    rbac::authorize(&store.lock(), user, attrs)
 }
 
 /// Authenticates, impersonates and authorizes a request before it is
 /// routed, as kube-apiserver's filters do: answers its user (`None` when
 /// authentication is off) and whether it may go on.
 pub(crate) fn admit(
-    shared: &Shared,
+    auth: &Auth,
+    store: &Mutex<Store>,
     method: &Method,
     path: &str,
     params: &Params,
@@ -247,17 +225,17 @@ pub(crate) fn admit(
     let authorization = headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    let user = match shared.auth.authenticate(&shared.store, authorization) {
+    let user = match auth.authenticate(store, authorization) {
         Ok(Some(user)) => user,
         Ok(None) => return (None, Ok(())),
         Err(e) => return (None, Err(e)),
     };
-    let user = match impersonation::apply(shared, user.clone(), headers) {
+    let user = match impersonation::apply(auth, store, user.clone(), headers) {
         Ok(acting) => acting,
         Err(e) => return (Some(user), Err(e)),
     };
     let attrs = Attributes::of_request(method, path, params);
-    let decision = decide(shared, &user, &attrs);
+    let decision = decide(auth, store, &user, &attrs);
     let result = if decision.allowed {
         Ok(())
     } else {

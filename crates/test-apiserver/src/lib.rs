@@ -328,9 +328,11 @@ mod resources;
 mod seed;
 mod selector;
 mod server;
+mod shared;
 mod stats;
 mod status;
 mod store;
+mod user;
 mod validation;
 
 /// The parsers behind `labelSelector` and strategic merge patches, for the

@@ -1,6 +1,6 @@
 //! Reading and writing `metadata` of objects held as JSON.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 /// `metadata.<field>` as a string, if set and non-empty.
 pub(crate) fn str_field<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
@@ -102,6 +102,15 @@ pub(crate) fn set_top(obj: &mut Value, field: &str, value: Value) {
     }
 }
 
+/// `metadata` alone, as `PartialObjectMetadata`.
+pub(crate) fn partial_object_metadata(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
 /// Now, as Kubernetes writes `metav1.Time`: RFC 3339 to the second, UTC.
 pub(crate) fn now_time() -> String {
     jiff::Timestamp::now()
@@ -120,8 +129,6 @@ pub(crate) fn time_in(secs: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
     #[test]

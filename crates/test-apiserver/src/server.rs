@@ -20,22 +20,9 @@ use crate::error::Error;
 use crate::faults::{Failure, Faults, RequestMatch};
 use crate::kubeconfig::KubeconfigFile;
 use crate::seed;
+use crate::shared::Shared;
 use crate::stats::{Accounting, RequestRecord, Stats};
 use crate::store::Store;
-
-/// State shared by every connection.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) store: Mutex<Store>,
-    pub(crate) accounting: Mutex<Accounting>,
-    pub(crate) faults: Mutex<Faults>,
-    pub(crate) bookmark_interval: Duration,
-    /// Bumped to end every open watch.
-    pub(crate) close_watches: watch::Sender<u64>,
-    /// `host:port`, as discovery reports the server's address.
-    pub(crate) address: String,
-    pub(crate) auth: Auth,
-}
 
 /// Configures a [`TestApiServer`] before it starts.
 #[derive(Debug, Clone)]

@@ -25,8 +25,7 @@ mod overrides;
 
 use cloud_provider::gcfg;
 use cloud_provider::{CloudConfig, ConfigError};
-
-use crate::topology::TypePattern;
+use regex_lite::Regex;
 
 pub(crate) use overrides::AwsService;
 pub use overrides::ServiceOverride;
@@ -39,6 +38,46 @@ pub enum IpFamily {
     /// `ipv6`: the first IPv6 address of each in-use interface.
     Ipv6,
 }
+
+/// `SupportedTopologyInstanceTypePattern`: which instance types are
+/// expected to have a topology. Compared by its text.
+#[derive(Debug, Clone)]
+pub struct TypePattern {
+    text: String,
+    regex: Regex,
+}
+
+impl TypePattern {
+    /// The pattern `text`, in RE2 syntax as upstream's Go `regexp`.
+    ///
+    /// # Errors
+    /// Why `text` is not a regular expression.
+    pub fn new(text: &str) -> Result<Self, String> {
+        let regex = Regex::new(text).map_err(|e| e.to_string().replace('\n', " "))?;
+        Ok(Self {
+            text: text.to_owned(),
+            regex,
+        })
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The compiled pattern.
+    pub(crate) fn regex(&self) -> &Regex {
+        &self.regex
+    }
+}
+
+impl PartialEq for TypePattern {
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+    }
+}
+
+impl Eq for TypePattern {}
 
 /// The parsed cloud config. Every field is optional in the file.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -70,17 +70,19 @@ mod mock_tests;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
 
-pub use config::{AwsConfig, IpFamily, ServiceOverride, SharedHealthProbe};
+pub use config::{AwsConfig, IpFamily, ServiceOverride, SharedHealthProbe, TypePattern};
 pub use factory::AwsProviderFactory;
 pub use instance_tags::TAGGED_LABEL;
 pub use load_balancer::annotations;
+#[doc(hidden)]
+pub use load_balancer::service_check::check_service;
 pub use provider::AwsProvider;
 pub use tagging::{
     CLUSTER_TAG_PREFIX, LEGACY_CLUSTER_TAG, OWNED, ROLE_ELB_TAG, ROLE_INTERNAL_ELB_TAG,
     SERVICE_NAME_TAG,
 };
 pub use throttle::{RateLimit, RateLimits};
-pub use topology::{NETWORK_NODE_LABEL, TypePattern};
+pub use topology::NETWORK_NODE_LABEL;
 pub use volumes::EBS_CSI_DRIVER;
 pub use zones::ZONE_ID_LABEL;
 

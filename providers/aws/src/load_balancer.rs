@@ -21,7 +21,6 @@
 //!   for it.
 
 pub mod annotations;
-mod attributes;
 mod classic;
 mod health;
 mod kind_change;
@@ -30,6 +29,7 @@ mod naming;
 mod nlb;
 pub(crate) mod recent;
 mod security_groups;
+pub(crate) mod service_check;
 mod spec;
 mod subnets;
 mod target_groups;
@@ -331,7 +331,7 @@ impl LoadBalancer for AwsProvider {
     /// Ownership and every annotation are read from the Service alone, so
     /// a new Service costs no `DescribeLoadBalancers` before its ensure.
     fn check_service(&self, service: &Service) -> Option<Result<(), CloudError>> {
-        Some(annotations::check_service(service))
+        Some(service_check::check_service(service))
     }
 
     fn annotation_schema(&self) -> Option<&'static AnnotationSchema> {

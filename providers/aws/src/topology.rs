@@ -23,6 +23,7 @@ use parking_lot::Mutex;
 use regex_lite::Regex;
 
 use crate::api::{Api, ApiError};
+use crate::config::TypePattern;
 
 /// The labels' prefix; the layer number (from 1) follows.
 pub const NETWORK_NODE_LABEL: &str = "topology.k8s.aws/network-node-layer-";
@@ -37,41 +38,6 @@ const FORGET_AFTER: Duration = Duration::from_secs(24 * 3600);
 
 /// AWS's limit on instance IDs in one `DescribeInstanceTopology`.
 const IDS_PER_CALL: usize = 100;
-
-/// `SupportedTopologyInstanceTypePattern`: which instance types are
-/// expected to have a topology. Compared by its text.
-#[derive(Debug, Clone)]
-pub struct TypePattern {
-    text: String,
-    regex: Regex,
-}
-
-impl TypePattern {
-    /// The pattern `text`, in RE2 syntax as upstream's Go `regexp`.
-    ///
-    /// # Errors
-    /// Why `text` is not a regular expression.
-    pub fn new(text: &str) -> Result<Self, String> {
-        let regex = Regex::new(text).map_err(|e| e.to_string().replace('\n', " "))?;
-        Ok(Self {
-            text: text.to_owned(),
-            regex,
-        })
-    }
-
-    /// The pattern as written.
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-}
-
-impl PartialEq for TypePattern {
-    fn eq(&self, other: &Self) -> bool {
-        self.text == other.text
-    }
-}
-
-impl Eq for TypePattern {}
 
 /// One instance to label.
 #[derive(Debug)]
@@ -96,9 +62,8 @@ impl Topology {
     /// With `pattern`, or upstream's default when `None`.
     pub(crate) fn new(pattern: Option<&TypePattern>) -> Self {
         let expected = match pattern {
-            Some(p) => p.regex.clone(),
-            None => TypePattern::new(DEFAULT_PATTERN)
-                .map(|p| p.regex)
+            Some(p) => p.regex().clone(),
+            None => Regex::new(DEFAULT_PATTERN)
                 .unwrap_or_else(|_| unreachable!("the default pattern is valid")),
         };
         Self {

@@ -75,6 +75,8 @@ pub use factory::DigitalOceanProviderFactory;
 pub use instances::MAX_BATCH_SIZE;
 pub use inventory::FIREWALL_KIND;
 pub use load_balancer::annotations;
+#[doc(hidden)]
+pub use load_balancer::service_check::check_service;
 pub use provider_id::{PROVIDER_ID_PREFIX, droplet_id_from_provider_id};
 pub use volumes::DO_CSI_DRIVER;
 

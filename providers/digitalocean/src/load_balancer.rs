@@ -7,6 +7,7 @@ pub(crate) mod health;
 mod options;
 pub(crate) mod ownership;
 mod request;
+pub(crate) mod service_check;
 mod shape;
 mod warnings;
 

@@ -16,11 +16,13 @@
 //! first settles what is due. Time is tokio's clock, so a test with a
 //! paused clock moves the emulator's transitions too.
 
+mod answer;
 mod faults;
 mod filters;
 mod fixtures;
 mod render;
 mod routes;
+mod scope;
 mod server;
 mod state;
 #[cfg(test)]

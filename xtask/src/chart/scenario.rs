@@ -14,7 +14,6 @@ use anyhow::{Context, bail, ensure};
 use serde_json::{Value, json};
 
 use super::rbac::Request;
-use super::standby;
 use super::webhook::Certificates;
 use crate::cmd::target_dir;
 use crate::http;
@@ -23,6 +22,7 @@ use crate::sandbox::status::Status;
 use args::{local_args, serves_webhook};
 
 mod args;
+mod standby;
 
 /// Objects the test API server starts with: uninitialized nodes with pod
 /// CIDRs, and LoadBalancer Services in `default`.
@@ -429,7 +429,7 @@ fn wait(
     bail!("scenario: not done after {STEP_TIMEOUT:?}: {what}; {detail}")
 }
 
-pub(super) fn get(api: SocketAddr, path: &str) -> anyhow::Result<(u16, Value)> {
+fn get(api: SocketAddr, path: &str) -> anyhow::Result<(u16, Value)> {
     let response = http::get(api, path)?;
     let body = serde_json::from_str(&response.body).unwrap_or(Value::Null);
     Ok((response.status, body))

@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 
 use crate::cmd::{cargo, cargo_through, repo_root, run, target_dir};
-use crate::image::oci::Metadata;
+use crate::image::metadata::Metadata;
 use crate::image::platform::Platform;
 use crate::timestamp::rfc3339;
 use crate::tools::cargo_install::CARGO_AUDITABLE;

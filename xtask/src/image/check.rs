@@ -10,7 +10,7 @@ use std::process::Command;
 use anyhow::{Context, bail, ensure};
 use serde_json::Value;
 
-use super::oci::Metadata;
+use super::metadata::Metadata;
 use super::platform::Platform;
 use crate::cmd::stdout as output;
 use crate::timestamp::rfc3339;

@@ -15,7 +15,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::oci::{self, Image, Metadata};
+use super::metadata::Metadata;
+use super::oci::{self, Image};
 use super::platform::Platform;
 use crate::digest::sha256_hex;
 

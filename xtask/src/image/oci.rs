@@ -13,10 +13,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Context;
-use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use super::layer::{self, Layer};
+use super::metadata::Metadata;
 use super::platform::Platform;
 use super::tarball::{self, Entry, Tree};
 use crate::digest::sha256_hex;
@@ -28,59 +28,6 @@ const CONFIG: &str = "application/vnd.oci.image.config.v1+json";
 const LAYER: &str = "application/vnd.oci.image.layer.v1.tar+gzip";
 /// The empty config an artifact manifest points at (OCI 1.1).
 const EMPTY: &str = "application/vnd.oci.empty.v1+json";
-
-/// What the image says about itself.
-#[derive(Debug, Clone)]
-pub(crate) struct Metadata {
-    /// `aws`, `digitalocean` or `fake`.
-    pub(crate) provider: String,
-    /// `<provider>-cloud-controller-manager`.
-    pub(crate) binary_name: String,
-    pub(crate) version: String,
-    /// The commit the image is built from.
-    pub(crate) revision: String,
-    /// The repository URL.
-    pub(crate) source: String,
-    /// `SOURCE_DATE_EPOCH`: the image's creation time.
-    pub(crate) created: Timestamp,
-    /// Where the image is published, without tag.
-    pub(crate) repository: String,
-}
-
-impl Metadata {
-    /// `repository:version`.
-    pub(crate) fn reference(&self) -> String {
-        format!("{}:{}", self.repository, self.version)
-    }
-
-    pub(crate) fn labels(&self) -> BTreeMap<&'static str, String> {
-        BTreeMap::from([
-            ("org.opencontainers.image.title", self.binary_name.clone()),
-            ("org.opencontainers.image.source", self.source.clone()),
-            ("org.opencontainers.image.version", self.version.clone()),
-            ("org.opencontainers.image.revision", self.revision.clone()),
-            ("org.opencontainers.image.created", rfc3339(self.created)),
-            ("org.opencontainers.image.licenses", "Apache-2.0".to_owned()),
-            ("io.github.rust-ccm.provider", self.provider.clone()),
-        ])
-    }
-}
-
-#[cfg(test)]
-impl Metadata {
-    /// The fake provider's image at a fixed commit and time, for tests.
-    pub(crate) fn example() -> Self {
-        Self {
-            provider: "fake".into(),
-            binary_name: "fake-cloud-controller-manager".into(),
-            version: "0.1.0".into(),
-            revision: "0123abc".into(),
-            source: "https://example.com/ccm".into(),
-            created: Timestamp::from_second(1_700_000_000).unwrap_or(Timestamp::UNIX_EPOCH),
-            repository: "registry.example/fake-cloud-controller-manager".into(),
-        }
-    }
-}
 
 /// A complete image, in memory.
 #[derive(Debug, PartialEq, Eq)]

@@ -21,7 +21,7 @@ use cyclonedx_bom::prelude::{
 };
 use serde_json::Value;
 
-use super::oci::Metadata;
+use super::metadata::Metadata;
 use crate::timestamp::rfc3339;
 
 /// The SBOM's media type, in the OCI layout and beside it.

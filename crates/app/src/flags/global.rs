@@ -6,6 +6,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::{duration, parse_bool};
+use crate::logging::ModuleLevel;
 
 /// The "global" section.
 #[derive(Debug, Clone, Args)]
@@ -99,13 +100,6 @@ fn parse_quantity(text: &str) -> Result<u64, String> {
         reason = "checked to be a whole non-negative number below 2^53"
     )]
     Ok(bytes as u64)
-}
-
-/// One `--vmodule` entry: a glob over source file names and its level.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ModuleLevel {
-    pub(crate) pattern: String,
-    pub(crate) level: u8,
 }
 
 /// Parses klog's `--vmodule` syntax.

@@ -2,7 +2,12 @@
 //! the Rust source file a line comes from (`route*=4` matches
 //! `route.rs` and `routes.rs`).
 
-use crate::flags::ModuleLevel;
+/// One `--vmodule` entry: a glob over source file names and its level.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ModuleLevel {
+    pub(crate) pattern: String,
+    pub(crate) level: u8,
+}
 
 /// The `--vmodule` entries, first match wins as in klog.
 #[derive(Debug, Clone, Default)]
@@ -63,8 +68,7 @@ fn glob_match(pattern: &[u8], text: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{Modules, glob_match};
-    use crate::flags::ModuleLevel;
+    use super::{ModuleLevel, Modules, glob_match};
 
     #[test]
     fn globs_match_as_filepath_match() {

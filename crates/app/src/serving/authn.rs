@@ -14,7 +14,7 @@ use rustls::DistinguishedName;
 use rustls::pki_types::CertificateDer;
 
 use super::cache::{Key, TtlCache};
-use super::client_ca::{CaSource, ClusterAuthentication, Lookup};
+use super::client_ca::{CaSource, ClusterAuthentication, Lookup, RequestHeader};
 use super::reload::Reloader;
 use super::review;
 use super::{AuthenticationOptions, Error};
@@ -68,17 +68,6 @@ pub(crate) struct PeerCertificates(pub(crate) Arc<Vec<CertificateDer<'static>>>)
 #[derive(Debug, thiserror::Error)]
 #[error("{}", .0.join("; "))]
 pub(crate) struct Unauthenticated(Vec<String>);
-
-/// The front proxy's request-header authentication.
-#[derive(Debug)]
-pub(super) struct RequestHeader {
-    pub(super) ca: CaSource,
-    pub(super) allowed_names: Vec<String>,
-    pub(super) username_headers: Vec<String>,
-    pub(super) group_headers: Vec<String>,
-    pub(super) extra_header_prefixes: Vec<String>,
-    pub(super) uid_headers: Vec<String>,
-}
 
 /// Every configured way of authenticating a request.
 #[derive(Debug)]

@@ -1,6 +1,8 @@
-//! Client-certificate authorities: from `--client-ca-file` and
-//! `--requestheader-client-ca-file` (reloaded on change), or looked up in
-//! ConfigMap `kube-system/extension-apiserver-authentication` as upstream.
+//! Client-certificate authorities, and the front proxy's request-header
+//! settings that come with its CA: from `--client-ca-file` and
+//! `--requestheader-client-ca-file` (reloaded on change) and the
+//! `--requestheader-*` flags, or looked up in ConfigMap
+//! `kube-system/extension-apiserver-authentication` as upstream.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,7 +20,6 @@ use rustls::server::danger::ClientCertVerifier;
 use tokio_util::sync::CancellationToken;
 
 use super::Error;
-use super::authn::RequestHeader;
 use super::reload::{FileBacked, Reloader, Source};
 
 /// The ConfigMap upstream's control plane publishes its client CAs in.
@@ -176,6 +177,18 @@ impl ClientCertVerifier for RequireClientCert {
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
         self.ca.current().verifier.supported_verify_schemes()
     }
+}
+
+/// The front proxy's request-header authentication: its CA and the headers
+/// it names the user in; [`super::authn`] checks requests against it.
+#[derive(Debug)]
+pub(super) struct RequestHeader {
+    pub(super) ca: CaSource,
+    pub(super) allowed_names: Vec<String>,
+    pub(super) username_headers: Vec<String>,
+    pub(super) group_headers: Vec<String>,
+    pub(super) extra_header_prefixes: Vec<String>,
+    pub(super) uid_headers: Vec<String>,
 }
 
 /// What the authentication ConfigMap says.

@@ -15,8 +15,7 @@ use kube::ResourceExt;
 use tokio::sync::mpsc;
 
 use super::MAX_RETRIES;
-use crate::provider_controllers::WorkItemErrors;
-use crate::provider_controllers::{RETRIES_EXHAUSTED, TOTAL_ERRORS};
+use crate::provider_shared::{RETRIES_EXHAUSTED, TOTAL_ERRORS, WorkItemErrors};
 
 /// The first retry's delay; doubled for each further one.
 const FIRST_RETRY: Duration = Duration::from_secs(5);

@@ -13,7 +13,7 @@ use super::route::ResourceRequest;
 use super::table;
 use crate::resources::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::status::ApiError;
 use crate::store::{ObjectKey, StoredObject};
 

@@ -7,9 +7,10 @@ use http::{HeaderValue, Response, StatusCode, header};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::table::{self, Include};
+use crate::meta;
 use crate::protobuf;
 use crate::registry;
 use crate::resources::{Kind, ResourceType};
@@ -135,15 +136,6 @@ pub(crate) fn response(
     json_response(code, body, warnings)
 }
 
-/// `metadata` alone, as `PartialObjectMetadata`.
-pub(crate) fn metadata_only(value: &Value) -> Value {
-    json!({
-        "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": value.get("metadata").cloned().unwrap_or_else(|| json!({})),
-    })
-}
-
 /// Whether stored bytes can be sent as they are.
 pub(crate) fn is_verbatim(rt: &ResourceType, repr: Representation) -> bool {
     repr == Representation::Object && rt.kind_id != Kind::EventV1
@@ -162,7 +154,7 @@ pub(crate) fn stored(rt: &ResourceType, repr: Representation, object: &StoredObj
 pub(crate) fn value(rt: &ResourceType, repr: Representation, stored: &Value) -> Bytes {
     let shown = match repr {
         Representation::Object => registry::view(rt, stored),
-        Representation::Metadata => metadata_only(&registry::view(rt, stored)),
+        Representation::Metadata => meta::partial_object_metadata(&registry::view(rt, stored)),
         Representation::Table(include) => table::single(rt, include, stored, true),
     };
     Bytes::from(serde_json::to_vec(&shown).unwrap_or_default())

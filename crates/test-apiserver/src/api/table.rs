@@ -9,6 +9,7 @@ mod printers;
 
 use serde_json::{Map, Value, json};
 
+use crate::meta;
 use crate::registry;
 use crate::resources::ResourceType;
 use crate::status::ApiError;
@@ -72,7 +73,7 @@ fn row(rt: &ResourceType, include: Include, stored: &Value, now: jiff::Timestamp
         Include::Metadata => {
             // Both views of an object share its metadata: no need to build
             // the view.
-            row.insert("object".into(), super::render::metadata_only(stored));
+            row.insert("object".into(), meta::partial_object_metadata(stored));
         }
         Include::Object => {
             row.insert("object".into(), registry::view(rt, stored));

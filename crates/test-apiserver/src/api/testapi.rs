@@ -12,7 +12,7 @@ use hyper::body::Bytes;
 use serde_json::json;
 
 use super::render::{self, Body};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::status::ApiError;
 
 pub(crate) fn handle(shared: &Shared, method: &Method, path: &str) -> Response<Body> {

@@ -21,7 +21,7 @@ use super::render::{self, Body, Representation};
 use super::route::ResourceRequest;
 use super::table;
 use crate::resources::ResourceType;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::status::ApiError;
 use crate::store::{Change, ChangeType, StoredObject, event_line};
 

@@ -10,7 +10,6 @@ use super::params::Params;
 use super::read::{Selection, list_body};
 use super::render::{self, Representation};
 use super::route::ResourceRequest;
-use crate::auth::UserInfo;
 use crate::kinds;
 use crate::patch::{self, PatchType};
 use crate::protobuf;
@@ -18,9 +17,10 @@ use crate::registry::{
     self, DeleteOptions, FieldValidation, Outcome, Target, UpdateError, WriteOptions, Written,
 };
 use crate::resources::Kind;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::status::ApiError;
 use crate::store::StoredObject;
+use crate::user::UserInfo;
 use crate::validation;
 
 /// A write's response: status code, body, warnings.

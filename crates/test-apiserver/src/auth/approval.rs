@@ -5,19 +5,23 @@
 
 use serde_json::Value;
 
-use super::{Attributes, UserInfo, decide};
+use parking_lot::Mutex;
+
+use super::{Attributes, Auth, decide};
 use crate::api::route::ResourceRequest;
 use crate::registry;
 use crate::resources::CERTIFICATES_GROUP;
-use crate::server::Shared;
 use crate::status::ApiError;
+use crate::store::Store;
+use crate::user::UserInfo;
 
 /// Whether `user` may decide the request `req` addresses.
 ///
 /// # Errors
 /// 403, in kube-apiserver's words, when it may not.
 pub(crate) fn check(
-    shared: &Shared,
+    auth: &Auth,
+    store: &Mutex<Store>,
     req: &ResourceRequest,
     user: Option<&UserInfo>,
 ) -> Result<(), ApiError> {
@@ -28,7 +32,7 @@ pub(crate) fn check(
     let name = req.name.as_deref().unwrap_or_default();
     let key = registry::key(req.rt, None, name);
     let signer = {
-        let store = shared.store.lock();
+        let store = store.lock();
         match store.get(req.rt.storage, &key) {
             // A missing object is the update's 404 to give.
             None => return Ok(()),
@@ -50,7 +54,7 @@ pub(crate) fn check(
             name: resource_name.to_owned(),
             ..Attributes::default()
         };
-        decide(shared, user, &attrs).allowed
+        decide(auth, store, user, &attrs).allowed
     };
     let domain_wildcard = signer
         .split_once('/')

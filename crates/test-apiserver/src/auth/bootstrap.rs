@@ -189,8 +189,9 @@ pub(crate) fn seed_client_ca(store: &mut Store, client_ca: &str) -> Result<(), E
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::{UserInfo, attributes::Attributes, rbac};
+    use crate::auth::{attributes::Attributes, rbac};
     use crate::resources::by_kind;
+    use crate::user::UserInfo;
 
     #[test]
     fn bootstrap_policy_grants_what_kube_apiserver_grants() {

@@ -5,9 +5,12 @@
 
 use http::HeaderMap;
 
-use super::{Attributes, UserInfo, decide, forbidden};
-use crate::server::Shared;
+use parking_lot::Mutex;
+
+use super::{Attributes, Auth, decide, forbidden};
 use crate::status::ApiError;
+use crate::store::Store;
+use crate::user::UserInfo;
 
 const USER: &str = "impersonate-user";
 const GROUP: &str = "impersonate-group";
@@ -21,7 +24,8 @@ const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
 /// 400 for groups, a uid or extras without a user; 403 for an
 /// impersonation the requester is not authorized for.
 pub(crate) fn apply(
-    shared: &Shared,
+    auth: &Auth,
+    store: &Mutex<Store>,
     requester: UserInfo,
     headers: &HeaderMap,
 ) -> Result<UserInfo, ApiError> {
@@ -56,7 +60,7 @@ pub(crate) fn apply(
         ));
     };
     let check = |attrs: Attributes| -> Result<(), ApiError> {
-        let decision = decide(shared, &requester, &attrs);
+        let decision = decide(auth, store, &requester, &attrs);
         if decision.allowed {
             Ok(())
         } else {

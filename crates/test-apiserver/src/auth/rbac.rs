@@ -5,10 +5,10 @@
 
 use serde_json::Value;
 
-use super::UserInfo;
 use super::attributes::Attributes;
 use crate::resources::{Kind, by_kind};
 use crate::store::Store;
+use crate::user::UserInfo;
 
 /// An authorizer's answer, with kube-apiserver's reason.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,15 +6,17 @@ use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::authentication::v1 as authn;
 use k8s_openapi::api::authorization::v1 as authz;
+use parking_lot::Mutex;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::tokens::{self, Issued};
-use super::{API_AUDIENCES, Attributes, UserInfo, decide};
+use super::{API_AUDIENCES, Attributes, Auth, decide};
 use crate::resources::{Kind, ReviewType, by_kind};
-use crate::server::Shared;
 use crate::status::ApiError;
+use crate::store::Store;
+use crate::user::UserInfo;
 
 /// The shortest and longest token lifetimes TokenRequest accepts.
 const MIN_EXPIRATION: i64 = 600;
@@ -96,14 +98,15 @@ fn invalid(
 
 /// Answers a POST of `review` by `requester` (`None`: authentication off).
 pub(crate) fn serve(
-    shared: &Shared,
+    auth: &Auth,
+    store: &Mutex<Store>,
     review: &ReviewType,
     requester: Option<&UserInfo>,
     body: Value,
 ) -> Result<(u16, Value), ApiError> {
     let api_version = format!("{}/v1", review.group);
     match review.kind {
-        "TokenReview" => token_review(shared, &api_version, body),
+        "TokenReview" => token_review(auth, store, &api_version, body),
         "SubjectAccessReview" => {
             let (sar, normalized): (authz::SubjectAccessReview, _) =
                 decode(body, &api_version, review.kind)?;
@@ -128,7 +131,8 @@ pub(crate) fn serve(
             Ok((
                 201,
                 access_answer(
-                    shared,
+                    auth,
+                    store,
                     &api_version,
                     review.kind,
                     &normalized,
@@ -145,7 +149,8 @@ pub(crate) fn serve(
             Ok((
                 201,
                 access_answer(
-                    shared,
+                    auth,
+                    store,
                     &api_version,
                     review.kind,
                     &normalized,
@@ -157,7 +162,12 @@ pub(crate) fn serve(
     }
 }
 
-fn token_review(shared: &Shared, api_version: &str, body: Value) -> Result<(u16, Value), ApiError> {
+fn token_review(
+    auth: &Auth,
+    store: &Mutex<Store>,
+    api_version: &str,
+    body: Value,
+) -> Result<(u16, Value), ApiError> {
     let (review, normalized): (authn::TokenReview, _) = decode(body, api_version, "TokenReview")?;
     let token = review.spec.token.unwrap_or_default();
     if token.is_empty() {
@@ -169,7 +179,7 @@ fn token_review(shared: &Shared, api_version: &str, body: Value) -> Result<(u16,
         Some(a) if !a.is_empty() => a,
         _ => API_AUDIENCES.iter().map(|a| a.to_string()).collect(),
     };
-    let status = match shared.auth.token_user(&shared.store, &token, &audiences) {
+    let status = match auth.token_user(store, &token, &audiences) {
         Ok((user, audiences)) => {
             let mut shown = json!({"username": user.name, "uid": user.uid, "groups": user.groups});
             if !user.extra.is_empty() {
@@ -231,7 +241,8 @@ fn review_attributes(
 }
 
 fn access_answer(
-    shared: &Shared,
+    auth: &Auth,
+    store: &Mutex<Store>,
     api_version: &str,
     kind: &str,
     normalized: &Value,
@@ -239,7 +250,7 @@ fn access_answer(
     attrs: &Attributes,
 ) -> Value {
     let decision = match user {
-        Some(user) => decide(shared, user, attrs),
+        Some(user) => decide(auth, store, user, attrs),
         None => super::rbac::Decision {
             allowed: true,
             reason: String::new(),
@@ -254,7 +265,8 @@ fn access_answer(
 
 /// `POST .../namespaces/<ns>/serviceaccounts/<name>/token`.
 pub(crate) fn token_request(
-    shared: &Shared,
+    auth: &Auth,
+    store: &Mutex<Store>,
     namespace: &str,
     name: &str,
     body: Value,
@@ -292,8 +304,7 @@ pub(crate) fn token_request(
         }
     }
     let rt = by_kind(Kind::ServiceAccount);
-    let uid = shared
-        .store
+    let uid = store
         .lock()
         .get(rt.storage, &(namespace.to_owned(), name.to_owned()))
         .and_then(|sa| crate::meta::uid(&sa.value).map(str::to_owned))
@@ -333,12 +344,7 @@ pub(crate) fn token_request(
         expires: SystemTime::now() + Duration::from_secs(secs),
         credential_id: tokens::random_uuid().map_err(random_failed)?,
     };
-    let token = shared
-        .auth
-        .issued
-        .lock()
-        .issue(issued)
-        .map_err(random_failed)?;
+    let token = auth.issued.lock().issue(issued).map_err(random_failed)?;
     Ok((
         201,
         json!({

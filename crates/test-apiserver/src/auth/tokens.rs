@@ -6,8 +6,8 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::UserInfo;
 use crate::error::Error;
+use crate::user::UserInfo;
 
 /// The group of the users who may do anything.
 pub(crate) const MASTERS: &str = "system:masters";

@@ -11,9 +11,9 @@ use x509_parser::certification_request::X509CertificationRequest;
 use x509_parser::pem::parse_x509_pem;
 use x509_parser::prelude::FromDer;
 
-use crate::auth::UserInfo;
 use crate::meta;
 use crate::status::ApiError;
+use crate::user::UserInfo;
 use crate::validation::bad_value;
 
 /// The kind as kube-apiserver names it in errors.

@@ -1,15 +1,16 @@
 //! The Service annotations the AWS provider reads, with upstream's keys and
 //! value formats, the parsers that turn a malformed value into
-//! `CloudError::InvalidInput` naming the annotation and the expected form,
-//! and their [`SCHEMA`], which every read is checked against in tests.
+//! `CloudError::InvalidInput` naming the annotation and the expected form
+//! (the target group attributes' in `attributes`), and their [`SCHEMA`],
+//! which every read is checked against in tests.
 
+pub(crate) mod attributes;
 mod schema;
 
 use std::collections::BTreeMap;
 
 use cloud_provider::CloudError;
 use cloud_provider::annotations::parse_bool;
-use cloud_provider::k8s_openapi::api::core::v1::Service;
 
 pub use schema::SCHEMA;
 
@@ -101,23 +102,6 @@ pub const CONNECTION_IDLE_TIMEOUT: &str =
     "service.beta.kubernetes.io/aws-load-balancer-connection-idle-timeout";
 /// Comma-separated client CIDRs, when `spec.loadBalancerSourceRanges` is empty.
 pub const SOURCE_RANGES: &str = "service.beta.kubernetes.io/load-balancer-source-ranges";
-
-/// Reads and validates everything `service` asks of its load balancer, as
-/// `ensure_load_balancer` does before its first call to AWS. For the fuzz
-/// targets (`crates/fuzz-targets`): not an API.
-///
-/// # Errors
-/// `CloudError::ImplementedElsewhere` for a Service another controller
-/// owns; `CloudError::InvalidInput` naming the annotation or field at fault.
-#[doc(hidden)]
-pub fn check_service(service: &Service) -> Result<(), CloudError> {
-    match super::spec::kind(service)? {
-        super::spec::Kind::Network => {
-            super::spec::LoadBalancerSpec::from_service(service).map(drop)
-        }
-        super::spec::Kind::Classic => super::classic::ClassicSpec::under(service, None).map(drop),
-    }
-}
 
 /// The annotations of a Service, with typed accessors.
 #[derive(Debug, Clone, Copy)]

@@ -247,7 +247,7 @@ impl LoadBalancerSpec {
                 .bool(key::CROSS_ZONE_LOAD_BALANCING_ENABLED)?
                 .unwrap_or(false),
             proxy_protocol,
-            target_group_attributes: super::attributes::from_annotation(&a)?,
+            target_group_attributes: super::annotations::attributes::from_annotation(&a)?,
             security_groups: AskedGroups::from_annotations(&a)?,
             additional_tags,
             target_node_labels: a.key_values(key::TARGET_NODE_LABELS)?,

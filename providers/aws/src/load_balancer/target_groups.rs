@@ -13,7 +13,7 @@ use aws_sdk_elasticloadbalancingv2::types::{
 };
 use cloud_provider::CloudError;
 
-use super::attributes::{self, PROXY_PROTOCOL_V2};
+use super::annotations::attributes::{self, PROXY_PROTOCOL_V2};
 use super::naming;
 use super::nlb::elbv2_tag_list;
 use super::spec::{LoadBalancerSpec, PortMapping};

@@ -1,18 +1,18 @@
 //! Upstream's Service annotations, with their keys, value formats and
 //! defaults, a reader that turns a malformed value into
 //! [`CloudError::InvalidInput`] naming the annotation and the expected form,
-//! and their [`SCHEMA`], which every read is checked against in tests.
+//! the value checks the reader's callers and the schema share, and their
+//! [`SCHEMA`], which every read is checked against in tests.
 
 mod schema;
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::ops::RangeInclusive;
 
-use cloud_provider::k8s_openapi::api::core::v1::Service;
-use cloud_provider::{CloudError, LoadBalancerWarning, default_load_balancer_name};
+use cloud_provider::CloudError;
+use cloud_provider::ipnet::IpNet;
 
-use super::request::{Placement, Plan};
-use super::{options, shape, warnings};
 use crate::config::LoadBalancerType;
 
 pub use schema::SCHEMA;
@@ -139,42 +139,6 @@ pub(crate) const SIZE_SLUGS: &[&str] = &["lb-small", "lb-medium", "lb-large"];
 /// The values of [`STICKY_SESSIONS_TYPE`].
 pub(crate) const STICKY_SESSIONS_TYPES: &[&str] = &["none", "cookies"];
 
-/// Checks `service` as `ensure_load_balancer` does before its first API
-/// call, for a new load balancer of type `default_type` when the Service
-/// names none, builds the body that would create it and returns the
-/// Warnings the Service would get. For the fuzz targets
-/// (`crates/fuzz-targets`): not an API.
-///
-/// # Errors
-/// `CloudError::InvalidInput` naming the first malformed annotation or field.
-#[doc(hidden)]
-pub fn check_service(
-    service: &Service,
-    default_type: LoadBalancerType,
-) -> Result<Vec<LoadBalancerWarning>, CloudError> {
-    if options::is_disowned(service)? {
-        return Ok(Vec::new());
-    }
-    let options = options::parse(service)?;
-    let shape = shape::resolve(&options, None, default_type, &[])?;
-    let name = options
-        .identity
-        .custom_name
-        .clone()
-        .unwrap_or_else(|| default_load_balancer_name(service));
-    let certificate = options
-        .certificate_id
-        .clone()
-        .or_else(|| options.certificate_name.clone());
-    let plan = Plan::new(service, name, options, shape, certificate.as_deref())?;
-    let placement = Placement {
-        region: "nyc3",
-        vpc_uuid: None,
-    };
-    plan.request(Vec::new(), &placement, Vec::new(), true);
-    Ok(warnings::of(service, shape.kind))
-}
-
 /// Reads a Service's annotations, answering `InvalidInput` for bad values.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Reader<'a>(Option<&'a BTreeMap<String, String>>);
@@ -291,4 +255,22 @@ pub(crate) fn port(s: &str) -> Option<i32> {
 /// `InvalidInput` for annotation `key` holding `value`, expecting `expected`.
 pub(crate) fn invalid(key: &str, value: &str, expected: &str) -> CloudError {
     CloudError::invalid(key, format!("`{value}` is not valid; expected {expected}"))
+}
+
+/// `ip:<address>` or `cidr:<network>`, as the firewall rule annotations
+/// spell one.
+pub(crate) fn is_firewall_rule(rule: &str) -> bool {
+    match rule.split_once(':') {
+        Some(("ip", ip)) => ip.parse::<IpAddr>().is_ok(),
+        Some(("cidr", net)) => net.parse::<IpNet>().is_ok(),
+        _ => false,
+    }
+}
+
+/// At most 255 letters, digits, `.` and `-`, starting with a letter or digit.
+pub(crate) fn is_load_balancer_name(s: &str) -> bool {
+    s.len() <= 255
+        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
 }

@@ -3,10 +3,9 @@
 use std::net::IpAddr;
 
 use cloud_provider::CloudError;
-use cloud_provider::ipnet::IpNet;
 use cloud_provider::k8s_openapi::api::core::v1::Service;
 
-use super::annotations::{self as ann, Reader, invalid};
+use super::annotations::{self as ann, Reader, invalid, is_firewall_rule, is_load_balancer_name};
 use crate::api::types::StickySessions;
 use crate::config::{LoadBalancerType, is_uuid};
 
@@ -322,15 +321,6 @@ fn firewall_rules(a: Reader<'_>, key: &str) -> Result<Vec<String>, CloudError> {
     Ok(rules)
 }
 
-/// `ip:<address>` or `cidr:<network>`.
-pub(super) fn is_firewall_rule(rule: &str) -> bool {
-    match rule.split_once(':') {
-        Some(("ip", ip)) => ip.parse::<IpAddr>().is_ok(),
-        Some(("cidr", net)) => net.parse::<IpNet>().is_ok(),
-        _ => false,
-    }
-}
-
 /// A port may be in one of the http, tls and http2 lists only.
 fn check_port_sets(o: &Options) -> Result<(), CloudError> {
     let mut seen = std::collections::BTreeSet::new();
@@ -353,12 +343,4 @@ fn check_port_sets(o: &Options) -> Result<(), CloudError> {
         }
     }
     Ok(())
-}
-
-/// At most 255 letters, digits, `.` and `-`, starting with a letter or digit.
-pub(super) fn is_load_balancer_name(s: &str) -> bool {
-    s.len() <= 255
-        && s.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::http::StatusCode;
 
-use super::server::Failure;
+use super::answer::Failure;
 
 /// How the emulator misbehaves, for testing a client's retries. The
 /// default is none at all.

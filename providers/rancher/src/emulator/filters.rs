@@ -13,7 +13,7 @@
 use reqwest::Url;
 use serde_json::{Value, json};
 
-use super::server::Failure;
+use super::answer::Failure;
 use crate::cattle::Pagination;
 
 /// The page size when none is asked for.

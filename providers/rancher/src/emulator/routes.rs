@@ -9,9 +9,10 @@ use axum::http::{Method, StatusCode};
 use serde_json::Value;
 use tokio::time::Instant;
 
+use super::answer::{Answer, Failure};
 use super::filters::{self, Listing, Query};
 use super::render::LB_IMAGE_SETTING_ID;
-use super::server::{Answer, Failure};
+use super::scope::{Scope, find};
 use super::state::{HOST_PREFIX, IP_PREFIX, Service, Store, parse_id};
 use super::writes;
 
@@ -24,53 +25,6 @@ pub(super) struct Request<'a> {
     pub(super) query: &'a Query,
     pub(super) body: &'a [u8],
     pub(super) now: Instant,
-}
-
-/// Which services a service path reaches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Scope {
-    /// `/loadbalancerservices`.
-    LoadBalancers,
-    /// `/externalservices`.
-    Externals,
-    /// `/services`: every kind.
-    Any,
-}
-
-impl Scope {
-    fn from_segment(segment: &str) -> Option<Self> {
-        match segment {
-            "loadbalancerservices" => Some(Self::LoadBalancers),
-            "externalservices" => Some(Self::Externals),
-            "services" => Some(Self::Any),
-            _ => None,
-        }
-    }
-
-    /// Whether `service` is reached through this scope.
-    pub(super) fn covers(self, service: &Service) -> bool {
-        match self {
-            Self::LoadBalancers => service.balancer().is_some(),
-            Self::Externals => service.balancer().is_none(),
-            Self::Any => true,
-        }
-    }
-
-    fn resource_type(self) -> &'static str {
-        match self {
-            Self::LoadBalancers => "loadBalancerService",
-            Self::Externals => "externalService",
-            Self::Any => "service",
-        }
-    }
-
-    fn segment(self) -> &'static str {
-        match self {
-            Self::LoadBalancers => "loadbalancerservices",
-            Self::Externals => "externalservices",
-            Self::Any => "services",
-        }
-    }
 }
 
 /// The fields service collections filter on.
@@ -172,16 +126,6 @@ fn route_services(store: &mut Store, request: &Request<'_>, scope: Scope, rest: 
         }
         _ => Err(Failure::not_found(request.path)),
     }
-}
-
-/// The service `id` as `scope` reaches it, removed or not (Cattle shows a
-/// removed object by ID until it is purged): 404 when it does not exist or
-/// is of another kind.
-pub(super) fn find<'s>(store: &'s Store, scope: Scope, id: &str) -> Result<&'s Service, Failure> {
-    store
-        .service(id)
-        .filter(|s| scope.covers(s))
-        .ok_or_else(|| Failure::not_found(id))
 }
 
 fn list_hosts(store: &Store, query: &Query) -> Result<Value, Failure> {

@@ -14,8 +14,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use super::routes::{Scope, find};
-use super::server::{Answer, Failure};
+use super::answer::{Answer, Failure};
+use super::scope::{Scope, find};
 use super::state::{Balancer, Kind, Store, public_port};
 use super::transitions::{Action, Life, Phase};
 use crate::cattle::{LaunchConfig, LbConfig, SetServiceLinksInput};

@@ -190,7 +190,7 @@ pub static SCHEMA: AnnotationSchema = AnnotationSchema {
             Value::Custom {
                 expected: "key=value target group attributes of a Network Load Balancer, such as \
                     preserve_client_ip.enabled=false",
-                check: crate::load_balancer::attributes::is_valid_annotation,
+                check: attributes::is_valid_annotation,
             },
         )
         .upstream_fails(

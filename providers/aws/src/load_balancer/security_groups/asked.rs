@@ -10,15 +10,12 @@
 //! needs the managed mode and one made without cannot gain them
 //! (`ElbSecurityGroup`, as upstream, is for classic ELBs only). The
 //! provider adds no rules to the groups it is given, and never deletes
-//! them; its own group, once replaced, is deleted.
+//! them; its own group, once replaced, is deleted (`frontend`'s
+//! `delete_detached_groups`).
 
-use aws_sdk_ec2::types::SecurityGroup;
 use cloud_provider::CloudError;
 
 use super::super::annotations::{self as key, Annotations, invalid};
-use crate::instances::lookup::filter;
-use crate::load_balancer::spec::ServiceRef;
-use crate::provider::Cloud;
 
 /// The groups named by the Service's annotations.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -111,48 +108,6 @@ fn ids(a: &Annotations<'_>, field: &str) -> Result<Vec<String>, CloudError> {
             }
         })
         .collect()
-}
-
-impl Cloud {
-    /// Deletes the Service's own groups among `detached` (replaced by the
-    /// ones it names). AWS may hold a group a moment after letting go of
-    /// it: then it is left for the Service's deletion, which deletes its
-    /// group by name, with a warning.
-    pub(crate) async fn delete_detached_groups(
-        &self,
-        cluster_name: &str,
-        svc: &ServiceRef,
-        detached: &[&str],
-    ) {
-        let service = svc.key.as_str();
-        if detached.is_empty() {
-            return;
-        }
-        let groups: Vec<SecurityGroup> = match self
-            .security_groups(vec![filter("group-id", detached)])
-            .await
-        {
-            Ok(groups) => groups,
-            Err(e) => {
-                tracing::warn!(service, error = %e, "could not read the security groups the load balancer let go of");
-                return;
-            }
-        };
-        for id in self.owned_for_service(&groups, cluster_name, svc) {
-            match self.delete_security_group(id).await {
-                Ok(()) => {
-                    tracing::info!(
-                        group = id,
-                        service,
-                        "deleted the load balancer's own security group, replaced by the Service's"
-                    );
-                }
-                Err(e) => {
-                    tracing::warn!(group = id, service, error = %e, "the load balancer's own security group stays until the Service is deleted");
-                }
-            }
-        }
-    }
 }
 
 #[cfg(test)]

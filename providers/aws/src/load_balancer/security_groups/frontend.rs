@@ -316,6 +316,46 @@ impl Cloud {
         Ok(())
     }
 
+    /// Deletes the Service's own groups among `detached` (replaced by the
+    /// ones it names). AWS may hold a group a moment after letting go of
+    /// it: then it is left for the Service's deletion, which deletes its
+    /// group by name, with a warning.
+    pub(crate) async fn delete_detached_groups(
+        &self,
+        cluster_name: &str,
+        svc: &ServiceRef,
+        detached: &[&str],
+    ) {
+        let service = svc.key.as_str();
+        if detached.is_empty() {
+            return;
+        }
+        let groups: Vec<SecurityGroup> = match self
+            .security_groups(vec![filter("group-id", detached)])
+            .await
+        {
+            Ok(groups) => groups,
+            Err(e) => {
+                tracing::warn!(service, error = %e, "could not read the security groups the load balancer let go of");
+                return;
+            }
+        };
+        for id in self.owned_for_service(&groups, cluster_name, svc) {
+            match self.delete_security_group(id).await {
+                Ok(()) => {
+                    tracing::info!(
+                        group = id,
+                        service,
+                        "deleted the load balancer's own security group, replaced by the Service's"
+                    );
+                }
+                Err(e) => {
+                    tracing::warn!(group = id, service, error = %e, "the load balancer's own security group stays until the Service is deleted");
+                }
+            }
+        }
+    }
+
     /// The IDs of `groups` this cluster made for `svc`: tagged as the
     /// Service's, or (as upstream tags it) of the Service's managed-group
     /// name and the cluster's; never the config's `ElbSecurityGroup`.

@@ -25,7 +25,6 @@ use cloud_provider::k8s_openapi::api::core::v1::Service;
 
 use super::*;
 use crate::config::is_uuid;
-use crate::load_balancer::options::{is_firewall_rule, is_load_balancer_name};
 
 /// Upstream's namespaces: its annotations, the keys it records on a
 /// Service, and the disown key's.

@@ -8,6 +8,7 @@ use cloud_provider::k8s_openapi::api::core::v1::{
 };
 
 use super::*;
+use crate::load_balancer::service_check::check_service;
 use crate::test_util::nlb_service;
 use cloud_provider::annotations::Agreement::{self, Accepted, Looser, Refused};
 

@@ -10,6 +10,7 @@ use cloud_provider::k8s_openapi::api::core::v1::{
 use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::*;
+use crate::load_balancer::service_check::check_service;
 use cloud_provider::annotations::Agreement::{self, Accepted, Looser, Refused};
 
 const UID: &str = "0b7d3a52-2222-4e8f-9a0b-1c2d3e4f5a6b";

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use cloud_provider::CloudError;
 
-use super::annotations::{self as key, Annotations, invalid};
+use super::{self as key, Annotations, invalid};
 
 /// PROXY protocol v2 towards the targets.
 pub(crate) const PROXY_PROTOCOL_V2: &str = "proxy_protocol_v2.enabled";

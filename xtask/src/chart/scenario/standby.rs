@@ -85,7 +85,7 @@ pub(super) fn hand_over(
     };
     let mut seen = false;
     for _ in 0..100 {
-        let (status, log) = super::scenario::get(api, "/testapi/requests")?;
+        let (status, log) = super::get(api, "/testapi/requests")?;
         ensure!(status == 200, "GET /testapi/requests: HTTP {status}");
         if watching(&log) {
             seen = true;
