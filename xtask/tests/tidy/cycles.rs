@@ -196,58 +196,38 @@ impl Graph {
     }
 
     /// The file holding the module that `path`, named inside module
-    /// `from`, leads to: as deep as its segments are modules. `None` for a
-    /// path that starts outside the crate.
+    /// `from`, leads to: as deep as its segments are modules, then through
+    /// the `use` that binds its next segment, if any (`use crate::auth;`
+    /// then `auth::approval::check`; `super::Records` re-exported from
+    /// `records`). A path from outside the crate leads back to `from`'s
+    /// own file.
     fn resolve(&self, from: &ModulePath, path: &[String], depth: usize) -> Option<PathBuf> {
-        let (first, rest) = path.split_first()?;
-        let mut base = match first.as_str() {
-            "crate" => Vec::new(),
-            "self" => from.clone(),
-            "super" => {
-                let mut base = from.clone();
-                base.pop()?;
-                base
-            }
-            name => {
-                let mut child = from.clone();
-                child.push(name.to_owned());
-                if !self.modules.contains_key(&child) {
-                    // A name a `use` brought in (`use crate::auth;` then
-                    // `auth::approval::check`), else outside the crate.
-                    let bound = self.bindings.get(from)?.get(name)?;
-                    if depth >= MAX_REEXPORTS || bound.first() == Some(first) {
-                        return None;
-                    }
-                    let mut path = bound.clone();
-                    path.extend(rest.iter().cloned());
-                    return self.resolve(from, &path, depth + 1);
+        let mut base = from.clone();
+        let mut rest = path;
+        while let Some((segment, after)) = rest.split_first() {
+            match segment.as_str() {
+                "crate" => base.clear(),
+                "self" => {}
+                "super" => {
+                    base.pop()?;
                 }
-                child
+                name => {
+                    base.push(name.to_owned());
+                    if !self.modules.contains_key(&base) {
+                        base.pop();
+                        break;
+                    }
+                }
             }
-        };
-        let mut rest = rest.iter().peekable();
-        while rest.peek().is_some_and(|s| *s == "super") {
-            base.pop()?;
-            rest.next();
-        }
-        let rest: Vec<String> = rest.cloned().collect();
-        let mut at = 0;
-        while let Some(segment) = rest.get(at) {
-            let mut deeper = base.clone();
-            deeper.push(segment.clone());
-            if !self.modules.contains_key(&deeper) {
-                break;
-            }
-            base = deeper;
-            at += 1;
+            rest = after;
         }
         let passed_on = rest
-            .get(at)
-            .and_then(|name| self.bindings.get(&base)?.get(name));
+            .split_first()
+            .and_then(|(name, after)| Some((self.bindings.get(&base)?.get(name)?, after)));
         match passed_on {
-            Some(target) if depth < MAX_REEXPORTS => {
+            Some((target, after)) if depth < MAX_REEXPORTS => {
                 let mut path = target.clone();
-                path.extend(rest[at + 1..].iter().cloned());
+                path.extend(after.iter().cloned());
                 self.resolve(&base, &path, depth + 1)
             }
             _ => self.modules.get(&base).cloned(),
