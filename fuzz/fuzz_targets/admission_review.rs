@@ -1,5 +1,5 @@
-//! libFuzzer entry for `fuzz_targets::admission_review`.
+//! libFuzzer entry for `ccm_fuzz_targets::admission_review`.
 
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_targets::admission_review(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ccm_fuzz_targets::admission_review(data));

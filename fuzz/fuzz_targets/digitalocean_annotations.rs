@@ -1,5 +1,5 @@
-//! libFuzzer entry for `fuzz_targets::digitalocean_annotations`.
+//! libFuzzer entry for `ccm_fuzz_targets::digitalocean_annotations`.
 
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_targets::digitalocean_annotations(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ccm_fuzz_targets::digitalocean_annotations(data));

@@ -1,5 +1,5 @@
-//! libFuzzer entry for `fuzz_targets::flags`.
+//! libFuzzer entry for `ccm_fuzz_targets::flags`.
 
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_targets::flags(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ccm_fuzz_targets::flags(data));

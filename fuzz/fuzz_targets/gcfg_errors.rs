@@ -1,5 +1,5 @@
-//! libFuzzer entry for `fuzz_targets::gcfg_errors`.
+//! libFuzzer entry for `ccm_fuzz_targets::gcfg_errors`.
 
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_targets::gcfg_errors(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ccm_fuzz_targets::gcfg_errors(data));

@@ -1,5 +1,5 @@
-//! libFuzzer entry for `fuzz_targets::go_duration`.
+//! libFuzzer entry for `ccm_fuzz_targets::go_duration`.
 
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_targets::go_duration(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ccm_fuzz_targets::go_duration(data));

@@ -1,5 +1,5 @@
-//! libFuzzer entry for `fuzz_targets::label_selector`.
+//! libFuzzer entry for `ccm_fuzz_targets::label_selector`.
 
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_targets::label_selector(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ccm_fuzz_targets::label_selector(data));

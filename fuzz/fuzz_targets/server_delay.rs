@@ -1,5 +1,5 @@
-//! libFuzzer entry for `fuzz_targets::server_delay`.
+//! libFuzzer entry for `ccm_fuzz_targets::server_delay`.
 
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_targets::server_delay(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ccm_fuzz_targets::server_delay(data));

@@ -1,5 +1,5 @@
-//! libFuzzer entry for `fuzz_targets::strategic_merge_patch`.
+//! libFuzzer entry for `ccm_fuzz_targets::strategic_merge_patch`.
 
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| fuzz_targets::strategic_merge_patch(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| ccm_fuzz_targets::strategic_merge_patch(data));

@@ -1,4 +1,4 @@
-//! `cargo xtask chaos`: the reliability suites (crates/chaos) against real
+//! `cargo xtask chaos`: the reliability suites (testing/chaos) against real
 //! CCM processes, the fake cloud's server and the test API server, and the
 //! fuzz targets; the full run writes docs/reliability/report.md.
 

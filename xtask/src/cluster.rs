@@ -215,10 +215,13 @@ pub(crate) fn run_suites(release: Release, suites: Suites) -> anyhow::Result<()>
     let mut count = 0;
     {
         let _cluster = Cluster::start_with(&real_cluster_built_by_tests(), &plane, &kubeconfig)?;
-        for binary in suite("crates/test-apiserver", &[]).into_iter().chain(suite(
-            "cmd/fake-cloud-controller-manager",
-            &["e2e", "admission"],
-        )) {
+        for binary in suite("testing/test-apiserver", &[])
+            .into_iter()
+            .chain(suite(
+                "cmd/fake-cloud-controller-manager",
+                &["e2e", "admission"],
+            ))
+        {
             count += run_counting(
                 binary
                     .command(&["--ignored"])

@@ -2,8 +2,6 @@
 //! API server (plain HTTP) and the CCM's `/metrics` (HTTPS, see `tls`), one
 //! request per connection, with a bearer token when the task has one.
 
-mod tls;
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -129,7 +127,7 @@ pub(crate) fn connect_https(
     tcp.set_read_timeout(Some(Duration::from_secs(30)))?;
     tcp.set_nodelay(true)?;
     let name = rustls::pki_types::ServerName::IpAddress(addr.ip().into());
-    let connection = rustls::ClientConnection::new(tls::config()?, name)?;
+    let connection = rustls::ClientConnection::new(ccm_loopback_tls::client_config(&[])?, name)?;
     Ok(rustls::StreamOwned::new(connection, tcp))
 }
 

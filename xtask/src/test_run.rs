@@ -15,7 +15,7 @@ use crate::cmd::cargo;
 /// One test executable of the workspace's test build.
 #[derive(Debug)]
 pub(crate) struct TestBinary {
-    /// The package's directory relative to the root (`crates/test-apiserver`).
+    /// The package's directory relative to the root (`testing/test-apiserver`).
     pub(crate) package: String,
     /// The target's name (`e2e` for `tests/e2e.rs`).
     pub(crate) target: String,

@@ -109,7 +109,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     }
     write(
         "cmd/aws-cloud-controller-manager/tests/upstream-flags.json",
-        "cargo xtask upstream-flags: k8s.io/cloud-provider's command assembly (as for crates/app/upstream-flags.json) plus what cloud-provider-aws's cmd/aws-cloud-controller-manager/main.go adds (the tagging controller, off by default, and its `tagging controller` section), in a module requiring only that cloud-provider-aws release, so over the k8s.io modules its go.mod selects (`cloud_provider`); no other package the binary links imports a flag or feature-gate registry",
+        "cargo xtask upstream-flags: k8s.io/cloud-provider's command assembly (as for crates/app/upstream-flags.json) plus what cloud-provider-aws's cmd/aws-cloud-controller-manager/main.go adds (the tagging controller, off by default, and its `tagging controller` section), in a module requiring only that cloud-provider-aws release, so over the k8s.io modules its go.mod selects (`ccm_cloud_provider`); no other package the binary links imports a flag or feature-gate registry",
         &aws,
     )
 }

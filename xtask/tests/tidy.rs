@@ -16,6 +16,9 @@
 //!   (`tidy/manifests.rs`).
 //! - No crate has a module cycle: no file reaches itself through the
 //!   modules it names (`tidy/cycles.rs`).
+//! - One naming rule: a crate's package is named after its directory, its
+//!   library and its dependency key after its package; and no product crate
+//!   ships a crate of `testing/` (`tidy/layout.rs`).
 //!
 //! Each rule is a function over a directory, so its own test can break it
 //! on purpose in a temporary tree.
@@ -24,10 +27,13 @@ use std::path::{Path, PathBuf};
 
 #[path = "tidy/cycles.rs"]
 mod cycles;
+#[path = "tidy/layout.rs"]
+mod layout;
 #[path = "tidy/manifests.rs"]
 mod manifests;
 
 use cycles::module_cycles;
+use layout::{crate_names, proving_ground_shipped};
 use manifests::{added_features, kubernetes_clients};
 
 /// The most lines a Rust file may have.
@@ -244,14 +250,14 @@ const PRODUCT: [&str; 5] = [
 ];
 
 /// Each provider under `providers/` as its package and library names say
-/// it: `provider-<dir>` and `provider_<dir>`.
+/// it: `ccm-provider-<dir>` and `ccm_provider_<dir>`.
 fn provider_names(root: &Path) -> Vec<(String, String)> {
     crate_dirs(&root.join("providers"))
         .into_iter()
         .map(|dir| {
             (
-                format!("provider-{dir}"),
-                format!("provider_{}", dir.replace('-', "_")),
+                format!("ccm-provider-{dir}"),
+                format!("ccm_provider_{}", dir.replace('-', "_")),
             )
         })
         .collect()
@@ -267,7 +273,7 @@ fn is_test_file(path: &Path) -> bool {
 }
 
 /// Whether `code` holds `word` at the start of an identifier (so
-/// `cloudprovider_aws_` in a metric's name is not `provider_aws`).
+/// `legacy_ccm_provider_aws_total` in a metric's name is not `ccm_provider_aws`).
 fn names(code: &str, word: &str) -> bool {
     code.match_indices(word).any(|(at, _)| {
         !code[..at]
@@ -329,6 +335,8 @@ fn the_repository_is_tidy() {
     problems.extend(added_features(&root));
     problems.extend(kubernetes_clients(&root));
     problems.extend(module_cycles(&root, &crates(&root)));
+    problems.extend(crate_names(&root));
+    problems.extend(proving_ground_shipped(&root));
     assert!(
         problems.is_empty(),
         "{} tidy problems:\n{}",
@@ -462,30 +470,30 @@ fn a_product_crate_naming_a_cloud_is_refused() {
     write("providers/acme-cloud/Cargo.toml", "");
     write(
         "crates/app/Cargo.toml",
-        "[dependencies]\nserde = \"1\"\n[dev-dependencies]\nprovider-acme-cloud = { path = \"x\" }\n",
+        "[dependencies]\nserde = \"1\"\n[dev-dependencies]\nccm-provider-acme-cloud = { path = \"x\" }\n",
     );
     write(
         "crates/app/src/lib.rs",
-        "//! App.\nfn f() {}\n#[cfg(test)]\nmod t { use provider_acme_cloud::Cloud; }\n",
+        "//! App.\nfn f() {}\n#[cfg(test)]\nmod t { use ccm_provider_acme_cloud::Cloud; }\n",
     );
     write(
         "crates/app/src/wiring/tests.rs",
-        "//! T.\nuse provider_acme_cloud::Cloud;\n",
+        "//! T.\nuse ccm_provider_acme_cloud::Cloud;\n",
     );
     assert!(clouds_named(root).is_empty(), "{:?}", clouds_named(root));
     write(
         "crates/app/src/logging.rs",
-        "//! Logs.\n// cloudprovider_acme_cloud_calls_total\nconst OURS: &str = \"provider_acme_cloud\";\n",
+        "//! Logs.\n// legacy_ccm_provider_acme_cloud_calls_total\nconst OURS: &str = \"ccm_provider_acme_cloud\";\n",
     );
     write(
         "crates/runtime/Cargo.toml",
-        "[dependencies]\nprovider-acme-cloud = { path = \"x\" }\n",
+        "[dependencies]\nccm-provider-acme-cloud = { path = \"x\" }\n",
     );
     assert_eq!(
         clouds_named(root),
         [
-            "crates/app/src/logging.rs names `provider_acme_cloud`",
-            "crates/runtime/Cargo.toml depends on `provider-acme-cloud`",
+            "crates/app/src/logging.rs names `ccm_provider_acme_cloud`",
+            "crates/runtime/Cargo.toml depends on `ccm-provider-acme-cloud`",
         ]
     );
 }

@@ -6,5 +6,5 @@
 compile_error!("build with the `aws` feature: it selects this binary's provider");
 
 fn main() -> std::process::ExitCode {
-    ccm_app::run::<provider_aws::AwsProviderFactory>()
+    ccm_app::run::<ccm_provider_aws::AwsProviderFactory>()
 }

@@ -9,14 +9,16 @@ mod support;
 
 use std::collections::BTreeSet;
 
+use ccm_cloud_provider::Route;
+use ccm_provider_aws::test_util::seed;
+use ccm_provider_aws::test_util::{
+    CLUSTER, cloud_config, ec2, elbv2, moto, nlb_service, provider_at,
+};
 use ccm_test_support::{ApiServer, Credentials};
-use cloud_provider::Route;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{Node, NodeSpec, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, PostParams};
-use provider_aws::test_util::seed;
-use provider_aws::test_util::{CLUSTER, cloud_config, ec2, elbv2, moto, nlb_service, provider_at};
 use serde_json::Value;
 
 /// A Service nobody has any more.
@@ -64,7 +66,7 @@ async fn audit(
     )
 }
 
-async fn load_balancer_names(moto: &provider_aws::test_util::Moto) -> BTreeSet<String> {
+async fn load_balancer_names(moto: &ccm_provider_aws::test_util::Moto) -> BTreeSet<String> {
     let described = elbv2(moto)
         .describe_load_balancers()
         .send()

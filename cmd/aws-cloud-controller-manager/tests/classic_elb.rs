@@ -10,10 +10,10 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use ccm_provider_aws::annotations;
+use ccm_provider_aws::test_util::elb;
 use ccm_test_support::{eventually, has_load_balancer_finalizer, ingress_hostnames};
 use kube::api::{DeleteParams, Patch, PatchParams};
-use provider_aws::annotations;
-use provider_aws::test_util::elb;
 use support::objects::{
     create_node, create_service, events, is_initialized, kubelet_node, nlb_service, node_port,
     nodes, services,

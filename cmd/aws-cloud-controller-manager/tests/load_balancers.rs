@@ -8,11 +8,11 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
+use ccm_provider_aws::annotations;
+use ccm_provider_aws::test_util::seed::{Seeded, cluster_tag};
 use ccm_test_support::{eventually, has_load_balancer_finalizer, ingress_hostnames};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, Patch, PatchParams};
-use provider_aws::annotations;
-use provider_aws::test_util::seed::{Seeded, cluster_tag};
 use support::objects::{
     NAMESPACE, create_node, create_service, events, is_initialized, kubelet_node, nlb_service,
     node_port, nodes, services,

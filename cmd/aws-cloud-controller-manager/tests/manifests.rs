@@ -15,11 +15,11 @@ mod support;
 
 use std::time::Duration;
 
+use ccm_provider_aws::test_util::seed;
+use ccm_provider_aws::test_util::{cloud_config, ec2, moto};
 use ccm_test_support::{Credentials, eventually};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use provider_aws::test_util::seed;
-use provider_aws::test_util::{cloud_config, ec2, moto};
 use support::objects::{create_node, is_initialized, kubelet_node, nodes};
 
 /// The example DaemonSet's arguments, verbatim.

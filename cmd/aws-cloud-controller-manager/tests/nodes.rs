@@ -8,11 +8,11 @@ mod support;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use ccm_provider_aws::ZONE_ID_LABEL;
+use ccm_provider_aws::test_util::REGION;
+use ccm_provider_aws::test_util::seed::INSTANCE_TYPE;
 use ccm_test_support::{eventually, has_taint};
 use kube::api::DeleteParams;
-use provider_aws::ZONE_ID_LABEL;
-use provider_aws::test_util::REGION;
-use provider_aws::test_util::seed::INSTANCE_TYPE;
 use support::objects::{
     SHUTDOWN, addresses, condition, create_node, events, is_initialized, kubelet_node, nodes,
     provider_id, set_ready,

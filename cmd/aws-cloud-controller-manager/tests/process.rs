@@ -5,10 +5,10 @@ mod support;
 
 use std::time::Duration;
 
+use ccm_provider_aws::test_util::imds::Imds;
 use ccm_test_support::eventually;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use provider_aws::test_util::imds::Imds;
 use support::E2e;
 use support::ccm::launch;
 

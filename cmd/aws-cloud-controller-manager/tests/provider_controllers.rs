@@ -104,7 +104,7 @@ async fn initialized_nodes_instances_are_tagged_and_a_deleted_nodes_untagged() -
                             .metadata
                             .labels
                             .as_ref()
-                            .is_some_and(|l| l.contains_key(provider_aws::TAGGED_LABEL))
+                            .is_some_and(|l| l.contains_key(ccm_provider_aws::TAGGED_LABEL))
                 })
                 .then_some(()))
         },

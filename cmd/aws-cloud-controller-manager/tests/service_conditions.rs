@@ -21,11 +21,11 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use ccm_provider_aws::test_util::seed::{self, Estate, Seeded};
+use ccm_provider_aws::test_util::{CLUSTER, Moto, cloud_config_at, ec2, moto};
 use ccm_test_support::conditions::{PROVISIONED, Seen, TARGETS_HEALTHY, condition, states};
 use ccm_test_support::{ApiServer, eventually, has_taint, ingress_hostnames};
 use k8s_openapi::api::core::v1::Service;
-use provider_aws::test_util::seed::{self, Estate, Seeded};
-use provider_aws::test_util::{CLUSTER, Moto, cloud_config_at, ec2, moto};
 use support::ccm::{self, Ccm};
 use support::objects::{
     SHUTDOWN, create_node, create_service, is_initialized, kubelet_node, nlb_service, nodes,

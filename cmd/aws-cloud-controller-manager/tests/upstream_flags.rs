@@ -8,7 +8,7 @@
 use std::process::Command;
 
 use ccm_app::fuzzing::check_flags;
-use provider_aws::AwsProviderFactory;
+use ccm_provider_aws::AwsProviderFactory;
 use serde_json::Value;
 
 /// The generated data.

@@ -6,5 +6,5 @@
 compile_error!("build with the `digitalocean` feature: it selects this binary's provider");
 
 fn main() -> std::process::ExitCode {
-    ccm_app::run::<provider_digitalocean::DigitalOceanProviderFactory>()
+    ccm_app::run::<ccm_provider_digitalocean::DigitalOceanProviderFactory>()
 }

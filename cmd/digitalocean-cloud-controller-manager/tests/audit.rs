@@ -5,11 +5,11 @@
 
 mod support;
 
+use ccm_cloud_provider::CloudProvider;
+use ccm_provider_digitalocean::test_util::{Account, account};
 use ccm_test_support::{ApiServer, Credentials, Launch, load_balancer_service, unique};
-use cloud_provider::CloudProvider;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, PostParams};
-use provider_digitalocean::test_util::{Account, account};
 use serde_json::Value;
 use support::{CLUSTER_ID, REGION, ccm_args, do_env};
 

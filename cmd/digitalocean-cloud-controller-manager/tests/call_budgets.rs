@@ -31,10 +31,10 @@ mod support;
 use std::time::Duration;
 
 use anyhow::Context;
+use ccm_provider_digitalocean::test_util::{Account, account};
 use ccm_test_support::budget::{Table, Upstream, conclude, quiet, steady_window};
 use ccm_test_support::{ApiServer, eventually, ingress_ips, ready_condition, uninitialized_node};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use provider_digitalocean::test_util::{Account, account};
 use serde_json::json;
 use support::ccm::{Ccm, start};
 use support::{LOAD_BALANCER_ID, do_env};

@@ -5,10 +5,10 @@
 
 mod support;
 
+use ccm_provider_digitalocean::test_util::{FakeDroplet, account};
 use ccm_test_support::{annotation, eventually};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Patch, PatchParams};
-use provider_digitalocean::test_util::{FakeDroplet, account};
 use serde_json::json;
 use support::{CLUSTER_ID, Cluster, LOAD_BALANCER_ID, REGION, WAIT, provisioned};
 
@@ -17,7 +17,7 @@ const PROXY_PROTOCOL: &str = "service.beta.kubernetes.io/do-loadbalancer-enable-
 
 /// Upstream's environment: token, API, cluster ID and region, nothing else.
 fn upstream_env(
-    account: &provider_digitalocean::test_util::Account,
+    account: &ccm_provider_digitalocean::test_util::Account,
 ) -> Vec<(&'static str, String)> {
     vec![
         ("DO_ACCESS_TOKEN", account.token.clone()),

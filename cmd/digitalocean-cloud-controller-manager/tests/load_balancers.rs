@@ -4,9 +4,9 @@
 
 mod support;
 
+use ccm_provider_digitalocean::test_util::{FakeDroplet, account};
 use ccm_test_support::{eventually, ingress_ips};
 use kube::api::{DeleteParams, Patch, PatchParams};
-use provider_digitalocean::test_util::{FakeDroplet, account};
 use serde_json::json;
 use support::{CLUSTER_ID, Cluster, FINALIZER, WAIT, provisioned};
 

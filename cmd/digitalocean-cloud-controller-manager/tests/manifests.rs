@@ -11,8 +11,8 @@
 mod admission;
 mod support;
 
+use ccm_provider_digitalocean::test_util::{FakeDroplet, account};
 use ccm_test_support::{ApiServer, UNINITIALIZED, eventually, has_taint};
-use provider_digitalocean::test_util::{FakeDroplet, account};
 use support::{REGION, WAIT, ccm};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,10 +5,10 @@ mod support;
 
 use std::collections::BTreeSet;
 
+use ccm_provider_digitalocean::test_util::{FakeDroplet, account};
 use ccm_test_support::{UNINITIALIZED, eventually, has_taint};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Patch, PatchParams};
-use provider_digitalocean::test_util::{FakeDroplet, account};
 use serde_json::json;
 use support::{Cluster, WAIT};
 

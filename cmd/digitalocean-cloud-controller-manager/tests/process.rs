@@ -4,10 +4,10 @@ mod support;
 
 use std::time::Duration;
 
+use ccm_provider_digitalocean::test_util::account;
 use ccm_test_support::ApiServer;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use provider_digitalocean::test_util::account;
 use support::ccm::{self, run_to_exit};
 use support::{ccm_args, do_env};
 

@@ -17,11 +17,11 @@ mod support;
 
 use std::time::Duration;
 
+use ccm_provider_digitalocean::test_util::{FakeDroplet, account};
 use ccm_test_support::conditions::{PROVISIONED, Seen, TARGETS_HEALTHY, condition, states};
 use ccm_test_support::{eventually, has_taint, ingress_ips, ready_condition};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Patch, PatchParams};
-use provider_digitalocean::test_util::{FakeDroplet, account};
 use serde_json::json;
 use support::{Cluster, WAIT};
 

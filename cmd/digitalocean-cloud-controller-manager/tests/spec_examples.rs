@@ -7,11 +7,11 @@
 
 mod support;
 
+use ccm_provider_digitalocean::test_util::{harness, prism};
 use ccm_test_support::{ApiServer, UNINITIALIZED, eventually, has_taint, load_balancer_service};
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::Api;
 use kube::api::PostParams;
-use provider_digitalocean::test_util::{harness, prism};
 use support::{WAIT, ccm};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,10 +3,10 @@
 
 mod support;
 
+use ccm_provider_digitalocean::test_util::account;
 use ccm_test_support::eventually;
 use k8s_openapi::api::core::v1::PersistentVolume;
 use kube::api::{Api, PostParams};
-use provider_digitalocean::test_util::account;
 use support::{Cluster, WAIT};
 
 const REGION: &str = "topology.kubernetes.io/region";

@@ -4,5 +4,5 @@
 compile_error!("build with the `fake` feature: it selects this binary's provider");
 
 fn main() -> std::process::ExitCode {
-    ccm_app::run::<provider_fake::FakeProviderFactory>()
+    ccm_app::run::<ccm_provider_fake::FakeProviderFactory>()
 }

@@ -4,11 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use ccm_test_apiserver::{Failure, RequestMatch, TestApiServer, Verb};
 use ccm_test_support::{Ccm, Launch, eventually, unique};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
-use test_apiserver::{Failure, RequestMatch, TestApiServer, Verb};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_fake-cloud-controller-manager");
 /// How long any one outcome may take.

@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
+use ccm_test_apiserver::TestApiServer;
 use ccm_test_support::{Launch, eventually, uninitialized_node, unique};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, PostParams};
-use test_apiserver::TestApiServer;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_fake-cloud-controller-manager");
 const WAIT: Duration = Duration::from_secs(30);

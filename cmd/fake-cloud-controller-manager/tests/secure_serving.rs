@@ -7,11 +7,11 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use ccm_test_apiserver::{AuthorizationMode, TestApiServer};
 use ccm_test_support::{Ccm, Launch, eventually, kubectl, unique};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::api::{Api, PostParams};
-use test_apiserver::{AuthorizationMode, TestApiServer};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_fake-cloud-controller-manager");
 /// How long any one outcome may take.

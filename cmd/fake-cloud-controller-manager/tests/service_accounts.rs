@@ -6,12 +6,12 @@
 use std::path::Path;
 use std::time::Duration;
 
+use ccm_test_apiserver::{RequestRecord, TestApiServer};
 use ccm_test_support::{
     Ccm, Launch, eventually, ingress_ips, load_balancer_service, uninitialized_node, unique,
 };
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, PostParams};
-use test_apiserver::{RequestRecord, TestApiServer};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_fake-cloud-controller-manager");
 const WAIT: Duration = Duration::from_secs(30);

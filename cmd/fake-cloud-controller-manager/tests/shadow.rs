@@ -7,15 +7,15 @@
 use std::path::Path;
 use std::time::Duration;
 
+use ccm_provider_fake::{FakeCloud, FakeConfig};
+use ccm_test_apiserver::TestApiServer;
 use ccm_test_support::{
     ApiServer, Ccm, Launch, eventually, ingress_ips, kubeconfig_yaml, load_balancer_service,
     uninitialized_node, unique,
 };
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use provider_fake::{FakeCloud, FakeConfig};
 use serde_json::{Value, json};
-use test_apiserver::TestApiServer;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_fake-cloud-controller-manager");
 const WAIT: Duration = Duration::from_secs(60);
@@ -46,7 +46,7 @@ async fn fake_cloud() -> String {
     let url = format!("http://{}", listener.local_addr().unwrap());
     let cloud = FakeCloud::new(FakeConfig::default());
     cloud.set_auto_instances(true);
-    tokio::spawn(provider_fake::server::serve(listener, cloud, 7));
+    tokio::spawn(ccm_provider_fake::server::serve(listener, cloud, 7));
     url
 }
 

@@ -5,5 +5,5 @@
 compile_error!("build with the `rancher` feature: it selects this binary's provider");
 
 fn main() -> std::process::ExitCode {
-    ccm_app::run::<provider_rancher::RancherProviderFactory>()
+    ccm_app::run::<ccm_provider_rancher::RancherProviderFactory>()
 }

@@ -10,6 +10,8 @@
 
 use std::time::Duration;
 
+use ccm_provider_rancher::emulator::{ACCESS_KEY, CattleEmulator, Faults, SECRET_KEY, Snapshot};
+use ccm_provider_rancher::{CLUSTER_KEY, load_balancer_name};
 use ccm_test_support::{
     ApiServer, Ccm, Launch, UNINITIALIZED, eventually, has_taint, ingress_ips,
     load_balancer_service, uninitialized_node, unique,
@@ -17,8 +19,6 @@ use ccm_test_support::{
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
-use provider_rancher::emulator::{ACCESS_KEY, CattleEmulator, Faults, SECRET_KEY, Snapshot};
-use provider_rancher::{CLUSTER_KEY, load_balancer_name};
 
 const BINARY: &str = env!("CARGO_BIN_EXE_rancher-cloud-controller-manager");
 /// How long any one outcome may take.

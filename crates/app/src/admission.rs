@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::routing::post;
-use cloud_provider::CloudProvider;
+use ccm_cloud_provider::CloudProvider;
 use tokio_util::sync::CancellationToken;
 
 use crate::serving::{self, CertSource, Serving, TlsOptions};

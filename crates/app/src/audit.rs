@@ -26,8 +26,8 @@ mod tests;
 
 use std::sync::Arc;
 
+use ccm_cloud_provider::{CloudProvider, Environment, InitContext, Inventory, ProviderFactory};
 use ccm_runtime::{AlwaysLeader, MeteredCloud, Metrics};
-use cloud_provider::{CloudProvider, Environment, InitContext, Inventory, ProviderFactory};
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, ListParams};
 

@@ -36,7 +36,7 @@ pub(crate) enum ClientError {
     Build(kube::Error),
     /// `--kube-api-qps` and `--kube-api-burst` make no enforceable limit.
     #[error("--kube-api-qps / --kube-api-burst: {0}")]
-    RateLimit(cloud_provider::InvalidRateLimit),
+    RateLimit(ccm_cloud_provider::InvalidRateLimit),
 }
 
 /// Loads the configuration as upstream's `BuildConfigFromFlags` does:

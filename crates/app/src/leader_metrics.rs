@@ -3,7 +3,7 @@
 //! leads) and `ccm_leader_election_renew_failures_total`. Served by every
 //! candidate, so the sum over replicas counts the leaders.
 
-use leader_election::LeaderHandle;
+use ccm_leader_election::LeaderHandle;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;

@@ -35,15 +35,15 @@ mod version;
 
 use std::process::ExitCode;
 
-use cloud_provider::{Environment, ProviderFactory};
+use ccm_cloud_provider::{Environment, ProviderFactory};
 
 /// The flag parsers and the admission webhook's answers, for the fuzz
-/// targets (`crates/fuzz-targets`) and the binaries' tests: not an API.
+/// targets (`testing/fuzz-targets`) and the binaries' tests: not an API.
 #[doc(hidden)]
 pub mod fuzzing {
     use std::time::Duration;
 
-    use cloud_provider::ProviderFactory;
+    use ccm_cloud_provider::ProviderFactory;
 
     /// Parses and validates `args` (program name first) as provider `F`'s
     /// binary does, without starting anything; the one line a bad flag
@@ -61,7 +61,7 @@ pub mod fuzzing {
     /// API server posts it) for `cloud`, under the default policy: the
     /// review to send back as JSON, or why the body is answered 400.
     pub fn admission_review(
-        cloud: &dyn cloud_provider::CloudProvider,
+        cloud: &dyn ccm_cloud_provider::CloudProvider,
         body: &[u8],
     ) -> Result<String, String> {
         let review = crate::admission::respond(cloud, body, crate::admission::Policy::default())?;
@@ -73,7 +73,7 @@ pub mod fuzzing {
     /// `strict`: the refusal, if any, and the warnings. For the binaries'
     /// tests of their provider's keys.
     pub fn admission_verdict(
-        cloud: &dyn cloud_provider::CloudProvider,
+        cloud: &dyn ccm_cloud_provider::CloudProvider,
         old: Option<&k8s_openapi::api::core::v1::Service>,
         service: &k8s_openapi::api::core::v1::Service,
         strict: bool,

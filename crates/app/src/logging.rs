@@ -35,19 +35,12 @@ pub(crate) struct Config {
     pub(crate) split_stream: bool,
 }
 
-/// The crates whose lines `--v` governs: the framework's, by name, and
-/// every provider's by the prefix its library name carries (`provider_`,
-/// as `cargo xtask new-provider` generates it), so that no cloud is named
-/// here and a new provider's lines follow `--v` as the others' do. A
-/// target matches a prefix of its text (tracing's `Targets`).
-const OUR_TARGETS: [&str; 6] = [
-    "ccm_app",
-    "ccm_runtime",
-    "ccm_controllers",
-    "leader_election",
-    "cloud_provider",
-    "provider_",
-];
+/// The crates whose lines `--v` governs: every library of ours is named
+/// `ccm_*` (tidy's naming rule), the framework's and every provider's,
+/// `cargo xtask new-provider`'s included, so no cloud is named here and a
+/// new provider's lines follow `--v` as the others' do. A target matches a
+/// prefix of its text (tracing's `Targets`).
+const OUR_TARGETS: [&str; 1] = ["ccm_"];
 
 /// The most verbose level shown at klog verbosity `v`.
 pub(crate) fn level(v: u8) -> Level {
@@ -173,17 +166,17 @@ mod tests {
         assert!(targets(2).would_enable("ccm_controllers::route", &Level::DEBUG));
         assert!(!targets(0).would_enable("ccm_controllers::route", &Level::DEBUG));
         assert!(targets(5).would_enable("kube_client::client", &Level::DEBUG));
-        assert!(targets(4).would_enable("provider_aws::api", &Level::TRACE));
+        assert!(targets(4).would_enable("ccm_provider_aws::api", &Level::TRACE));
     }
 
     #[test]
     fn every_provider_follows_v_whatever_its_cloud() {
         for provider in [
-            "provider_aws::api",
-            "provider_digitalocean",
-            "provider_fake::server",
-            "provider_rancher::client",
-            "provider_acme",
+            "ccm_provider_aws::api",
+            "ccm_provider_digitalocean",
+            "ccm_provider_fake::server",
+            "ccm_provider_rancher::client",
+            "ccm_provider_acme",
         ] {
             assert!(
                 targets(2).would_enable(provider, &Level::DEBUG),

@@ -12,9 +12,9 @@ use axum::extract::{RawQuery, State};
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
+use ccm_cloud_provider::CloudProvider;
+use ccm_leader_election::{LeaderHandle, NotLeader};
 use ccm_runtime::{Informers, Metrics, Running, STALLED_AFTER};
-use cloud_provider::CloudProvider;
-use leader_election::{LeaderHandle, NotLeader};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 

@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use ccm_cloud_provider::{CloudError, CloudProvider, Environment, InitContext, ProviderFactory};
 use ccm_controllers::{SERVICE_OBSERVER, Started};
+use ccm_leader_election::{LeaderElectionConfig, LeaderElector, LeaderHandle};
 use ccm_runtime::dry_run::Plan;
 use ccm_runtime::{Context, Fence, Fenced, Informers, MeteredCloud, Metrics};
-use cloud_provider::{CloudError, CloudProvider, Environment, InitContext, ProviderFactory};
-use leader_election::{LeaderElectionConfig, LeaderElector, LeaderHandle};
 use tokio_util::sync::CancellationToken;
 
 mod build;
@@ -426,7 +426,7 @@ async fn stop_tasks(supervisor: Supervisor) {
 }
 
 /// The elector task.
-type ElectorTask = tokio::task::JoinHandle<Result<(), leader_election::Error>>;
+type ElectorTask = tokio::task::JoinHandle<Result<(), ccm_leader_election::Error>>;
 
 /// Waits for the elector to end, and says how; never resolves without one.
 async fn elector_ended(task: &mut Option<ElectorTask>) -> String {

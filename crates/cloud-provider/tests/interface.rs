@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
-use cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec};
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use cloud_provider::{CloudError, CloudProvider, InstanceMetadata, Instances};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec};
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_cloud_provider::{CloudError, CloudProvider, InstanceMetadata, Instances};
 
 /// A provider that only knows instances, counting single-node calls.
 #[derive(Debug, Default)]

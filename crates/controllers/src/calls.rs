@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
+use ccm_cloud_provider::{InstanceMetadata, Instances};
 use ccm_runtime::{BatchCall, Context};
-use cloud_provider::{InstanceMetadata, Instances};
 use futures::FutureExt;
 
 /// `instances_metadata`.

@@ -38,9 +38,9 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ccm_cloud_provider::{CloudError, CloudProvider, InstanceMetadata};
 use ccm_runtime::controller::Triggers;
 use ccm_runtime::{Action, Batcher, Context, Events, ReconcileError, WatchEvent};
-use cloud_provider::{CloudError, CloudProvider, InstanceMetadata};
 use futures::StreamExt;
 use k8s_openapi::api::certificates::v1::{
     CertificateSigningRequest, CertificateSigningRequestCondition,

@@ -41,7 +41,7 @@ use futures::future::BoxFuture;
 use ccm_runtime::Context;
 
 /// The kubelet-serving CSR approver's reading of `spec.request`, for the
-/// fuzz targets (`crates/fuzz-targets`): not an API.
+/// fuzz targets (`testing/fuzz-targets`): not an API.
 #[doc(hidden)]
 pub mod fuzzing {
     /// What a request asks for, as the approver reads it: common names,

@@ -29,9 +29,9 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ccm_cloud_provider::{CloudError, CloudProvider, InstanceMetadata};
 use ccm_runtime::controller::{self, ControllerConfig, Triggers};
 use ccm_runtime::{Action, Batcher, Context, Events, ReconcileError};
-use cloud_provider::{CloudError, CloudProvider, InstanceMetadata};
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;

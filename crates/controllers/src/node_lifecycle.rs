@@ -26,8 +26,8 @@ use std::collections::HashSet;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
+use ccm_cloud_provider::CloudProvider;
 use ccm_runtime::{Activity, BatchCall, Context, Events, Informer, WatchEvent, lookup_all};
-use cloud_provider::CloudProvider;
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, Preconditions};

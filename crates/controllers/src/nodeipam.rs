@@ -27,12 +27,12 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
+use ccm_cloud_provider::{CloudProvider, PodCidr, PodCidrs, ProviderController, RateLimiter};
 use ccm_runtime::controller::Triggers;
 use ccm_runtime::{
     Action, BatchCall, Batcher, Context, Events, Informer, ReconcileError, WatchEvent,
 };
-use cloud_provider::k8s_openapi::api::core::v1::Node;
-use cloud_provider::{CloudProvider, PodCidr, PodCidrs, ProviderController, RateLimiter};
 use futures::FutureExt;
 use ipnet::{IpNet, Ipv4Net};
 use kube::api::{Api, Patch, PatchParams};

@@ -1,5 +1,5 @@
 //! Controllers a provider adds to the generic ones
-//! ([`cloud_provider::ProviderController`]), started by name when
+//! ([`ccm_cloud_provider::ProviderController`]), started by name when
 //! `--controllers` names them: the cloud-agnostic behaviour here, the cloud's
 //! part behind a capability.
 //!
@@ -8,8 +8,8 @@
 //! - [`ProviderControllerKind::NodeIpam`] (`nodeipam.rs`): pod CIDRs from
 //!   the cloud's prefix, and in dual-stack mode an IPv4 range too.
 
+use ccm_cloud_provider::{ProviderController, ProviderControllerKind};
 use ccm_runtime::Context;
-use cloud_provider::{ProviderController, ProviderControllerKind};
 
 use crate::provider_shared::ProviderControllerSettings;
 use crate::settings::ControllerSettings;

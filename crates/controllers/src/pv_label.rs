@@ -6,7 +6,7 @@
 //! # Guarantees
 //! - A volume that already has `topology.kubernetes.io/zone` and
 //!   `topology.kubernetes.io/region`, or that is not this cloud's
-//!   ([`cloud_provider::Volumes::volume_id`] is `None`), costs no cloud call.
+//!   ([`ccm_cloud_provider::Volumes::volume_id`] is `None`), costs no cloud call.
 //! - Lookups are batched: N unlabelled volumes cost ceil(N / batch)
 //!   `volumes_labels` calls.
 //! - One merge patch per volume, carrying the resourceVersion it was
@@ -31,9 +31,9 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ccm_cloud_provider::{CloudProvider, Volumes};
 use ccm_runtime::controller::Triggers;
 use ccm_runtime::{Action, BatchCall, Batcher, Context, Events, MeteredCloud, ReconcileError};
-use cloud_provider::{CloudProvider, Volumes};
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::PersistentVolume;
 use kube::api::{Api, Patch, PatchParams};

@@ -58,8 +58,8 @@ mod watch;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ccm_cloud_provider::{CloudError, CloudProvider, Routes};
 use ccm_runtime::{Context, Events, Informer, WatchEvent};
-use cloud_provider::{CloudError, CloudProvider, Routes};
 use futures::FutureExt;
 use futures::future::join_all;
 use ipnet::IpNet;

@@ -64,9 +64,9 @@ mod writes;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use ccm_cloud_provider::CloudProvider;
 use ccm_runtime::controller::{self, ControllerConfig, Triggers};
 use ccm_runtime::{Action, Context, Events, Informer, MeteredCloud, ReconcileError, WatchEvent};
-use cloud_provider::CloudProvider;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::runtime::reflector::Store;

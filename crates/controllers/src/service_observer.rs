@@ -24,8 +24,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ccm_cloud_provider::{CloudError, CloudProvider, ServiceObserver};
 use ccm_runtime::{Activity, Context, FailureBackoff, Informer};
-use cloud_provider::{CloudError, CloudProvider, ServiceObserver};
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::Service;
 use tokio::sync::Notify;

@@ -27,12 +27,12 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ccm_runtime::controller::Triggers;
-use ccm_runtime::{Action, BatchCall, Batcher, Context, ReconcileError, WatchEvent};
-use cloud_provider::k8s_openapi::api::core::v1::Node;
-use cloud_provider::{
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
+use ccm_cloud_provider::{
     CloudError, CloudProvider, InstanceTags, ProviderController, RateLimiter, TagOutcome,
 };
+use ccm_runtime::controller::Triggers;
+use ccm_runtime::{Action, BatchCall, Batcher, Context, ReconcileError, WatchEvent};
 use futures::FutureExt;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};

@@ -10,11 +10,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ccm_controllers::{ControllerId, ControllerSettings};
+use ccm_test_apiserver::Verb;
 use k8s_openapi::api::core::v1::{Node, NodeSpec};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
 use support::{Harness, eventually, fast_settings, load_balancer_service, ready_condition};
-use test_apiserver::Verb;
 
 /// Nodes the kubelets register.
 const N: usize = 100;

@@ -7,11 +7,11 @@ mod support;
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
+use ccm_cloud_provider::{NodeAddress, NodeAddressType};
 use ccm_controllers::{ControllerId, ControllerSettings};
-use cloud_provider::{NodeAddress, NodeAddressType};
+use ccm_provider_fake::{FakeCloud, Instance, InstanceState, Operation};
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use provider_fake::{FakeCloud, Instance, InstanceState, Operation};
 use serde_json::json;
 use support::{Harness, eventually, fast_settings, ready_node, uninitialized_node};
 

@@ -7,14 +7,14 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ccm_controllers::ControllerId;
-use cloud_provider::{
+use ccm_cloud_provider::{
     CloudError, CloudProvider, InstanceMetadata, Instances, NodeAddress as CloudAddress,
     NodeAddressType,
 };
+use ccm_controllers::ControllerId;
+use ccm_provider_fake::{FakeCloud, Instance, InstanceState, Operation};
 use k8s_openapi::api::core::v1::{Node, NodeAddress, Taint};
 use kube::api::{Patch, PatchParams};
-use provider_fake::{FakeCloud, Instance, InstanceState, Operation};
 use support::{Harness, eventually, fast_settings, uninitialized_node};
 
 const UNINITIALIZED: &str = "node.cloudprovider.kubernetes.io/uninitialized";

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ccm_controllers::ControllerId;
+use ccm_provider_fake::{FakeCloud, InjectedError, InstanceState, Operation};
 use k8s_openapi::api::core::v1::Node;
-use provider_fake::{FakeCloud, InjectedError, InstanceState, Operation};
 use support::{Harness, eventually, fast_settings, ready_node};
 
 const SHUTDOWN: &str = "node.cloudprovider.kubernetes.io/shutdown";
@@ -33,7 +33,7 @@ async fn harness_with_instances(names: &[&str]) -> Harness {
         h.create_node(&ready_node(name)).await;
     }
     // Synthesize their instances now, then stop answering for new names.
-    use cloud_provider::Instances;
+    use ccm_cloud_provider::Instances;
     for name in names {
         h.cloud
             .instance_exists(&h.nodes().get(name).await.unwrap())

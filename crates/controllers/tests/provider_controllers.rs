@@ -10,16 +10,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ccm_cloud_provider::{ProviderController, ProviderControllerKind};
 use ccm_controllers::{ControllerSettings, ProviderControllerSettings, Started};
 use ccm_runtime::{AlwaysLeader, Context, Informers, MeteredCloud, Metrics, Quiescence};
+use ccm_test_apiserver::TestApiServer;
 use ccm_test_support::eventually;
 use cloud::{LABEL, TestCloud};
-use cloud_provider::{ProviderController, ProviderControllerKind};
 use k8s_openapi::api::core::v1::{Node, NodeSpec};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use test_apiserver::TestApiServer;
 use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(30);

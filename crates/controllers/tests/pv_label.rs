@@ -6,14 +6,14 @@ mod support;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
+use ccm_cloud_provider::CloudProvider;
 use ccm_controllers::{ControllerId, ControllerSettings, Started};
+use ccm_provider_fake::{CSI_DRIVER, FakeCloud, FakeVolume, Operation};
 use ccm_runtime::{AlwaysLeader, Context, Informers, MeteredCloud, Metrics};
-use cloud_provider::CloudProvider;
 use k8s_openapi::api::core::v1::{
     NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume, VolumeNodeAffinity,
 };
 use kube::api::{Api, ListParams, PostParams};
-use provider_fake::{CSI_DRIVER, FakeCloud, FakeVolume, Operation};
 use support::{Harness, fast_settings};
 use tokio_util::sync::CancellationToken;
 

@@ -14,8 +14,8 @@ mod triggers;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use ccm_cloud_provider::{Route, Routes};
 use ccm_controllers::ControllerSettings;
-use cloud_provider::{Route, Routes};
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use support::{Harness, eventually, fast_settings, ready_node};
 

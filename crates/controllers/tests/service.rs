@@ -7,14 +7,14 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use ccm_controllers::{ControllerId, ControllerSettings};
-use ccm_test_support::ingress_ips;
-use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
-use cloud_provider::{
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use ccm_cloud_provider::{
     CloudError, CloudProvider, EnsuredLoadBalancer, LoadBalancer, LoadBalancerStatus,
 };
+use ccm_controllers::{ControllerId, ControllerSettings};
+use ccm_provider_fake::{ANNOTATION_LOAD_BALANCER_ID, FakeCloud, FakeLoadBalancer, Operation};
+use ccm_test_support::ingress_ips;
 use kube::api::{DeleteParams, Patch, PatchParams};
-use provider_fake::{ANNOTATION_LOAD_BALANCER_ID, FakeCloud, FakeLoadBalancer, Operation};
 use support::{Harness, eventually, fast_settings, load_balancer_service, ready_node};
 
 const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";

@@ -10,14 +10,14 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use ccm_cloud_provider::TargetState;
 use ccm_controllers::ControllerId;
-use cloud_provider::TargetState;
+use ccm_provider_fake::{
+    ANNOTATION_HEALTHCHECK_INTERVAL, FakeCloud, InjectedError, Instance, InstanceState, Operation,
+};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::api::{Patch, PatchParams};
-use provider_fake::{
-    ANNOTATION_HEALTHCHECK_INTERVAL, FakeCloud, InjectedError, Instance, InstanceState, Operation,
-};
 use support::{Harness, eventually, fast_settings, load_balancer_service, ready_node};
 
 const WAIT: Duration = Duration::from_secs(20);

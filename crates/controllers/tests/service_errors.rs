@@ -7,17 +7,17 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ccm_controllers::ControllerId;
-use cloud_provider::{
+use ccm_cloud_provider::{
     CloudError, CloudProvider, EnsuredLoadBalancer, LoadBalancer, LoadBalancerStatus,
 };
-use k8s_openapi::api::core::v1::{Node, Service};
-use kube::api::{Patch, PatchParams};
-use provider_fake::{
+use ccm_controllers::ControllerId;
+use ccm_provider_fake::{
     ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_TYPE, FakeCloud, InjectedError, Operation,
 };
+use ccm_test_apiserver::{Failure, RequestMatch, Verb};
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::api::{Patch, PatchParams};
 use support::{Harness, eventually, fast_settings, load_balancer_service, ready_node};
-use test_apiserver::{Failure, RequestMatch, Verb};
 
 const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
 const WAIT: Duration = Duration::from_secs(10);

@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ccm_controllers::{ControllerId, ControllerSettings};
+use ccm_provider_fake::{InjectedError, Operation};
+use ccm_test_apiserver::{Failure, RequestMatch, Verb};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Patch, PatchParams};
-use provider_fake::{InjectedError, Operation};
 use support::{Harness, eventually, fast_settings, load_balancer_service, ready_node};
-use test_apiserver::{Failure, RequestMatch, Verb};
 
 const WAIT: Duration = Duration::from_secs(30);
 

@@ -9,13 +9,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use ccm_cloud_provider::{CloudError, CloudProvider, ServiceObserver};
+use ccm_provider_fake::FakeCloud;
 use ccm_runtime::{Fence, Fenced};
-use cloud_provider::{CloudError, CloudProvider, ServiceObserver};
 use k8s_openapi::api::core::v1::{Namespace, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams};
-use provider_fake::FakeCloud;
 use support::{Harness, eventually, fast_settings, load_balancer_service};
 use tokio::time::Instant;
 

@@ -8,17 +8,17 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ccm_controllers::ControllerId;
-use cloud_provider::annotations::unknown_annotation_warnings;
-use cloud_provider::{
+use ccm_cloud_provider::annotations::unknown_annotation_warnings;
+use ccm_cloud_provider::{
     CloudError, CloudProvider, EnsuredLoadBalancer, LoadBalancer, LoadBalancerStatus,
 };
-use k8s_openapi::api::core::v1::{Node, Service};
-use kube::api::{Patch, PatchParams};
-use provider_fake::{
+use ccm_controllers::ControllerId;
+use ccm_provider_fake::{
     ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_HOSTNAME, ANNOTATION_LOAD_BALANCER_ID,
     ANNOTATION_TYPE, FakeCloud, Operation,
 };
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::api::{Patch, PatchParams};
 use support::{Harness, eventually, fast_settings, load_balancer_service, ready_node};
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -171,7 +171,7 @@ async fn the_schemas_unknown_key_is_a_warning_in_the_webhooks_words() {
     let service = load_balancer_service("web", &[(&typo, "nlb")]);
     h.create_service(&service).await;
     h.start(&[ControllerId::Service], &fast_settings()).await;
-    let expected = provider_fake::SCHEMA.review(None, &service);
+    let expected = ccm_provider_fake::SCHEMA.review(None, &service);
     assert_eq!(expected.len(), 1);
     let events = eventually("an UnknownAnnotation event", WAIT, || async {
         let events = h.events("web", "UnknownAnnotation").await;
@@ -200,7 +200,7 @@ async fn the_schemas_malformed_value_is_refused_before_the_cloud_is_called() {
     let service = load_balancer_service("web", &[(ANNOTATION_HEALTHCHECK_INTERVAL, "1")]);
     h.create_service(&service).await;
     h.start(&[ControllerId::Service], &fast_settings()).await;
-    let expected = provider_fake::SCHEMA.review(None, &service);
+    let expected = ccm_provider_fake::SCHEMA.review(None, &service);
     let events = eventually("an InvalidAnnotation event", WAIT, || async {
         let events = h.events("web", "InvalidAnnotation").await;
         (!events.is_empty()).then_some(events)
@@ -242,7 +242,7 @@ async fn an_annotation_changed_on_an_existing_load_balancer_is_a_warning_in_the_
         .patch("web", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .expect("patched");
-    let expected: Vec<String> = provider_fake::SCHEMA
+    let expected: Vec<String> = ccm_provider_fake::SCHEMA
         .review(Some(&stored), &changed)
         .into_iter()
         .map(|f| f.message)

@@ -17,7 +17,7 @@
 //!
 //! ```no_run
 //! # async fn example(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
-//! use leader_election::{LeaderElectionConfig, LeaderElector};
+//! use ccm_leader_election::{LeaderElectionConfig, LeaderElector};
 //! use tokio_util::sync::CancellationToken;
 //!
 //! let config = LeaderElectionConfig::new("cloud-controller-manager", "kube-system", "host-1_4f2a");

@@ -13,13 +13,13 @@ mod support;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use ccm_leader_election::{
+    ConfigError, Error, LeaderElectionConfig, LeaderElector, LeaseApiError, NotLeader,
+};
+use ccm_test_apiserver::{Failure, RequestMatch, TestApiServer, Verb};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use kube::api::PostParams;
-use leader_election::{
-    ConfigError, Error, LeaderElectionConfig, LeaderElector, LeaseApiError, NotLeader,
-};
-use test_apiserver::{Failure, RequestMatch, TestApiServer, Verb};
 use tokio::time::{Instant, sleep, sleep_until, timeout};
 use tokio_util::sync::CancellationToken;
 

@@ -5,8 +5,8 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cloud_provider::k8s_openapi::api::core::v1::Node;
-use cloud_provider::{BatchResult, CloudError};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
+use ccm_cloud_provider::{BatchResult, CloudError};
 use futures::future::BoxFuture;
 use futures::stream::{self, Stream, StreamExt};
 use tokio::sync::{Semaphore, mpsc, oneshot};

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cloud_provider::fence::RequestFence;
-use cloud_provider::k8s_openapi::api::core::v1::{Node, PersistentVolume, Service};
-use cloud_provider::{
+use ccm_cloud_provider::fence::RequestFence;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, PersistentVolume, Service};
+use ccm_cloud_provider::{
     BatchResult, CloudError, CloudProvider, EnsuredLoadBalancer, InitContext, InstanceMetadata,
     Instances, LoadBalancer, LoadBalancerStatus, Routes, ServiceObserver, Volumes,
 };
@@ -198,14 +198,14 @@ impl MeteredCloud {
     /// once another process may lead.
     ///
     /// Every request the provider sends meanwhile is fenced too: the call
-    /// runs in a [`cloud_provider::fence::scope`] whose check is this
+    /// runs in a [`ccm_cloud_provider::fence::scope`] whose check is this
     /// process's leadership.
     async fn within_term<T>(
         &self,
         call: impl Future<Output = Result<T, CloudError>>,
     ) -> Result<T, CloudError> {
         let fence: Arc<dyn RequestFence> = Arc::new(PerRequest(self.fence.clone()));
-        let mut call = std::pin::pin!(cloud_provider::fence::scope(fence, call));
+        let mut call = std::pin::pin!(ccm_cloud_provider::fence::scope(fence, call));
         loop {
             let Some(lapses) = self.fence.lapses_at() else {
                 return call.await;
@@ -323,26 +323,26 @@ impl CloudProvider for MeteredCloud {
         self.inner.volumes().map(|_| self as &dyn Volumes)
     }
 
-    fn instance_tags(&self) -> Option<&dyn cloud_provider::InstanceTags> {
+    fn instance_tags(&self) -> Option<&dyn ccm_cloud_provider::InstanceTags> {
         self.inner
             .instance_tags()
-            .map(|_| self as &dyn cloud_provider::InstanceTags)
+            .map(|_| self as &dyn ccm_cloud_provider::InstanceTags)
     }
 
-    fn inventory(&self) -> Option<&dyn cloud_provider::Inventory> {
+    fn inventory(&self) -> Option<&dyn ccm_cloud_provider::Inventory> {
         self.inner
             .inventory()
-            .map(|_| self as &dyn cloud_provider::Inventory)
+            .map(|_| self as &dyn ccm_cloud_provider::Inventory)
     }
 
     fn describes_requests(&self) -> bool {
         self.inner.describes_requests()
     }
 
-    fn pod_cidrs(&self) -> Option<&dyn cloud_provider::PodCidrs> {
+    fn pod_cidrs(&self) -> Option<&dyn ccm_cloud_provider::PodCidrs> {
         self.inner
             .pod_cidrs()
-            .map(|_| self as &dyn cloud_provider::PodCidrs)
+            .map(|_| self as &dyn ccm_cloud_provider::PodCidrs)
     }
 
     fn encode_metrics(&self, out: &mut String) {
@@ -419,7 +419,7 @@ impl LoadBalancer for MeteredCloud {
     fn load_balancer_name(&self, cluster_name: &str, service: &Service) -> String {
         match self.inner.load_balancer() {
             Some(lb) => lb.load_balancer_name(cluster_name, service),
-            None => cloud_provider::default_load_balancer_name(service),
+            None => ccm_cloud_provider::default_load_balancer_name(service),
         }
     }
 
@@ -428,7 +428,9 @@ impl LoadBalancer for MeteredCloud {
         self.inner.load_balancer()?.check_service(service)
     }
 
-    fn annotation_schema(&self) -> Option<&'static cloud_provider::annotations::AnnotationSchema> {
+    fn annotation_schema(
+        &self,
+    ) -> Option<&'static ccm_cloud_provider::annotations::AnnotationSchema> {
         self.inner.load_balancer()?.annotation_schema()
     }
 
@@ -466,7 +468,7 @@ impl LoadBalancer for MeteredCloud {
         cluster_name: &str,
         service: &Service,
         nodes: &[Arc<Node>],
-    ) -> Result<Option<cloud_provider::LoadBalancerHealth>, CloudError> {
+    ) -> Result<Option<ccm_cloud_provider::LoadBalancerHealth>, CloudError> {
         self.observe("load_balancer_health", None, async {
             self.load_balancer_inner()?
                 .load_balancer_health(cluster_name, service, nodes)

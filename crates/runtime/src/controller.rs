@@ -8,7 +8,7 @@ use std::hash::Hash;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cloud_provider::server_delay;
+use ccm_cloud_provider::server_delay;
 use futures::stream::BoxStream;
 use futures::{FutureExt, Stream, StreamExt};
 use kube::Resource;

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use cloud_provider::fence::{Request, RequestFence};
+use ccm_cloud_provider::fence::{Request, RequestFence};
 use parking_lot::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -271,24 +271,27 @@ mod tests {
     async fn a_planner_lets_reads_out_and_refuses_mutations() {
         let planner = Arc::new(Planner::default());
         let fence: Arc<dyn RequestFence> = planner.clone();
-        let answers = cloud_provider::fence::scope(fence, async {
-            let read = cloud_provider::fence::check_request(Request {
+        let answers = ccm_cloud_provider::fence::scope(fence, async {
+            let read = ccm_cloud_provider::fence::check_request(Request {
                 operation: "DescribeLoadBalancers",
                 mutates: false,
                 detail: "",
             });
-            let write = cloud_provider::fence::check_request(Request {
+            let write = ccm_cloud_provider::fence::check_request(Request {
                 operation: "CreateListener",
                 mutates: true,
                 detail: "Port=80",
             });
-            (read, write, cloud_provider::fence::dry_run())
+            (read, write, ccm_cloud_provider::fence::dry_run())
         })
         .await;
         assert!(answers.0.is_ok());
         assert!(answers.1.unwrap_err().to_string().contains(NOT_SENT));
         assert!(answers.2, "providers can tell they are in a dry run");
         assert_eq!(planner.take(), vec!["CreateListener Port=80".to_owned()]);
-        assert!(!cloud_provider::fence::dry_run(), "not outside the scope");
+        assert!(
+            !ccm_cloud_provider::fence::dry_run(),
+            "not outside the scope"
+        );
     }
 }

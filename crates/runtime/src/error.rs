@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use cloud_provider::CloudError;
+use ccm_cloud_provider::CloudError;
 
 /// A failed reconcile. Its [`ReconcileError::retry`] decides when the object
 /// is tried again.
@@ -47,7 +47,7 @@ pub enum Retry {
     Backoff,
     /// Exactly after this delay, which the cloud or API server asked for;
     /// not counted as a failure. The framework requeues after at most
-    /// [`MAX_SERVER_DELAY`](cloud_provider::server_delay::MAX_SERVER_DELAY)
+    /// [`MAX_SERVER_DELAY`](ccm_cloud_provider::server_delay::MAX_SERVER_DELAY)
     /// whatever the delay says.
     After(Duration),
     /// Not until the object changes.
@@ -107,7 +107,7 @@ mod tests {
 
     #[test]
     fn provider_delays_beyond_the_ceiling_are_clamped() {
-        use cloud_provider::server_delay::MAX_SERVER_DELAY;
+        use ccm_cloud_provider::server_delay::MAX_SERVER_DELAY;
         let throttled = ReconcileError::Cloud(CloudError::Throttled {
             retry_after: Duration::MAX,
         });

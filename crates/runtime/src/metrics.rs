@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use cloud_provider::CloudProvider;
+use ccm_cloud_provider::CloudProvider;
 use parking_lot::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -34,7 +34,7 @@ pub(crate) struct ReconcileLabels {
 pub(crate) struct CloudCallLabels {
     /// The interface method, such as `instances_metadata`.
     pub(crate) operation: String,
-    /// `success` or the [`cloud_provider::CloudError::kind`].
+    /// `success` or the [`ccm_cloud_provider::CloudError::kind`].
     pub(crate) outcome: String,
 }
 

@@ -4,13 +4,13 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_cloud_provider::{CloudError, InstanceMetadata, Instances};
+use ccm_provider_fake::{FakeCloud, InjectedError, Operation};
 use ccm_runtime::{BatchCall, Batcher, STREAM_WINDOWS, lookup_all, lookup_batches};
-use cloud_provider::k8s_openapi::api::core::v1::Node;
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use cloud_provider::{CloudError, InstanceMetadata, Instances};
 use futures::StreamExt;
 use futures::future::join_all;
-use provider_fake::{FakeCloud, InjectedError, Operation};
 
 fn node(name: &str) -> Arc<Node> {
     Arc::new(Node {

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ccm_cloud_provider::{CloudError, CloudProvider, Route};
+use ccm_provider_fake::{FakeCloud, InjectedError, Operation};
 use ccm_runtime::{AlwaysLeader, MeteredCloud, Metrics};
-use cloud_provider::{CloudError, CloudProvider, Route};
-use provider_fake::{FakeCloud, InjectedError, Operation};
 use tokio::time::Instant;
 
 fn metered(fake: &FakeCloud, metrics: &Metrics) -> Arc<MeteredCloud> {

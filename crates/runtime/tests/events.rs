@@ -2,12 +2,12 @@
 //! similar messages are combined, as client-go's event correlator does.
 
 use ccm_runtime::Events;
+use ccm_test_apiserver::{TestApiServer, Verb};
 use k8s_openapi::api::core::v1::{ObjectReference, Service};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use test_apiserver::{TestApiServer, Verb};
 
 async fn warnings(server: &TestApiServer) -> Vec<Event> {
     let events: Api<Event> = Api::namespaced(server.client(), "default");

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use ccm_runtime::controller::{self, ControllerConfig, Triggers};
 use ccm_runtime::{Action, Informers, Metrics, WatchEvent};
+use ccm_test_apiserver::{Failure, RequestMatch, TestApiServer, Verb};
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::ObjectRef;
-use test_apiserver::{Failure, RequestMatch, TestApiServer, Verb};
 use tokio_util::sync::CancellationToken;
 
 #[path = "informer/watch_health.rs"]

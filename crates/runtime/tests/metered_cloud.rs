@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_cloud_provider::{CloudError, CloudProvider, Instances, ServiceObserver, Volumes};
+use ccm_provider_fake::{FakeCloud, InjectedError, Operation};
 use ccm_runtime::{Fence, Fenced, MeteredCloud, Metrics};
-use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use cloud_provider::{CloudError, CloudProvider, Instances, ServiceObserver, Volumes};
-use provider_fake::{FakeCloud, InjectedError, Operation};
 
 #[derive(Debug, Default)]
 struct Toggle(AtomicBool);
@@ -402,19 +402,19 @@ struct TwoRequests {
 
 impl TwoRequests {
     fn send(&self) -> Result<(), CloudError> {
-        cloud_provider::fence::check()?;
+        ccm_cloud_provider::fence::check()?;
         self.sent.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
 }
 
 #[async_trait::async_trait]
-impl cloud_provider::LoadBalancer for TwoRequests {
+impl ccm_cloud_provider::LoadBalancer for TwoRequests {
     async fn get_load_balancer(
         &self,
         _: &str,
         _: &Service,
-    ) -> Result<Option<cloud_provider::LoadBalancerStatus>, CloudError> {
+    ) -> Result<Option<ccm_cloud_provider::LoadBalancerStatus>, CloudError> {
         Ok(None)
     }
 
@@ -423,11 +423,11 @@ impl cloud_provider::LoadBalancer for TwoRequests {
         _: &str,
         _: &Service,
         _: &[Arc<Node>],
-    ) -> Result<cloud_provider::EnsuredLoadBalancer, CloudError> {
+    ) -> Result<ccm_cloud_provider::EnsuredLoadBalancer, CloudError> {
         self.send()?;
         self.leader.0.store(false, Ordering::SeqCst);
         self.send()?;
-        Ok(cloud_provider::EnsuredLoadBalancer::default())
+        Ok(ccm_cloud_provider::EnsuredLoadBalancer::default())
     }
 
     async fn update_load_balancer(
@@ -450,7 +450,7 @@ impl CloudProvider for TwoRequests {
         "two-requests"
     }
 
-    fn load_balancer(&self) -> Option<&dyn cloud_provider::LoadBalancer> {
+    fn load_balancer(&self) -> Option<&dyn ccm_cloud_provider::LoadBalancer> {
         Some(self)
     }
 }
@@ -477,5 +477,5 @@ async fn each_request_of_a_multi_request_operation_is_fenced() {
         "the request after leadership was lost never left"
     );
     // Outside a mutation (reads), the check always passes.
-    assert!(cloud_provider::fence::check().is_ok());
+    assert!(ccm_cloud_provider::fence::check().is_ok());
 }

@@ -11,7 +11,7 @@
 use std::net::IpAddr;
 
 use aws_sdk_ec2::types::{Instance, InstanceNetworkInterface, NetworkInterfaceStatus};
-use cloud_provider::{NodeAddress, NodeAddressType};
+use ccm_cloud_provider::{NodeAddress, NodeAddressType};
 
 use crate::config::IpFamily;
 

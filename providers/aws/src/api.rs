@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use aws_sdk_ec2::config::http::HttpResponse;
 use aws_sdk_ec2::error::{BoxError, DisplayErrorContext, ProvideErrorMetadata, SdkError};
-use cloud_provider::CloudError;
+use ccm_cloud_provider::CloudError;
 use tokio::time::Instant;
 
 use crate::clients::FenceRefusal;
@@ -100,7 +100,7 @@ pub(crate) enum ApiError {
     },
     /// The framework's request fence refused: this process may no longer
     /// change the cloud, or a dry run plans this request instead of sending
-    /// it (see [`cloud_provider::fence`]).
+    /// it (see [`ccm_cloud_provider::fence`]).
     #[error("{operation} not sent: {source}")]
     Fenced {
         /// The API operation.
@@ -250,7 +250,7 @@ impl Api {
             // transmitting, describing the request, and only it can tell a
             // dry run's reads, which pass, from its mutations.
             let admitted = self.throttle.admit_within(operation, MAX_PACING_WAIT).await;
-            cloud_provider::fence::check()
+            ccm_cloud_provider::fence::check()
                 .map_err(|source| ApiError::Fenced { operation, source })?;
             if let Err(retry_after) = admitted {
                 tracing::debug!(
@@ -283,7 +283,7 @@ impl Api {
                 self.metrics
                     .ended_in_status(service_id::<E>(), operation, status);
             }
-            cloud_provider::fence::check()
+            ccm_cloud_provider::fence::check()
                 .map_err(|source| ApiError::Fenced { operation, source })?;
             match failure {
                 Failure::Throttled => {

@@ -20,8 +20,8 @@ use aws_sdk_ec2::error::BoxError;
 use aws_smithy_types::Document;
 use aws_smithy_types::body::SdkBody;
 use bytes::Bytes;
-use cloud_provider::CloudError;
-use cloud_provider::fence::{self, FencedBody, Request};
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::fence::{self, FencedBody, Request};
 
 use crate::config::{AwsConfig, AwsService, ServiceOverride};
 use query::QueryRequest;
@@ -228,9 +228,9 @@ mod tests {
 
     use aws_sdk_ec2::config::Credentials;
     use aws_sdk_ec2::error::DisplayErrorContext;
+    use ccm_cloud_provider::CloudError;
+    use ccm_cloud_provider::fence::{Countdown, RequestFence, scope};
     use ccm_test_support::RecordingListener;
-    use cloud_provider::CloudError;
-    use cloud_provider::fence::{Countdown, RequestFence, scope};
 
     use super::*;
     use crate::api::{Api, ApiError};

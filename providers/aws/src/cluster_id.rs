@@ -12,7 +12,7 @@
 //! for `KubernetesClusterID`, which the app turns into exit 64 with one line
 //! saying what to set.
 
-use cloud_provider::CloudError;
+use ccm_cloud_provider::CloudError;
 
 use crate::api::Api;
 use crate::config::AwsConfig;

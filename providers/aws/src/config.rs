@@ -23,8 +23,8 @@
 
 mod overrides;
 
-use cloud_provider::gcfg;
-use cloud_provider::{CloudConfig, ConfigError};
+use ccm_cloud_provider::gcfg;
+use ccm_cloud_provider::{CloudConfig, ConfigError};
 use regex_lite::Regex;
 
 pub(crate) use overrides::AwsService;

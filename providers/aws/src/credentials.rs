@@ -14,7 +14,7 @@ pub(crate) mod assume_role;
 use aws_config::BehaviorVersion;
 use aws_config::default_provider::credentials::DefaultCredentialsChain;
 use aws_sdk_ec2::config::{Credentials, Region, SharedCredentialsProvider};
-use cloud_provider::{ConfigError, Environment};
+use ccm_cloud_provider::{ConfigError, Environment};
 
 use crate::config::{AwsConfig, AwsService};
 

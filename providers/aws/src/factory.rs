@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use cloud_provider::{
+use ccm_cloud_provider::{
     CloudConfig, CloudProvider, ConfigError, Environment, ProviderController,
     ProviderControllerKind, ProviderFactory,
 };
@@ -47,8 +47,8 @@ impl ProviderFactory for AwsProviderFactory {
 
 #[cfg(test)]
 mod tests {
-    use cloud_provider::k8s_openapi::api::core::v1::Node;
-    use cloud_provider::{CloudError, ProviderFactory};
+    use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
+    use ccm_cloud_provider::{CloudError, ProviderFactory};
 
     use super::*;
 

@@ -18,7 +18,7 @@ use std::num::NonZeroUsize;
 
 use async_trait::async_trait;
 use aws_sdk_ec2::types::Tag;
-use cloud_provider::{BatchResult, InstanceTags, TagOutcome};
+use ccm_cloud_provider::{BatchResult, InstanceTags, TagOutcome};
 
 use crate::api::ApiError;
 use crate::provider::{AwsProvider, Cloud};

@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use aws_sdk_ec2::types::{Instance, InstanceStateName};
-use cloud_provider::k8s_openapi::api::core::v1::Node;
-use cloud_provider::{BatchResult, CloudError, InstanceMetadata, Instances};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
+use ccm_cloud_provider::{BatchResult, CloudError, InstanceMetadata, Instances};
 
 use crate::addresses::node_addresses;
 use crate::provider::{AwsProvider, Cloud};

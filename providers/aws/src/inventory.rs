@@ -48,7 +48,7 @@ mod load_balancers;
 mod routes;
 
 use async_trait::async_trait;
-use cloud_provider::{CloudError, Inventory, OwnedResource, Owner};
+use ccm_cloud_provider::{CloudError, Inventory, OwnedResource, Owner};
 
 use crate::provider::{AwsProvider, Cloud};
 use crate::tagging::{ClusterTags, SERVICE_NAME_TAG};

@@ -9,7 +9,7 @@
 //! SDK clients.
 //!
 //! # Credentials
-//! Static keys in the [`Environment`](cloud_provider::Environment) snapshot
+//! Static keys in the [`Environment`](ccm_cloud_provider::Environment) snapshot
 //! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`) are
 //! used as given; otherwise the SDK's default chain (web identity / IRSA,
 //! profiles, container and instance-profile credentials). `RoleARN` assumes

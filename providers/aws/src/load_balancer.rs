@@ -40,9 +40,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use aws_sdk_ec2::types::{Instance, InstanceStateName};
 use aws_sdk_elasticloadbalancingv2::types::{LoadBalancer as Nlb, Tag};
-use cloud_provider::annotations::AnnotationSchema;
-use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
-use cloud_provider::{
+use ccm_cloud_provider::annotations::AnnotationSchema;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use ccm_cloud_provider::{
     CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerHealth, LoadBalancerStatus,
 };
 

@@ -18,8 +18,8 @@ use std::sync::Arc;
 use aws_sdk_ec2::config::retry::RetryConfig;
 use aws_sdk_ec2::error::ErrorMetadata;
 use aws_smithy_mocks::{Rule, RuleMode, mock_client};
-use cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec};
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec};
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::{AwsConfig, AwsProvider, RateLimit};
 
@@ -89,6 +89,6 @@ fn node(name: &str, provider_id: Option<&str>) -> Arc<Node> {
 
 fn metrics(provider: &AwsProvider) -> String {
     let mut out = String::new();
-    cloud_provider::CloudProvider::encode_metrics(provider, &mut out);
+    ccm_cloud_provider::CloudProvider::encode_metrics(provider, &mut out);
     out
 }

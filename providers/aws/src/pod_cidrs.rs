@@ -12,8 +12,8 @@ use std::num::NonZeroUsize;
 
 use async_trait::async_trait;
 use aws_sdk_ec2::types::NetworkInterface;
-use cloud_provider::ipnet::IpNet;
-use cloud_provider::{BatchResult, CloudError, PodCidr, PodCidrs};
+use ccm_cloud_provider::ipnet::IpNet;
+use ccm_cloud_provider::{BatchResult, CloudError, PodCidr, PodCidrs};
 
 use crate::api::ApiError;
 use crate::instances::lookup::{FILTER_VALUES, filter};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use aws_config::meta::region::ProvideRegion;
 use aws_sdk_ec2::config::Region;
-use cloud_provider::{
+use ccm_cloud_provider::{
     CloudError, CloudProvider, ConfigError, Environment, InitContext, InstanceTags, Instances,
     Inventory, LoadBalancer, PodCidrs, Routes, Volumes,
 };

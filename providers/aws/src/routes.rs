@@ -21,10 +21,10 @@ use async_trait::async_trait;
 use aws_sdk_ec2::types::{
     AttributeBooleanValue, InstanceStateName, Route as Ec2Route, RouteState, RouteTable,
 };
-use cloud_provider::ipnet::IpNet;
-use cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec};
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use cloud_provider::{BatchResult, CloudError, Route, RouteCreate, Routes};
+use ccm_cloud_provider::ipnet::IpNet;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec};
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_cloud_provider::{BatchResult, CloudError, Route, RouteCreate, Routes};
 
 use crate::instances::lookup::{filter, state};
 use crate::provider::{AwsProvider, Cloud};

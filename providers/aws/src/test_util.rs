@@ -29,11 +29,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aws_sdk_ec2::config::{BehaviorVersion, Credentials, Region};
-use cloud_provider::k8s_openapi::api::core::v1::{
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{
     Node, NodeSpec, Service, ServicePort, ServiceSpec,
 };
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use cloud_provider::{CloudConfig, CloudProvider, Environment, InitContext, ProviderFactory};
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_cloud_provider::{CloudConfig, CloudProvider, Environment, InitContext, ProviderFactory};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{MutexGuard, OnceCell};

@@ -37,7 +37,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cloud_provider::{InvalidRateLimit, RateLimiter};
+use ccm_cloud_provider::{InvalidRateLimit, RateLimiter};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 

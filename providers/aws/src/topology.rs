@@ -18,7 +18,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use cloud_provider::CloudError;
+use ccm_cloud_provider::CloudError;
 use parking_lot::Mutex;
 use regex_lite::Regex;
 

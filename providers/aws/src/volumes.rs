@@ -14,8 +14,8 @@ use std::num::NonZeroUsize;
 
 use async_trait::async_trait;
 use aws_sdk_ec2::types::Volume;
-use cloud_provider::k8s_openapi::api::core::v1::PersistentVolume;
-use cloud_provider::{BatchResult, CloudError, Volumes};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::PersistentVolume;
+use ccm_cloud_provider::{BatchResult, CloudError, Volumes};
 
 use crate::api::ApiError;
 use crate::instances::lookup::{FILTER_VALUES, filter};
@@ -158,7 +158,7 @@ impl Volumes for AwsProvider {
 
 #[cfg(test)]
 mod tests {
-    use cloud_provider::k8s_openapi::api::core::v1::{
+    use ccm_cloud_provider::k8s_openapi::api::core::v1::{
         AWSElasticBlockStoreVolumeSource, CSIPersistentVolumeSource, GCEPersistentDiskVolumeSource,
         PersistentVolumeSpec,
     };

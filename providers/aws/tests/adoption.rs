@@ -13,12 +13,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use aws_sdk_elasticloadbalancingv2::types::{LoadBalancerSchemeEnum, SubnetMapping};
-use cloud_provider::k8s_openapi::api::core::v1::Service;
-use cloud_provider::{CloudProvider, Route, RouteCreate};
-use provider_aws::annotations as key;
-use provider_aws::test_util::proxy::Proxy;
-use provider_aws::test_util::seed::{self, Estate, VPC_CIDR};
-use provider_aws::test_util::{
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
+use ccm_cloud_provider::{CloudProvider, Route, RouteCreate};
+use ccm_provider_aws::annotations as key;
+use ccm_provider_aws::test_util::proxy::Proxy;
+use ccm_provider_aws::test_util::seed::{self, Estate, VPC_CIDR};
+use ccm_provider_aws::test_util::{
     CLUSTER, IngressRule, Moto, classic_service, ec2, elb, elbv2, ingress_rules, moto, nlb_service,
     provider_at, subnet_cidrs,
 };

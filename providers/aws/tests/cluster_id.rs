@@ -7,10 +7,10 @@
 use std::sync::Arc;
 
 use aws_sdk_ec2::types::{InstanceType, ResourceType, Tag, TagSpecification};
-use cloud_provider::{CloudError, CloudProvider, InitContext, Route};
-use provider_aws::test_util::imds::Imds;
-use provider_aws::test_util::seed::{self, Estate, Seeded};
-use provider_aws::test_util::{
+use ccm_cloud_provider::{CloudError, CloudProvider, InitContext, Route};
+use ccm_provider_aws::test_util::imds::Imds;
+use ccm_provider_aws::test_util::seed::{self, Estate, Seeded};
+use ccm_provider_aws::test_util::{
     CLUSTER, Moto, REGION, built, ec2, elbv2, moto, nlb_service, service_overrides,
 };
 
@@ -159,7 +159,7 @@ async fn two_clusters_named_kubernetes_keep_to_what_their_instance_tags_say() {
     // Instances: each finds its own node by name, never the other's.
     let a_instances = a.instances().expect("instances");
     let b_instances = b.instances().expect("instances");
-    let by_name = |s: &Seeded| provider_aws::test_util::node(&s.private_dns_name, None);
+    let by_name = |s: &Seeded| ccm_provider_aws::test_util::node(&s.private_dns_name, None);
     assert!(
         a_instances
             .instance_exists(&by_name(&ours))

@@ -9,12 +9,14 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use aws_sdk_ec2::types::{ResourceType, Tag, TagSpecification};
-use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
-use provider_aws::annotations as key;
-use provider_aws::test_util::proxy::Proxy;
-use provider_aws::test_util::seed::{self, Estate};
-use provider_aws::test_util::{CLUSTER, Moto, ec2, elbv2, moto, nlb_service, node, provider_at};
-use provider_conformance::{Emulator, Resources, Subject};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use ccm_provider_aws::annotations as key;
+use ccm_provider_aws::test_util::proxy::Proxy;
+use ccm_provider_aws::test_util::seed::{self, Estate};
+use ccm_provider_aws::test_util::{
+    CLUSTER, Moto, ec2, elbv2, moto, nlb_service, node, provider_at,
+};
+use ccm_provider_conformance::{Emulator, Resources, Subject};
 
 /// The neighbour's cluster ID: the one the seeded foreign subnet is tagged
 /// for, so its load balancers have a subnet of their own.
@@ -307,7 +309,7 @@ async fn the_aws_provider_conforms_against_moto() {
             node_ports: Mutex::default(),
         }),
     };
-    let report = provider_conformance::run(&subject).await;
+    let report = ccm_provider_conformance::run(&subject).await;
     println!("{report}");
     assert!(
         report.failures().is_empty(),

@@ -2,12 +2,12 @@
 //! private DNS name, described as upstream describes them, and their
 //! existence and shutdown follow the instances' states.
 
-use cloud_provider::{CloudError, NodeAddress, NodeAddressType};
-use provider_aws::ZONE_ID_LABEL;
+use ccm_cloud_provider::{CloudError, NodeAddress, NodeAddressType};
+use ccm_provider_aws::ZONE_ID_LABEL;
 use std::collections::BTreeMap;
 
-use provider_aws::test_util::proxy::Proxy;
-use provider_aws::test_util::{CLUSTER, REGION, ec2, moto, node, provider, provider_at, seed};
+use ccm_provider_aws::test_util::proxy::Proxy;
+use ccm_provider_aws::test_util::{CLUSTER, REGION, ec2, moto, node, provider, provider_at, seed};
 
 #[tokio::test]
 async fn nodes_are_found_by_provider_id_or_private_dns_name_and_described() {

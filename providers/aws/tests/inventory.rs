@@ -9,10 +9,10 @@ use std::sync::Arc;
 use aws_sdk_elasticloadbalancingv2::types::{
     LoadBalancerTypeEnum, ProtocolEnum, Tag, TargetTypeEnum,
 };
-use cloud_provider::{CloudProvider, Inventory, OwnedResource, Owner, Route};
-use provider_aws::inventory::{ROUTE, SECURITY_GROUP, TARGET_GROUP};
-use provider_aws::test_util::seed::{self, Estate};
-use provider_aws::test_util::{CLUSTER, Moto, ec2, elbv2, moto, nlb_service, provider_at};
+use ccm_cloud_provider::{CloudProvider, Inventory, OwnedResource, Owner, Route};
+use ccm_provider_aws::inventory::{ROUTE, SECURITY_GROUP, TARGET_GROUP};
+use ccm_provider_aws::test_util::seed::{self, Estate};
+use ccm_provider_aws::test_util::{CLUSTER, Moto, ec2, elbv2, moto, nlb_service, provider_at};
 
 /// Cluster B: the seeded estate's foreign subnet is tagged for it.
 const OTHER_CLUSTER: &str = "another";
@@ -63,7 +63,7 @@ async fn everything(moto: &Moto, estate: &Estate) -> BTreeSet<String> {
 
 /// How many node security-group rules are described for load balancer `lb`.
 async fn node_rules_of(moto: &Moto, estate: &Estate, lb: &str) -> usize {
-    provider_aws::test_util::ingress_rules(&ec2(moto), &estate.node_security_group)
+    ccm_provider_aws::test_util::ingress_rules(&ec2(moto), &estate.node_security_group)
         .await
         .expect("described")
         .iter()
@@ -304,7 +304,7 @@ async fn a_classic_elb_and_its_group_are_listed_by_name_and_deleted_in_order() {
         .expect("AWS has load balancers")
         .ensure_load_balancer(
             CLUSTER,
-            &provider_aws::test_util::classic_service(UID_A, &[], &[(80, 30080)]),
+            &ccm_provider_aws::test_util::classic_service(UID_A, &[], &[(80, 30080)]),
             &[node.node()],
         )
         .await
@@ -346,7 +346,7 @@ async fn a_classic_elb_and_its_group_are_listed_by_name_and_deleted_in_order() {
             .expect("listed")
             .is_empty()
     );
-    let elbs = provider_aws::test_util::elb(&moto)
+    let elbs = ccm_provider_aws::test_util::elb(&moto)
         .describe_load_balancers()
         .send()
         .await

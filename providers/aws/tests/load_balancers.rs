@@ -33,10 +33,10 @@ mod type_change;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use cloud_provider::CloudError;
-use provider_aws::annotations as key;
-use provider_aws::test_util::seed::{self, VPC_CIDR};
-use provider_aws::test_util::{CLUSTER, elbv2};
+use ccm_cloud_provider::CloudError;
+use ccm_provider_aws::annotations as key;
+use ccm_provider_aws::test_util::seed::{self, VPC_CIDR};
+use ccm_provider_aws::test_util::{CLUSTER, elbv2};
 
 use fixture::*;
 

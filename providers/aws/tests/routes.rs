@@ -5,10 +5,10 @@
 use std::time::Instant;
 
 use aws_sdk_ec2::Client;
-use cloud_provider::{CloudError, Route, RouteCreate};
-use provider_aws::test_util::proxy::Proxy;
-use provider_aws::test_util::seed::{self, Seeded};
-use provider_aws::test_util::{CLUSTER, ec2, moto, provider, provider_at};
+use ccm_cloud_provider::{CloudError, Route, RouteCreate};
+use ccm_provider_aws::test_util::proxy::Proxy;
+use ccm_provider_aws::test_util::seed::{self, Seeded};
+use ccm_provider_aws::test_util::{CLUSTER, ec2, moto, provider, provider_at};
 
 fn route(to: &Seeded, cidr: &str) -> Route {
     Route {

@@ -5,13 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use cloud_provider::CloudProvider;
-use cloud_provider::k8s_openapi::api::core::v1::{
+use ccm_cloud_provider::CloudProvider;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{
     AWSElasticBlockStoreVolumeSource, CSIPersistentVolumeSource, NFSVolumeSource, PersistentVolume,
     PersistentVolumeSpec,
 };
-use provider_aws::EBS_CSI_DRIVER;
-use provider_aws::test_util::{REGION, ec2, moto, provider};
+use ccm_provider_aws::EBS_CSI_DRIVER;
+use ccm_provider_aws::test_util::{REGION, ec2, moto, provider};
 
 const ZONE: &str = "us-east-1b";
 

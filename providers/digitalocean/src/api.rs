@@ -8,8 +8,8 @@ pub(crate) mod types;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use cloud_provider::RateLimiter;
-use cloud_provider::fence::{FencedBody, Request};
+use ccm_cloud_provider::RateLimiter;
+use ccm_cloud_provider::fence::{FencedBody, Request};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use reqwest::{Method, Url};
 use serde::Serialize;
@@ -105,7 +105,7 @@ impl Client {
             path: path.clone(),
             source,
         };
-        cloud_provider::fence::check_request(Request {
+        ccm_cloud_provider::fence::check_request(Request {
             operation: &format!("GET {path}"),
             mutates: false,
             detail: "",
@@ -291,7 +291,7 @@ impl Client {
         // The framework's request fence, as late as possible: after the
         // budget and the pacer's wait. Described, so that a dry run sends
         // the reads and plans the mutations.
-        cloud_provider::fence::check_request(Request {
+        ccm_cloud_provider::fence::check_request(Request {
             operation: &operation,
             mutates,
             detail: &detail,
@@ -302,7 +302,7 @@ impl Client {
             // The body's own check (the fence's plain `check`) refused: a
             // fenced error, not a transport one.
             Err(source) => {
-                return Err(cloud_provider::fence::check()
+                return Err(ccm_cloud_provider::fence::check()
                     .err()
                     .map_or_else(|| transport(source), fenced));
             }
@@ -423,8 +423,8 @@ mod fence_tests {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use cloud_provider::CloudError;
-    use cloud_provider::fence::{Countdown, RequestFence, scope};
+    use ccm_cloud_provider::CloudError;
+    use ccm_cloud_provider::fence::{Countdown, RequestFence, scope};
 
     use super::*;
     use crate::config::AccessToken;

@@ -13,7 +13,9 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use cloud_provider::{CloudConfig, ConfigError, Environment, deserialize_message_without_values};
+use ccm_cloud_provider::{
+    CloudConfig, ConfigError, Environment, deserialize_message_without_values,
+};
 use reqwest::Url;
 use serde::Deserialize;
 

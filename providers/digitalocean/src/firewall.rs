@@ -17,8 +17,8 @@ pub(crate) mod rules;
 
 use std::sync::Arc;
 
-use cloud_provider::CloudError;
-use cloud_provider::k8s_openapi::api::core::v1::Service;
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
 use parking_lot::Mutex;
 
 use crate::DigitalOceanProvider;

@@ -14,7 +14,7 @@
 //!   `k8s-service:<uid>` tag (upstream tags what it creates with the
 //!   cluster tag alone). The owner is [`Owner::LoadBalancerName`] with the
 //!   load balancer's name, which is what
-//!   [`LoadBalancer::load_balancer_name`](cloud_provider::LoadBalancer::load_balancer_name)
+//!   [`LoadBalancer::load_balancer_name`](ccm_cloud_provider::LoadBalancer::load_balancer_name)
 //!   answers for its Service once an ensure has run (the name annotation,
 //!   else upstream's name from the UID). A name derived from the
 //!   `k8s-service:<uid>` tag would miss every Service with a name
@@ -40,7 +40,7 @@
 //! same name and owner, and still this cluster's.
 
 use async_trait::async_trait;
-use cloud_provider::{CloudError, Inventory, OwnedResource, Owner};
+use ccm_cloud_provider::{CloudError, Inventory, OwnedResource, Owner};
 
 use crate::DigitalOceanProvider;
 use crate::api::types::{self, LoadBalancerEnvelope};

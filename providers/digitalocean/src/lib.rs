@@ -60,7 +60,7 @@ use std::sync::OnceLock;
 use parking_lot::Mutex;
 
 use async_trait::async_trait;
-use cloud_provider::{
+use ccm_cloud_provider::{
     CloudError, CloudProvider, ConfigError, InitContext, Instances, Inventory, LoadBalancer,
     RateLimiter, ServiceObserver, Volumes,
 };

@@ -16,9 +16,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cloud_provider::annotations::AnnotationSchema;
-use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
-use cloud_provider::{
+use ccm_cloud_provider::annotations::AnnotationSchema;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use ccm_cloud_provider::{
     CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerHealth, LoadBalancerIngress,
     LoadBalancerStatus, default_load_balancer_name,
 };

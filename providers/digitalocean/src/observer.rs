@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cloud_provider::k8s_openapi::api::core::v1::Service;
-use cloud_provider::{CloudError, ServiceObserver};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
+use ccm_cloud_provider::{CloudError, ServiceObserver};
 use parking_lot::Mutex;
 use tokio::time::Instant;
 

@@ -1,6 +1,6 @@
 //! Which region this cluster's load balancers go to.
 
-use cloud_provider::CloudError;
+use ccm_cloud_provider::CloudError;
 
 use crate::api::types::Region;
 use crate::api::{ApiError, Client};

@@ -15,8 +15,8 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use cloud_provider::CloudError;
-use cloud_provider::k8s_openapi::api::core::v1::Service;
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
 use serde::Serialize;
 use serde_json::Value;
 

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{OnceLock, mpsc};
 use std::time::Duration;
 
-use cloud_provider::{CloudProvider, Environment, InitContext};
+use ccm_cloud_provider::{CloudProvider, Environment, InitContext};
 use serde_json::Value;
 
 use crate::{DigitalOceanProvider, Settings};

@@ -16,8 +16,8 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use cloud_provider::k8s_openapi::api::core::v1::PersistentVolume;
-use cloud_provider::{BatchResult, CloudError, Volumes};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::PersistentVolume;
+use ccm_cloud_provider::{BatchResult, CloudError, Volumes};
 
 use crate::DigitalOceanProvider;
 use crate::api::types::VolumeEnvelope;

@@ -3,9 +3,9 @@
 
 mod support;
 
-use cloud_provider::{CloudError, LoadBalancer};
-use provider_digitalocean::annotations as ann;
-use provider_digitalocean::test_util::account;
+use ccm_cloud_provider::{CloudError, LoadBalancer};
+use ccm_provider_digitalocean::annotations as ann;
+use ccm_provider_digitalocean::test_util::account;
 use serde_json::json;
 use support::{annotated, node, port, service};
 

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
-use cloud_provider::Environment;
-use cloud_provider::k8s_openapi::api::core::v1::{
+use ccm_cloud_provider::Environment;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{
     Node, NodeAddress, NodeSpec, NodeStatus, Service, ServicePort,
 };
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use provider_conformance::{Emulator, Resources, Subject};
-use provider_digitalocean::test_util::{Account, FakeDroplet, account};
-use provider_digitalocean::{
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_provider_conformance::{Emulator, Resources, Subject};
+use ccm_provider_digitalocean::test_util::{Account, FakeDroplet, account};
+use ccm_provider_digitalocean::{
     ENV_CLUSTER_ID, ENV_DEFAULT_LB_TYPE, PROVIDER_ID_PREFIX, annotations,
     droplet_id_from_provider_id,
 };
@@ -169,12 +169,12 @@ async fn subject(account: Account, env: Environment) -> Subject {
 async fn the_provider_conforms_with_upstreams_defaults() {
     let account = account();
     let env = account.upstream_env();
-    provider_conformance::assert_conforms(&subject(account, env).await).await;
+    ccm_provider_conformance::assert_conforms(&subject(account, env).await).await;
 }
 
 #[tokio::test]
 async fn the_provider_conforms_with_http_aware_load_balancers() {
     let account = account();
     let env = account.upstream_env().with(ENV_DEFAULT_LB_TYPE, "REGIONAL");
-    provider_conformance::assert_conforms(&subject(account, env).await).await;
+    ccm_provider_conformance::assert_conforms(&subject(account, env).await).await;
 }

@@ -8,8 +8,8 @@
 
 mod support;
 
-use cloud_provider::Instances;
-use provider_digitalocean::test_util::account;
+use ccm_cloud_provider::Instances;
+use ccm_provider_digitalocean::test_util::account;
 use serde_json::{Value, json};
 use support::node;
 

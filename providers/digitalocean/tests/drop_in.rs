@@ -4,11 +4,11 @@
 
 mod support;
 
-use cloud_provider::annotations::FindingKind;
-use cloud_provider::k8s_openapi::api::core::v1::{NodeAddress, NodeStatus};
-use cloud_provider::{CloudError, LoadBalancer};
-use provider_digitalocean::annotations as ann;
-use provider_digitalocean::test_util::account;
+use ccm_cloud_provider::annotations::FindingKind;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{NodeAddress, NodeStatus};
+use ccm_cloud_provider::{CloudError, LoadBalancer};
+use ccm_provider_digitalocean::annotations as ann;
+use ccm_provider_digitalocean::test_util::account;
 use serde_json::{Value, json};
 use support::{annotated, node, port, service};
 
@@ -400,7 +400,7 @@ async fn a_load_balancer_the_go_ccm_built_is_adopted_without_creating_or_deletin
     let name = provider.load_balancer_name("c1", &svc);
     let nodes = [node("n", Some("digitalocean://7"))];
     for recorded in [false, true] {
-        let account = provider_digitalocean::test_util::account();
+        let account = ccm_provider_digitalocean::test_util::account();
         let provider = account
             .provider_with(&account.upstream_env().with("DO_CLUSTER_ID", "c-1"))
             .await;

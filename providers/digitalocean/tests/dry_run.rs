@@ -6,13 +6,13 @@ mod support;
 
 use std::sync::Arc;
 
-use cloud_provider::fence::{Request, RequestFence, scope};
-use cloud_provider::k8s_openapi::api::core::v1::Service;
-use cloud_provider::{CloudError, CloudProvider, LoadBalancer};
+use ccm_cloud_provider::fence::{Request, RequestFence, scope};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
+use ccm_cloud_provider::{CloudError, CloudProvider, LoadBalancer};
+use ccm_provider_digitalocean::DigitalOceanProvider;
+use ccm_provider_digitalocean::annotations;
+use ccm_provider_digitalocean::test_util::{Account, account};
 use parking_lot::Mutex;
-use provider_digitalocean::DigitalOceanProvider;
-use provider_digitalocean::annotations;
-use provider_digitalocean::test_util::{Account, account};
 use support::{annotated, node, port, service};
 
 const UID: &str = "6b1f0c2d-3e4a-4b5c-8d6e-7f8091a2b3c4";
@@ -80,7 +80,7 @@ async fn in_shape(account: &Account) -> (DigitalOceanProvider, Service, String) 
     (provider, svc, id)
 }
 
-fn nodes() -> Vec<Arc<cloud_provider::k8s_openapi::api::core::v1::Node>> {
+fn nodes() -> Vec<Arc<ccm_cloud_provider::k8s_openapi::api::core::v1::Node>> {
     vec![
         node("node-0", Some("digitalocean://1000")),
         node("node-1", Some("digitalocean://1001")),

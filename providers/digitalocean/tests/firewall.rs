@@ -7,16 +7,16 @@ mod support;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use cloud_provider::k8s_openapi::api::core::v1::Service;
-use cloud_provider::{CloudProvider, ServiceObserver};
-use provider_digitalocean::annotations;
-use provider_digitalocean::test_util::{Account, account};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
+use ccm_cloud_provider::{CloudProvider, ServiceObserver};
+use ccm_provider_digitalocean::annotations;
+use ccm_provider_digitalocean::test_util::{Account, account};
 use serde_json::json;
 use support::{annotated, port, service};
 
 const NAME: &str = "k8s-public-access";
 
-fn firewall_env(account: &Account) -> cloud_provider::Environment {
+fn firewall_env(account: &Account) -> ccm_cloud_provider::Environment {
     account
         .env()
         .with("PUBLIC_ACCESS_FIREWALL_NAME", NAME)

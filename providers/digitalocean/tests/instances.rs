@@ -5,9 +5,9 @@ mod support;
 
 use std::sync::Arc;
 
-use cloud_provider::{CloudError, Instances, NodeAddress, NodeAddressType};
-use provider_digitalocean::MAX_BATCH_SIZE;
-use provider_digitalocean::test_util::{FakeDroplet, account};
+use ccm_cloud_provider::{CloudError, Instances, NodeAddress, NodeAddressType};
+use ccm_provider_digitalocean::MAX_BATCH_SIZE;
+use ccm_provider_digitalocean::test_util::{FakeDroplet, account};
 use support::node;
 
 #[tokio::test]

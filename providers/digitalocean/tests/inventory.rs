@@ -4,9 +4,9 @@
 
 mod support;
 
-use cloud_provider::{CloudProvider, Inventory, LoadBalancer, OwnedResource, Owner};
-use provider_digitalocean::test_util::{Account, account};
-use provider_digitalocean::{DigitalOceanProvider, FIREWALL_KIND};
+use ccm_cloud_provider::{CloudProvider, Inventory, LoadBalancer, OwnedResource, Owner};
+use ccm_provider_digitalocean::test_util::{Account, account};
+use ccm_provider_digitalocean::{DigitalOceanProvider, FIREWALL_KIND};
 use support::service;
 
 const CLUSTER_A: &str = "2c9e4f1a-8b3d-4e6f-a1b2-c3d4e5f6a7b8";
@@ -72,7 +72,10 @@ async fn a_cluster_lists_and_deletes_only_its_own_load_balancers_and_firewall() 
     let custom = service(
         "named",
         "1b2c3d4e-5f6a-4b7c-8d9e-0f1a2b3c4d5e",
-        &[(provider_digitalocean::annotations::NAME, "shop-frontend")],
+        &[(
+            ccm_provider_digitalocean::annotations::NAME,
+            "shop-frontend",
+        )],
     );
     let theirs = service("api", "2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f", &[]);
     let nobodys = service("old", "3d4e5f6a-7b8c-4d9e-8f0a-2b3c4d5e6f7a", &[]);

@@ -4,9 +4,9 @@
 
 mod support;
 
-use cloud_provider::{CloudError, LoadBalancer, LoadBalancerHealth, TargetHealth, TargetState};
-use provider_digitalocean::annotations;
-use provider_digitalocean::test_util::account;
+use ccm_cloud_provider::{CloudError, LoadBalancer, LoadBalancerHealth, TargetHealth, TargetState};
+use ccm_provider_digitalocean::annotations;
+use ccm_provider_digitalocean::test_util::account;
 use support::{annotated, node, service};
 
 const UID: &str = "3f2a9c1e-5b7d-4e8f-9a0b-1c2d3e4f5a6b";

@@ -6,9 +6,9 @@ mod support;
 
 use std::time::Duration;
 
-use cloud_provider::{CloudError, LoadBalancer};
-use provider_digitalocean::annotations;
-use provider_digitalocean::test_util::{FakeDroplet, account};
+use ccm_cloud_provider::{CloudError, LoadBalancer};
+use ccm_provider_digitalocean::annotations;
+use ccm_provider_digitalocean::test_util::{FakeDroplet, account};
 use serde_json::json;
 use support::{annotated, node, service};
 

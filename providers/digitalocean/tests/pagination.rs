@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::extract::Query;
 use axum::routing::get;
-use cloud_provider::{CloudProvider, Environment, InitContext};
-use provider_digitalocean::{DigitalOceanProvider, Settings};
+use ccm_cloud_provider::{CloudProvider, Environment, InitContext};
+use ccm_provider_digitalocean::{DigitalOceanProvider, Settings};
 use serde_json::{Value, json};
 
 /// Serves `/v2/regions` with `page(n)` for page `n`; answers the number of
@@ -33,7 +33,7 @@ async fn serve(page: fn(usize) -> Value) -> (String, Arc<AtomicUsize>) {
     (url, calls)
 }
 
-async fn initialize(url: &str, region: &str) -> Result<(), cloud_provider::CloudError> {
+async fn initialize(url: &str, region: &str) -> Result<(), ccm_cloud_provider::CloudError> {
     let env = Environment::default()
         .with("DO_ACCESS_TOKEN", "dop_v1_x")
         .with("DO_OVERRIDE_URL", url)

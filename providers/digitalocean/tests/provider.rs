@@ -6,11 +6,11 @@ mod support;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use cloud_provider::{
+use ccm_cloud_provider::{
     CloudConfig, CloudProvider, Environment, InitContext, Instances, LoadBalancer, ProviderFactory,
 };
-use provider_digitalocean::test_util::account;
-use provider_digitalocean::{DigitalOceanProvider, DigitalOceanProviderFactory, Settings};
+use ccm_provider_digitalocean::test_util::account;
+use ccm_provider_digitalocean::{DigitalOceanProvider, DigitalOceanProviderFactory, Settings};
 use support::{node, service};
 
 #[test]
@@ -111,7 +111,7 @@ async fn without_region_the_metadata_service_answers_it() {
 
     assert_eq!(
         provider.region(),
-        Some(provider_digitalocean::test_util::fake_api::METADATA_REGION)
+        Some(ccm_provider_digitalocean::test_util::fake_api::METADATA_REGION)
     );
 }
 

@@ -6,8 +6,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use cloud_provider::{CloudError, Instances, LoadBalancer};
-use provider_digitalocean::test_util::account;
+use ccm_cloud_provider::{CloudError, Instances, LoadBalancer};
+use ccm_provider_digitalocean::test_util::account;
 use support::{node, service};
 
 fn throttled_for(result: Result<impl std::fmt::Debug, CloudError>) -> Duration {

@@ -11,10 +11,10 @@ mod support;
 
 use std::sync::Arc;
 
-use cloud_provider::k8s_openapi::api::core::v1::Service;
-use cloud_provider::{CloudProvider, Environment, LoadBalancer, ServiceObserver};
-use provider_digitalocean::DigitalOceanProvider;
-use provider_digitalocean::test_util::{Account, account};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
+use ccm_cloud_provider::{CloudProvider, Environment, LoadBalancer, ServiceObserver};
+use ccm_provider_digitalocean::DigitalOceanProvider;
+use ccm_provider_digitalocean::test_util::{Account, account};
 use serde_json::json;
 use support::service;
 
@@ -64,7 +64,7 @@ fn tags_of(account: &Account) -> Vec<serde_json::Value> {
     lbs.sort_by_key(|lb| lb["name"].as_str().unwrap().to_owned());
     let names: Vec<String> = services()
         .iter()
-        .map(|s| cloud_provider::default_load_balancer_name(s))
+        .map(|s| ccm_cloud_provider::default_load_balancer_name(s))
         .collect();
     names
         .iter()

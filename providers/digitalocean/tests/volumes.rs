@@ -5,12 +5,12 @@
 
 use std::collections::BTreeMap;
 
-use cloud_provider::CloudProvider;
-use cloud_provider::k8s_openapi::api::core::v1::{
+use ccm_cloud_provider::CloudProvider;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{
     CSIPersistentVolumeSource, PersistentVolume, PersistentVolumeSpec,
 };
-use provider_digitalocean::DO_CSI_DRIVER;
-use provider_digitalocean::test_util::{Account, account, prism};
+use ccm_provider_digitalocean::DO_CSI_DRIVER;
+use ccm_provider_digitalocean::test_util::{Account, account, prism};
 
 const VOLUME: &str = "506f78a4-e098-11e5-ad9f-000f53306ae1";
 

@@ -27,7 +27,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use cloud_provider::{
+use ccm_cloud_provider::{
     CloudConfig, ConfigError, NodeAddress, NodeAddressType, RateLimiter,
     deserialize_message_without_values,
 };

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use cloud_provider::{CloudConfig, CloudProvider, ConfigError, Environment, ProviderFactory};
+use ccm_cloud_provider::{CloudConfig, CloudProvider, ConfigError, Environment, ProviderFactory};
 
 use crate::{FakeCloud, FakeConfig, PROVIDER_NAME, RemoteCloud};
 

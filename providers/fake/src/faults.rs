@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use cloud_provider::{CloudError, RateLimiter};
+use ccm_cloud_provider::{CloudError, RateLimiter};
 
 use crate::Operation;
 

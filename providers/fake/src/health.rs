@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
-use cloud_provider::{CloudError, LoadBalancer, LoadBalancerHealth, TargetHealth, TargetState};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use ccm_cloud_provider::{CloudError, LoadBalancer, LoadBalancerHealth, TargetHealth, TargetState};
 
 use crate::load_balancer::{service_key, validate};
 use crate::state::State;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use cloud_provider::{InstanceMetadata, NodeAddress};
+use ccm_cloud_provider::{InstanceMetadata, NodeAddress};
 use serde::Deserialize;
 
 /// The life-cycle state of a fake instance.

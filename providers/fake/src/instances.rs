@@ -4,8 +4,8 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cloud_provider::k8s_openapi::api::core::v1::Node;
-use cloud_provider::{BatchResult, CloudError, InstanceMetadata, Instances};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
+use ccm_cloud_provider::{BatchResult, CloudError, InstanceMetadata, Instances};
 
 use crate::instance::{Instance, InstanceState};
 use crate::{FakeCloud, Operation};

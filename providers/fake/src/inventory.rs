@@ -2,7 +2,7 @@
 //! cluster, for `<binary> audit`.
 
 use async_trait::async_trait;
-use cloud_provider::{CloudError, Inventory, OwnedResource, Owner};
+use ccm_cloud_provider::{CloudError, Inventory, OwnedResource, Owner};
 
 use crate::load_balancer::describe;
 use crate::{FakeCloud, Operation};

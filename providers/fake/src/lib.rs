@@ -1,7 +1,7 @@
 //! An in-memory cloud for tests, the sandbox and benchmarks.
 //!
 //! Start with [`FakeCloud`]: it implements every capability of the
-//! [`cloud_provider`] interface — instances, load balancers, routes, volumes
+//! [`ccm_cloud_provider`] interface — instances, load balancers, routes, volumes
 //! (named by CSI volume handles of [`CSI_DRIVER`]) — and
 //! records every call in a log tests assert on ([`FakeCloud::calls`]). It can
 //! be made to behave like a real cloud: per-call latency, a random error
@@ -38,7 +38,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cloud_provider::{
+use ccm_cloud_provider::{
     CloudError, CloudProvider, Instances, InvalidRateLimit, LoadBalancer, RateLimiter, Route,
     Routes, Volumes,
 };
@@ -329,7 +329,7 @@ impl CloudProvider for FakeCloud {
         Some(self)
     }
 
-    fn inventory(&self) -> Option<&dyn cloud_provider::Inventory> {
+    fn inventory(&self) -> Option<&dyn ccm_cloud_provider::Inventory> {
         Some(self)
     }
 

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cloud_provider::annotations::{Annotation, AnnotationSchema, Value};
-use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
-use cloud_provider::{
+use ccm_cloud_provider::annotations::{Annotation, AnnotationSchema, Value};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use ccm_cloud_provider::{
     CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerHealth, LoadBalancerIngress,
     LoadBalancerStatus,
 };
@@ -168,10 +168,10 @@ fn forwarded_ports(service: &Service) -> Vec<ForwardedPort> {
 }
 
 /// Describes a change to the request fence before it is made (see
-/// `cloud_provider::fence::check_request`): in a dry run, a change is
+/// `ccm_cloud_provider::fence::check_request`): in a dry run, a change is
 /// refused and planned, and no change at all goes through.
 pub(crate) fn describe(op: Operation, detail: Option<&str>) -> Result<(), CloudError> {
-    cloud_provider::fence::check_request(cloud_provider::fence::Request {
+    ccm_cloud_provider::fence::check_request(ccm_cloud_provider::fence::Request {
         operation: op.as_str(),
         mutates: detail.is_some(),
         detail: detail.unwrap_or_default(),

@@ -10,10 +10,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cloud_provider::fence::{FencedBody, Request};
-use cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec, PersistentVolume, Service};
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use cloud_provider::{
+use ccm_cloud_provider::fence::{FencedBody, Request};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec, PersistentVolume, Service};
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_cloud_provider::{
     BatchResult, CloudError, CloudProvider, EnsuredLoadBalancer, InitContext, InstanceMetadata,
     Instances, Inventory, LoadBalancer, LoadBalancerHealth, LoadBalancerStatus, OwnedResource,
     Route, Routes, Volumes,
@@ -82,11 +82,11 @@ impl RemoteCloud {
         let caller = self.caller.get().map_or("unknown", String::as_str);
         // In a dry run the server plans a mutation instead of making it, so
         // the plan can say whether it is already in place.
-        let dry_run = op.is_mutation() && cloud_provider::fence::dry_run();
+        let dry_run = op.is_mutation() && ccm_cloud_provider::fence::dry_run();
         // The framework's request fence, as a real provider asks it: before
         // the send, and again when the connection writes the body.
         if !dry_run {
-            cloud_provider::fence::check_request(Request {
+            ccm_cloud_provider::fence::check_request(Request {
                 operation: op.as_str(),
                 mutates: op.is_mutation(),
                 detail: "",
@@ -108,7 +108,7 @@ impl RemoteCloud {
             .await
             .map_err(|e| {
                 // A body the fence refused: say so, as a fenced error.
-                match cloud_provider::fence::check() {
+                match ccm_cloud_provider::fence::check() {
                     Err(fenced) => fenced,
                     Ok(()) => CloudError::other(format!("the fake cloud at {}: {op}", self.url), e),
                 }
@@ -119,7 +119,7 @@ impl RemoteCloud {
             // this process's fence, which plans and refuses it.
             Err(planned) if dry_run && planned.kind == PLANNED => {
                 for detail in planned.message.lines() {
-                    cloud_provider::fence::check_request(Request {
+                    ccm_cloud_provider::fence::check_request(Request {
                         operation: op.as_str(),
                         mutates: true,
                         detail,
@@ -341,7 +341,9 @@ impl LoadBalancer for RemoteCloud {
         Some(validate(service))
     }
 
-    fn annotation_schema(&self) -> Option<&'static cloud_provider::annotations::AnnotationSchema> {
+    fn annotation_schema(
+        &self,
+    ) -> Option<&'static ccm_cloud_provider::annotations::AnnotationSchema> {
         Some(&crate::load_balancer::SCHEMA)
     }
 

@@ -1,7 +1,7 @@
 //! The fake's `Routes`: routes held in memory, each to a known instance.
 
 use async_trait::async_trait;
-use cloud_provider::{CloudError, Route, Routes};
+use ccm_cloud_provider::{CloudError, Route, Routes};
 
 use crate::instance::InstanceState;
 use crate::load_balancer::describe;

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use cloud_provider::Route;
+use ccm_cloud_provider::Route;
 
 use crate::config::Settings;
 use crate::instance::{Instance, default_provider_id};
@@ -70,7 +70,7 @@ pub(crate) struct State {
     pub(crate) last_nodes: Option<Arc<[String]>>,
     /// Target health set by a test, by node name, over what the instance's
     /// state says.
-    pub(crate) target_health: BTreeMap<String, cloud_provider::TargetState>,
+    pub(crate) target_health: BTreeMap<String, ccm_cloud_provider::TargetState>,
 }
 
 impl State {

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 
 use async_trait::async_trait;
-use cloud_provider::k8s_openapi::api::core::v1::PersistentVolume;
-use cloud_provider::{BatchResult, Volumes};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::PersistentVolume;
+use ccm_cloud_provider::{BatchResult, Volumes};
 
 use crate::{FakeCloud, Operation};
 

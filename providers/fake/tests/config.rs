@@ -2,10 +2,10 @@
 
 mod support;
 
-use cloud_provider::{
+use ccm_cloud_provider::{
     CloudConfig, CloudError, Environment, Instances, NodeAddressType, ProviderFactory,
 };
-use provider_fake::{FakeConfig, FakeProviderFactory, InstanceState};
+use ccm_provider_fake::{FakeConfig, FakeProviderFactory, InstanceState};
 use support::{node, node_with_provider_id};
 
 const FULL: &str = r#"
@@ -45,7 +45,7 @@ async fn seeded_instances_and_settings_come_from_the_file() {
     let config = parse(FULL).unwrap();
     assert_eq!(config.settings.batch_size, 50);
     assert_eq!(config.settings.rate_limit_burst, Some(40));
-    let cloud = provider_fake::FakeCloud::new(config);
+    let cloud = ccm_provider_fake::FakeCloud::new(config);
 
     let md = cloud
         .instance_metadata(&node_with_provider_id("node-1", "fake:///zone-a/i-1"))
@@ -93,7 +93,7 @@ async fn seeded_instances_and_settings_come_from_the_file() {
 #[tokio::test]
 async fn auto_instances_answers_for_any_node_name() {
     let cloud =
-        provider_fake::FakeCloud::new(parse("[settings]\nauto_instances = true\n").unwrap());
+        ccm_provider_fake::FakeCloud::new(parse("[settings]\nauto_instances = true\n").unwrap());
     let md = cloud.instance_metadata(&node("anything-7")).await.unwrap();
     assert_eq!(md.provider_id, "fake://anything-7");
     assert!(
@@ -218,7 +218,7 @@ auto_instances = true
 "#,
     )
     .unwrap();
-    let cloud = provider_fake::FakeCloud::new(config);
+    let cloud = ccm_provider_fake::FakeCloud::new(config);
 
     let started = tokio::time::Instant::now();
     cloud.instance_metadata(&node("a")).await.unwrap();

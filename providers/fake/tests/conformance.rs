@@ -9,13 +9,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
-use cloud_provider::{
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use ccm_cloud_provider::{
     BatchResult, CloudError, CloudProvider, EnsuredLoadBalancer, InstanceMetadata, Instances,
     LoadBalancer, LoadBalancerStatus, NodeAddress, NodeAddressType, Route, Routes,
 };
-use provider_conformance::{Emulator, Outcome, Report, Resources, Subject};
-use provider_fake::{ANNOTATION_TYPE, FakeCloud, InjectedError, Instance, InstanceState};
+use ccm_provider_conformance::{Emulator, Outcome, Report, Resources, Subject};
+use ccm_provider_fake::{ANNOTATION_TYPE, FakeCloud, InjectedError, Instance, InstanceState};
 
 /// The fake cloud, as the suite drives it.
 #[derive(Debug, Clone)]
@@ -111,7 +111,7 @@ fn subject(provider: Arc<dyn CloudProvider>, cloud: &FakeCloud) -> Subject {
 async fn the_fake_cloud_conforms() {
     let cloud = FakeCloud::default();
     cloud.set_batch_size(NonZeroUsize::new(100).expect("not zero"));
-    provider_conformance::assert_conforms(&subject(Arc::new(cloud.clone()), &cloud)).await;
+    ccm_provider_conformance::assert_conforms(&subject(Arc::new(cloud.clone()), &cloud)).await;
 }
 
 /// What a [`Broken`] fake does wrong.
@@ -141,7 +141,7 @@ async fn report(fault: Fault) -> Report {
         fault,
         ensures: AtomicU64::new(0),
     });
-    provider_conformance::run(&subject(broken, &cloud)).await
+    ccm_provider_conformance::run(&subject(broken, &cloud)).await
 }
 
 fn failed(report: &Report, check: &str) -> bool {

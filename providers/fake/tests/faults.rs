@@ -5,8 +5,8 @@ mod support;
 use std::num::NonZeroUsize;
 use std::time::Duration;
 
-use cloud_provider::{CloudError, Instances};
-use provider_fake::{FakeCloud, InjectedError, Operation};
+use ccm_cloud_provider::{CloudError, Instances};
+use ccm_provider_fake::{FakeCloud, InjectedError, Operation};
 use support::node;
 use tokio::time::Instant;
 

@@ -2,8 +2,8 @@
 
 mod support;
 
-use cloud_provider::{CloudError, LoadBalancer};
-use provider_fake::{
+use ccm_cloud_provider::{CloudError, LoadBalancer};
+use ccm_provider_fake::{
     ANNOTATION_FAIL, ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_HOSTNAME,
     ANNOTATION_LOAD_BALANCER_ID, ANNOTATION_TYPE, FakeCloud, Operation,
 };

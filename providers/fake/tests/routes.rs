@@ -1,8 +1,8 @@
 //! Routes: ownership by cluster, idempotent create, blackholes.
 
-use cloud_provider::ipnet::IpNet;
-use cloud_provider::{CloudError, Route, Routes};
-use provider_fake::{FakeCloud, InstanceState};
+use ccm_cloud_provider::ipnet::IpNet;
+use ccm_cloud_provider::{CloudError, Route, Routes};
+use ccm_provider_fake::{FakeCloud, InstanceState};
 
 fn route(target: &str, cidr: &str) -> Route {
     Route {

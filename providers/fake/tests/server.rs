@@ -7,10 +7,10 @@ mod support;
 
 use std::time::Duration;
 
-use cloud_provider::{
+use ccm_cloud_provider::{
     CloudConfig, CloudError, CloudProvider, InitContext, Instances, LoadBalancer, Route, Routes,
 };
-use provider_fake::{FakeCloud, FakeConfig, RemoteCloud, server};
+use ccm_provider_fake::{FakeCloud, FakeConfig, RemoteCloud, server};
 use serde_json::{Value, json};
 use support::{node, service};
 
@@ -266,8 +266,8 @@ async fn a_mutation_whose_lease_lapses_before_its_body_is_written_never_reaches_
     let route = route_to_n1();
     // The check before the send passes; the one when the connection reads
     // the body (a process frozen in between, say) refuses.
-    let fence = std::sync::Arc::new(cloud_provider::fence::Countdown::new(1));
-    let refused = cloud_provider::fence::scope(fence.clone(), async {
+    let fence = std::sync::Arc::new(ccm_cloud_provider::fence::Countdown::new(1));
+    let refused = ccm_cloud_provider::fence::scope(fence.clone(), async {
         remote.create_route("c1", "r1", &route).await
     })
     .await

@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 
-use cloud_provider::k8s_openapi::api::core::v1::{
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{
     CSIPersistentVolumeSource, PersistentVolume, PersistentVolumeSpec,
 };
-use cloud_provider::{CloudConfig, Volumes};
-use provider_fake::{CSI_DRIVER, FakeCloud, FakeConfig, Operation};
+use ccm_cloud_provider::{CloudConfig, Volumes};
+use ccm_provider_fake::{CSI_DRIVER, FakeCloud, FakeConfig, Operation};
 
 fn parse(text: &str) -> Result<FakeConfig, String> {
     FakeConfig::parse(&CloudConfig::new("/etc/kubernetes/cloud.conf", text))

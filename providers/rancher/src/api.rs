@@ -15,8 +15,8 @@ mod error;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use cloud_provider::fence::{FencedBody, Request};
-use cloud_provider::server_delay;
+use ccm_cloud_provider::fence::{FencedBody, Request};
+use ccm_cloud_provider::server_delay;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, RETRY_AFTER};
 use reqwest::{Method, StatusCode, Url};
 use serde::Serialize;
@@ -267,7 +267,7 @@ impl Client {
             path: path.clone(),
             source,
         };
-        cloud_provider::fence::check_request(Request {
+        ccm_cloud_provider::fence::check_request(Request {
             operation: &format!("{name} {path}"),
             mutates,
             detail: &detail,
@@ -276,7 +276,7 @@ impl Client {
         let response = match request.send().await {
             Ok(response) => response,
             Err(source) => {
-                return Err(cloud_provider::fence::check()
+                return Err(ccm_cloud_provider::fence::check()
                     .err()
                     .map_or_else(|| transport(source), fenced));
             }

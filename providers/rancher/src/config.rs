@@ -9,8 +9,8 @@
 
 use std::fmt;
 
-use cloud_provider::gcfg::{self, Section};
-use cloud_provider::{CloudConfig, ConfigError, Environment};
+use ccm_cloud_provider::gcfg::{self, Section};
+use ccm_cloud_provider::{CloudConfig, ConfigError, Environment};
 use reqwest::Url;
 
 /// The environment variable holding the API's URL, such as

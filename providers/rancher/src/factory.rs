@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use cloud_provider::{CloudConfig, CloudProvider, ConfigError, Environment, ProviderFactory};
+use ccm_cloud_provider::{CloudConfig, CloudProvider, ConfigError, Environment, ProviderFactory};
 
 use crate::{PROVIDER_NAME, RancherProvider, Settings};
 

@@ -30,7 +30,7 @@ mod load_balancer;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cloud_provider::{CloudProvider, Instances, LoadBalancer};
+use ccm_cloud_provider::{CloudProvider, Instances, LoadBalancer};
 
 pub use config::{ACCESS_KEY_VARIABLE, SECRET_KEY_VARIABLE, SecretKey, Settings, URL_VARIABLE};
 pub use factory::RancherProviderFactory;
@@ -54,9 +54,10 @@ impl RancherProvider {
     ///
     /// # Errors
     /// When the HTTP client cannot be set up (TLS).
-    pub fn new(settings: &Settings) -> Result<Self, cloud_provider::ConfigError> {
-        let client = api::Client::new(settings)
-            .map_err(|e| cloud_provider::ConfigError::new(format!("Rancher API client: {e}")))?;
+    pub fn new(settings: &Settings) -> Result<Self, ccm_cloud_provider::ConfigError> {
+        let client = api::Client::new(settings).map_err(|e| {
+            ccm_cloud_provider::ConfigError::new(format!("Rancher API client: {e}"))
+        })?;
         Ok(Self {
             client: Arc::new(client),
         })

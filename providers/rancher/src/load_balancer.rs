@@ -25,8 +25,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
-use cloud_provider::{
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use ccm_cloud_provider::{
     CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerIngress, LoadBalancerStatus,
     default_load_balancer_name,
 };

@@ -7,11 +7,11 @@
 
 use std::sync::Arc;
 
-use cloud_provider::k8s_openapi::api::core::v1::{Node, Service, ServicePort, ServiceSpec};
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use cloud_provider::{CloudError, CloudProvider, Environment, ProviderFactory};
-use provider_rancher::emulator::{ACCESS_KEY, CattleEmulator, SECRET_KEY};
-use provider_rancher::{
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service, ServicePort, ServiceSpec};
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_cloud_provider::{CloudError, CloudProvider, Environment, ProviderFactory};
+use ccm_provider_rancher::emulator::{ACCESS_KEY, CattleEmulator, SECRET_KEY};
+use ccm_provider_rancher::{
     ACCESS_KEY_VARIABLE, RancherProviderFactory, SECRET_KEY_VARIABLE, URL_VARIABLE,
 };
 

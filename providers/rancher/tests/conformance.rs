@@ -6,15 +6,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_trait::async_trait;
-use cloud_provider::Environment;
-use cloud_provider::ProviderFactory;
-use cloud_provider::k8s_openapi::api::core::v1::{
+use ccm_cloud_provider::Environment;
+use ccm_cloud_provider::ProviderFactory;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{
     Node, NodeSpec, Service, ServicePort, ServiceSpec,
 };
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use provider_conformance::{Emulator, Resources, Subject};
-use provider_rancher::emulator::{ACCESS_KEY, CattleEmulator, SECRET_KEY};
-use provider_rancher::{
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_provider_conformance::{Emulator, Resources, Subject};
+use ccm_provider_rancher::emulator::{ACCESS_KEY, CattleEmulator, SECRET_KEY};
+use ccm_provider_rancher::{
     ACCESS_KEY_VARIABLE, PROVIDER_ID_PREFIX, RancherProviderFactory, SECRET_KEY_VARIABLE,
     URL_VARIABLE,
 };
@@ -111,7 +111,7 @@ impl Emulator for Cloud {
     }
 }
 
-fn provider(cattle: &CattleEmulator) -> Arc<dyn cloud_provider::CloudProvider> {
+fn provider(cattle: &CattleEmulator) -> Arc<dyn ccm_cloud_provider::CloudProvider> {
     let env = Environment::default()
         .with(URL_VARIABLE, cattle.url())
         .with(ACCESS_KEY_VARIABLE, ACCESS_KEY)
@@ -133,5 +133,5 @@ async fn the_provider_conforms() {
             next_ip: AtomicU32::new(0),
         }),
     };
-    provider_conformance::assert_conforms(&subject).await;
+    ccm_provider_conformance::assert_conforms(&subject).await;
 }

@@ -3,11 +3,13 @@
 
 use std::sync::Arc;
 
-use cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec};
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use cloud_provider::{CloudError, CloudProvider, Environment, NodeAddressType, ProviderFactory};
-use provider_rancher::emulator::{ACCESS_KEY, CattleEmulator, SECRET_KEY};
-use provider_rancher::{
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec};
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_cloud_provider::{
+    CloudError, CloudProvider, Environment, NodeAddressType, ProviderFactory,
+};
+use ccm_provider_rancher::emulator::{ACCESS_KEY, CattleEmulator, SECRET_KEY};
+use ccm_provider_rancher::{
     ACCESS_KEY_VARIABLE, RancherProviderFactory, SECRET_KEY_VARIABLE, URL_VARIABLE,
 };
 

@@ -1,5 +1,5 @@
 //! Fuzzing: every cargo-fuzz target of `fuzz/` (one per function of
-//! `crates/fuzz-targets`) for a bounded time from its committed corpus,
+//! `testing/fuzz-targets`) for a bounded time from its committed corpus,
 //! with the executions and panics of each.
 //!
 //! libFuzzer writes the inputs it finds to the first corpus directory it is

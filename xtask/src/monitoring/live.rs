@@ -39,7 +39,7 @@ const LOAD_BALANCER_ALERT: &str = "CloudControllerManagerLoadBalancerFailing";
 const NODE_ALERT: &str = "CloudControllerManagerNodeUninitialized";
 
 /// The fake cloud fails every load-balancer call for a Service carrying
-/// this annotation (`provider_fake::ANNOTATION_FAIL`).
+/// this annotation (`ccm_provider_fake::ANNOTATION_FAIL`).
 const FAIL_ANNOTATION: &str = "service.beta.kubernetes.io/fake-load-balancer-fail";
 const BROKEN_SERVICE: &str = "broken";
 const GHOST_NODE: &str = "ghost-1";

@@ -28,10 +28,10 @@ pub(crate) fn refuse_existing(root: &Path, names: &Names) -> Result<(), Refused>
     let manifest = std::fs::read_to_string(root.join(MANIFEST)).unwrap_or_default();
     if manifest
         .lines()
-        .any(|l| l.starts_with(&format!("provider-{name} =")))
+        .any(|l| l.starts_with(&format!("ccm-provider-{name} =")))
     {
         return Err(Refused(format!(
-            "`provider-{name}` is already a dependency key in {MANIFEST}: pick another name"
+            "`ccm-provider-{name}` is already a dependency key in {MANIFEST}: pick another name"
         )));
     }
     Ok(())
@@ -63,20 +63,19 @@ fn edit(
     std::fs::write(&file, changed).with_context(|| format!("writing {path}"))
 }
 
-/// The workspace dependency `provider-NAME`, after the last `provider-` line.
+/// The workspace dependency `ccm-provider-NAME` (the key is the package's
+/// name: tidy's naming rule), after the last `ccm-provider-` line.
 fn add_dependency(text: &str, name: &str) -> anyhow::Result<String> {
-    let line = format!(
-        "provider-{name} = {{ package = \"ccm-provider-{name}\", path = \"providers/{name}\" }}\n"
-    );
+    let line = format!("ccm-provider-{name} = {{ path = \"providers/{name}\" }}\n");
     let mut offset = None;
     let mut at = 0;
     for l in text.split_inclusive('\n') {
         at += l.len();
-        if l.starts_with("provider-") {
+        if l.starts_with("ccm-provider-") {
             offset = Some(at);
         }
     }
-    let offset = offset.context("no `provider-*` workspace dependency to add it after")?;
+    let offset = offset.context("no `ccm-provider-*` workspace dependency to add it after")?;
     Ok(format!("{}{line}{}", &text[..offset], &text[offset..]))
 }
 
@@ -131,11 +130,11 @@ mod tests {
 
     #[test]
     fn the_dependency_goes_after_the_last_provider() {
-        let text = "[x]\nprovider-a = 1\nprovider-b = 2\n\n[lints]\n";
+        let text = "[x]\nccm-provider-a = 1\nccm-provider-b = 2\n\n[lints]\n";
         let out = add_dependency(text, "acme").unwrap();
         assert_eq!(
             out,
-            "[x]\nprovider-a = 1\nprovider-b = 2\nprovider-acme = { package = \"ccm-provider-acme\", path = \"providers/acme\" }\n\n[lints]\n"
+            "[x]\nccm-provider-a = 1\nccm-provider-b = 2\nccm-provider-acme = { path = \"providers/acme\" }\n\n[lints]\n"
         );
     }
 
@@ -172,7 +171,7 @@ mod tests {
         assert_eq!(err.to_string(), "provider `acme` exists: providers/acme");
         std::fs::write(
             dir.path().join(MANIFEST),
-            "provider-beta = { path = \"x\" }\n",
+            "ccm-provider-beta = { path = \"x\" }\n",
         )
         .unwrap();
         let err = refuse_existing(dir.path(), &Names::new("beta").unwrap()).unwrap_err();

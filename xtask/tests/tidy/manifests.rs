@@ -9,7 +9,7 @@ use super::{crate_dirs, crates, write_file};
 /// the root does not carry them: (crate, dependency, reason).
 const FEATURE_EXCEPTIONS: [(&str, &str, &str); 4] = [
     (
-        "crates/test-apiserver",
+        "testing/test-apiserver",
         "k8s-openapi",
         "`schemars`, for the test API server's OpenAPI document: kept out of the binaries",
     ),
@@ -84,7 +84,7 @@ fn without_kubernetes_client(root: &Path) -> Vec<String> {
 /// The dependencies a manifest declares outside its dev-dependencies: keys
 /// of a `[dependencies]`, `[build-dependencies]` or
 /// `[target.'...'.dependencies]` table, and `[dependencies.<name>]` tables.
-fn shipped_dependencies(manifest: &str) -> Vec<&str> {
+pub(super) fn shipped_dependencies(manifest: &str) -> Vec<&str> {
     let mut table = "";
     let mut found = Vec::new();
     for line in manifest.lines() {

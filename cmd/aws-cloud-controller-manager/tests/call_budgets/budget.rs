@@ -1,8 +1,8 @@
 //! Counting one piece of work's AWS requests at the proxy, by API and
 //! action, into the shared table ([`ccm_test_support::budget`]).
 
+use ccm_provider_aws::test_util::proxy::Proxy;
 use ccm_test_support::budget::{Table, Upstream, quiet};
-use provider_aws::test_util::proxy::Proxy;
 
 /// The two kinds of load balancer a Service gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

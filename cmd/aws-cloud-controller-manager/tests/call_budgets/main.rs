@@ -37,13 +37,13 @@ mod upstream;
 use std::time::Duration;
 
 use anyhow::Context;
+use ccm_provider_aws::annotations;
+use ccm_provider_aws::test_util::proxy::Proxy;
+use ccm_provider_aws::test_util::seed::{self, Estate};
+use ccm_provider_aws::test_util::{CLUSTER, cloud_config_at, ec2, elb, elbv2, moto};
 use ccm_test_support::{ApiServer, eventually, ingress_hostnames, load_balancer_service};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, Patch, PatchParams};
-use provider_aws::annotations;
-use provider_aws::test_util::proxy::Proxy;
-use provider_aws::test_util::seed::{self, Estate};
-use provider_aws::test_util::{CLUSTER, cloud_config_at, ec2, elb, elbv2, moto};
 use serde_json::json;
 use support::ccm::{Ccm, launch};
 use support::objects::{
@@ -71,7 +71,7 @@ struct World {
     api: ApiServer,
     client: kube::Client,
     estate: Estate,
-    moto: provider_aws::test_util::Moto,
+    moto: ccm_provider_aws::test_util::Moto,
     config: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }

@@ -29,11 +29,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+use ccm_provider_aws::test_util::seed::{self, Estate};
+use ccm_provider_aws::test_util::{Moto, cloud_config, ec2, elbv2, moto};
 use ccm_test_support::{ApiServer, Credentials};
 use k8s_openapi::api::core::v1::{Node, Service, ServicePort};
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams};
-use provider_aws::test_util::seed::{self, Estate};
-use provider_aws::test_util::{Moto, cloud_config, ec2, elbv2, moto};
 use serde_json::json;
 use support::ccm::{Ccm, launch};
 use support::objects::{create_node, create_service, kubelet_node, nlb_service, nodes, services};

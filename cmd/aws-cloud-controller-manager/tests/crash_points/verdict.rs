@@ -7,13 +7,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use ccm_cloud_provider::default_load_balancer_name;
+use ccm_provider_aws::SERVICE_NAME_TAG;
+use ccm_provider_aws::test_util::seed::Estate;
 use ccm_test_support::{
     has_load_balancer_finalizer, ingress_hostnames, service_key, wants_load_balancer,
 };
-use cloud_provider::default_load_balancer_name;
 use k8s_openapi::api::core::v1::{Node, Service};
-use provider_aws::SERVICE_NAME_TAG;
-use provider_aws::test_util::seed::Estate;
 
 use crate::support::aws;
 use crate::support::objects::node_port;

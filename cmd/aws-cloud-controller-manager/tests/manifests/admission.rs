@@ -5,13 +5,13 @@
 
 use std::sync::Arc;
 
-use cloud_provider::CloudProvider;
-use k8s_openapi::api::core::v1::{LoadBalancerIngress, LoadBalancerStatus, Service, ServiceStatus};
-use provider_aws::annotations::{
+use ccm_cloud_provider::CloudProvider;
+use ccm_provider_aws::annotations::{
     BACKEND_PROTOCOL, CONNECTION_IDLE_TIMEOUT, HEALTHCHECK_INTERVAL, INTERNAL, PROXY_PROTOCOL,
     TARGET_GROUP_ATTRIBUTES, TYPE,
 };
-use provider_aws::test_util::{built, classic_service, cloud_config_at, nlb_service};
+use ccm_provider_aws::test_util::{built, classic_service, cloud_config_at, nlb_service};
+use k8s_openapi::api::core::v1::{LoadBalancerIngress, LoadBalancerStatus, Service, ServiceStatus};
 
 const UID: &str = "8a3c5e7f-1b2d-4c6e-9f0a-2b4d6f8a0c1e";
 

@@ -7,7 +7,7 @@ use aws_sdk_ec2::types::{Filter, SecurityGroup};
 use aws_sdk_elasticloadbalancingv2::types::{Listener, LoadBalancer, TargetGroup};
 
 /// `(protocol, from port, to port, CIDR, description)`: one ingress rule.
-pub use provider_aws::test_util::IngressRule as Rule;
+pub use ccm_provider_aws::test_util::IngressRule as Rule;
 
 pub async fn load_balancers(
     elbv2: &aws_sdk_elasticloadbalancingv2::Client,
@@ -92,7 +92,7 @@ pub async fn security_groups(
 
 /// The CIDR ingress rules of security group `group`.
 pub async fn ingress(ec2: &aws_sdk_ec2::Client, group: &str) -> anyhow::Result<BTreeSet<Rule>> {
-    Ok(provider_aws::test_util::ingress_rules(ec2, group).await?)
+    Ok(ccm_provider_aws::test_util::ingress_rules(ec2, group).await?)
 }
 
 /// `(destination CIDR, instance ID)` of the table's routes to instances.

@@ -6,7 +6,7 @@
 //! config whose `[ServiceOverride]` sections point EC2, ELBv2 and STS at
 //! moto and dummy AWS keys in the process's environment.
 //!
-//! [`E2e::start`] seeds moto ([`provider_aws::test_util::seed`]), writes
+//! [`E2e::start`] seeds moto ([`ccm_provider_aws::test_util::seed`]), writes
 //! the cloud config and starts the CCM; the test then plays kubelet and user
 //! through the API server and checks both sides. Every wait is bounded
 //! ([`eventually`]); the CCM is killed when the test ends, and a failing
@@ -25,9 +25,9 @@ pub mod objects;
 use std::path::Path;
 
 use anyhow::Context;
+use ccm_provider_aws::test_util::seed::{self, Estate};
+use ccm_provider_aws::test_util::{CLUSTER, Moto, cloud_config, ec2, elbv2, moto};
 use ccm_test_support::ApiServer;
-use provider_aws::test_util::seed::{self, Estate};
-use provider_aws::test_util::{CLUSTER, Moto, cloud_config, ec2, elbv2, moto};
 
 use ccm::Ccm;
 

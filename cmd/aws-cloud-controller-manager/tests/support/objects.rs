@@ -1,14 +1,14 @@
 //! Kubernetes objects as a kubelet and a user write them, and reads of
 //! what the CCM wrote.
 
+use ccm_provider_aws::annotations;
+use ccm_provider_aws::test_util::seed::Seeded;
 use ccm_test_support::{
     UNINITIALIZED, has_taint, load_balancer_service, ready_condition, uninitialized_node,
 };
 use k8s_openapi::api::core::v1::{Node, Service, ServicePort};
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use provider_aws::annotations;
-use provider_aws::test_util::seed::Seeded;
 
 /// The taint the lifecycle controller puts on nodes whose instance is shut down.
 pub const SHUTDOWN: &str = "node.cloudprovider.kubernetes.io/shutdown";

@@ -5,15 +5,15 @@
 
 use std::sync::Arc;
 
-use cloud_provider::{CloudProvider, Environment, ProviderFactory};
+use ccm_cloud_provider::{CloudProvider, Environment, ProviderFactory};
+use ccm_provider_digitalocean::DigitalOceanProviderFactory;
+use ccm_provider_digitalocean::annotations::{
+    LOAD_BALANCER_ID, NETWORK, SIZE_UNIT, STICKY_SESSIONS_TYPE, TYPE,
+};
 use k8s_openapi::api::core::v1::{
     LoadBalancerIngress, LoadBalancerStatus, Service, ServicePort, ServiceSpec, ServiceStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use provider_digitalocean::DigitalOceanProviderFactory;
-use provider_digitalocean::annotations::{
-    LOAD_BALANCER_ID, NETWORK, SIZE_UNIT, STICKY_SESSIONS_TYPE, TYPE,
-};
 
 const LB_ID: &str = "4de7ac8b-495b-4884-9a69-1050c6793cd6";
 

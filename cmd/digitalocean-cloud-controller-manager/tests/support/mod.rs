@@ -2,7 +2,7 @@
 //! binary as a child process, the API server the environment asks for
 //! ([`ccm_test_support::ApiServer`]: in memory, or a real kube-apiserver
 //! with the CCM under the chart's RBAC), and the fake
-//! DigitalOcean API behind Stoplight Prism (`provider_digitalocean::test_util`),
+//! DigitalOcean API behind Stoplight Prism (`ccm_provider_digitalocean::test_util`),
 //! so every request the binary sends, and every response it reads, is
 //! checked against DigitalOcean's OpenAPI spec.
 //!
@@ -13,11 +13,11 @@ pub(crate) mod ccm;
 
 use std::time::Duration;
 
+use ccm_provider_digitalocean::test_util::Account;
 use ccm_test_support::{ApiServer, load_balancer_service, uninitialized_node};
 use k8s_openapi::api::core::v1::{Event, Node, Service};
 use kube::Api;
 use kube::api::{ListParams, PostParams};
-use provider_digitalocean::test_util::Account;
 use serde_json::Value;
 
 use ccm::Ccm;

@@ -1,9 +1,9 @@
 //! The verdict on one Service: the provider's annotation schema and its
 //! offline check, the same two the service controller applies.
 
+use ccm_cloud_provider::annotations::Finding;
+use ccm_cloud_provider::{CloudError, LoadBalancer};
 use ccm_controllers::wants_load_balancer;
-use cloud_provider::annotations::Finding;
-use cloud_provider::{CloudError, LoadBalancer};
 use k8s_openapi::api::core::v1::Service;
 
 /// Which problems admission denies.

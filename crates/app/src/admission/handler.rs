@@ -17,7 +17,7 @@ use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use cloud_provider::CloudProvider;
+use ccm_cloud_provider::CloudProvider;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use k8s_openapi::api::core::v1::Service;
 use kube::core::DynamicObject;

@@ -6,9 +6,9 @@
 mod client_ca;
 mod limits;
 
+use ccm_provider_fake::{ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_TYPE, FakeCloud};
 use k8s_openapi::api::core::v1::{Service, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use provider_fake::{ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_TYPE, FakeCloud};
 use serde_json::{Value, json};
 
 use super::decide::{Policy, Verdict, decide};
@@ -101,7 +101,7 @@ fn strict_mode_refuses_a_misspelled_annotation_with_a_suggestion() {
 fn the_refusal_is_the_schema_finding_the_service_controller_publishes() {
     let svc = service("LoadBalancer", &[(ANNOTATION_HEALTHCHECK_INTERVAL, "1")]);
     let cloud = FakeCloud::default();
-    let findings = provider_fake::SCHEMA.review(None, &svc);
+    let findings = ccm_provider_fake::SCHEMA.review(None, &svc);
     assert_eq!(findings.len(), 1);
     for policy in [Policy::Upstream, Policy::Strict] {
         let verdict = decide(cloud.load_balancer(), None, &svc, policy);
@@ -247,7 +247,7 @@ fn a_deprecated_key_is_a_warning_under_both_policies() {
     let svc = service(
         "LoadBalancer",
         &[(
-            provider_fake::ANNOTATION_HEALTH_CHECK_INTERVAL_DEPRECATED,
+            ccm_provider_fake::ANNOTATION_HEALTH_CHECK_INTERVAL_DEPRECATED,
             "30",
         )],
     );

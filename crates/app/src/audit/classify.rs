@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use cloud_provider::{CloudProvider, OwnedResource, Owner};
+use ccm_cloud_provider::{CloudProvider, OwnedResource, Owner};
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::{Node, Service};
 use serde::Serialize;
@@ -76,7 +76,7 @@ pub(crate) fn classify(
 ) -> Findings {
     let lb_name = |service: &Service| match cloud.load_balancer() {
         Some(lb) => lb.load_balancer_name(cluster, service),
-        None => cloud_provider::default_load_balancer_name(service),
+        None => ccm_cloud_provider::default_load_balancer_name(service),
     };
     let owners: Vec<&Service> = services.iter().filter(|s| owns_load_balancer(s)).collect();
     let names: BTreeSet<String> = owners.iter().map(|s| lb_name(s)).collect();

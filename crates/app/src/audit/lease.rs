@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
+use ccm_leader_election::LeaseRecord;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::Api;
-use leader_election::LeaseRecord;
 
 /// A leader holding the Lease: who, and how long ago it renewed.
 #[derive(Debug, Clone, PartialEq, Eq)]

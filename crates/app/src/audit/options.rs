@@ -2,7 +2,7 @@
 //! (`--kubeconfig`, `--cloud-config`, `--cluster-name`, `--cluster-cidr`...)
 //! for everything else.
 
-use cloud_provider::ProviderController;
+use ccm_cloud_provider::ProviderController;
 
 use crate::flags::{self, Command, Settings};
 

@@ -98,7 +98,7 @@ fn columns<const N: usize>(rows: &[[&str; N]]) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::audit::classify::{Leak, Missing};
-    use cloud_provider::{OwnedResource, Owner};
+    use ccm_cloud_provider::{OwnedResource, Owner};
 
     #[test]
     fn the_table_aligns_its_columns_and_lists_missing_load_balancers() {

@@ -3,9 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use cloud_provider::{Inventory, LoadBalancer, Route, Routes};
+use ccm_cloud_provider::{Inventory, LoadBalancer, Route, Routes};
+use ccm_provider_fake::{FakeCloud, FakeConfig};
 use k8s_openapi::api::core::v1::{Node, Service};
-use provider_fake::{FakeCloud, FakeConfig};
 use serde_json::json;
 
 use super::classify::classify;

@@ -8,7 +8,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
-use cloud_provider::{InvalidRateLimit, RateLimiter};
+use ccm_cloud_provider::{InvalidRateLimit, RateLimiter};
 use tokio::time::Sleep;
 use tower::{Layer, Service};
 

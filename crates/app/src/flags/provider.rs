@@ -9,9 +9,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use ccm_cloud_provider::{ProviderController, ProviderControllerKind};
 use ccm_controllers::{ProviderControllerSettings, QueueRate};
 use clap::{ArgAction, ArgMatches, Args, Command, FromArgMatches};
-use cloud_provider::{ProviderController, ProviderControllerKind};
 use ipnet::IpNet;
 
 use super::{Command as Parsed, Flags, one_line, parse_bool, validate};

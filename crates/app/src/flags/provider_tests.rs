@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use ccm_cloud_provider::{ProviderController, ProviderControllerKind};
 use ccm_controllers::{ControllerId, QueueRate};
-use cloud_provider::{ProviderController, ProviderControllerKind};
 
 use super::provider::{help_for, parse_for};
 use super::{Command, Settings};

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ccm_controllers::{ControllerId, ControllerSettings, Started};
+use ccm_leader_election::{ConfigError, LeaderElectionConfig, LeaderElector, LeaderHandle};
 use ccm_runtime::{Context, Fence, Fenced, Informers, MeteredCloud};
-use leader_election::{ConfigError, LeaderElectionConfig, LeaderElector, LeaderHandle};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -242,7 +242,7 @@ fn start_controllers(
 /// Why the migration Lease's elector ended on its own: it only does when
 /// leadership was lost.
 fn ended(
-    outcome: Result<Result<(), leader_election::Error>, tokio::task::JoinError>,
+    outcome: Result<Result<(), ccm_leader_election::Error>, tokio::task::JoinError>,
     lease: &str,
 ) -> String {
     match outcome {
@@ -255,7 +255,7 @@ fn ended(
 /// Waits for the elector to release the Lease after `release` was
 /// cancelled.
 async fn released(
-    election: JoinHandle<Result<(), leader_election::Error>>,
+    election: JoinHandle<Result<(), ccm_leader_election::Error>>,
     lease: &str,
 ) -> Result<(), String> {
     match tokio::time::timeout(SHUTDOWN_GRACE, election).await {

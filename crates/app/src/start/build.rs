@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
+use ccm_cloud_provider::{CloudConfig, CloudProvider, Environment, ProviderFactory};
 use ccm_controllers::ControllerSettings;
-use cloud_provider::{CloudConfig, CloudProvider, Environment, ProviderFactory};
 
 use super::Failure;
 use crate::client;
@@ -94,7 +94,7 @@ pub(crate) fn build_provider<F: ProviderFactory>(
         .provider_controllers
         .enabled
         .iter()
-        .any(|c| c.kind == cloud_provider::ProviderControllerKind::NodeIpam);
+        .any(|c| c.kind == ccm_cloud_provider::ProviderControllerKind::NodeIpam);
     if settings.allocate_node_cidrs && !runs_nodeipam {
         tracing::info!(
             "--allocate-node-cidrs: this CCM runs no node-IPAM controller; pod CIDRs come from kube-controller-manager"

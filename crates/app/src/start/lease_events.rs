@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
+use ccm_leader_election::LeaderHandle;
 use ccm_runtime::Events;
 use k8s_openapi::api::core::v1::ObjectReference;
-use leader_election::LeaderHandle;
 
 /// The component upstream's controller manager records these Events as.
 const COMPONENT: &str = "cloud-controller-manager";

@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use cloud_provider::{InstanceMetadata, NodeAddress, NodeAddressType};
+use ccm_cloud_provider::{InstanceMetadata, NodeAddress, NodeAddressType};
 
 use super::request::Requested;
 

@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use cloud_provider::{NodeAddress as CloudAddress, NodeAddressType};
+use ccm_cloud_provider::{NodeAddress as CloudAddress, NodeAddressType};
 use k8s_openapi::api::core::v1::{Node, NodeAddress};
 
 /// The kubelet's `--node-ip`, as it records it for the cloud provider.

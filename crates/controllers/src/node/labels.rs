@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use cloud_provider::InstanceMetadata;
+use ccm_cloud_provider::InstanceMetadata;
 use k8s_openapi::api::core::v1::Node;
 
 const INSTANCE_TYPE: [&str; 2] = [

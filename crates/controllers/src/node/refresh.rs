@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
+use ccm_cloud_provider::{CloudError, InstanceMetadata};
 use ccm_runtime::{Activity, BatchCall, Informer, lookup_batches};
-use cloud_provider::{CloudError, InstanceMetadata};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;

@@ -9,8 +9,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ccm_cloud_provider::{BatchResult, CloudError};
 use ccm_runtime::{BatchCall, Metrics};
-use cloud_provider::{BatchResult, CloudError};
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::Node;
 use prometheus_client::encoding::EncodeLabelSet;

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use cloud_provider::{CloudError, Route, RouteCreate, Routes};
+use ccm_cloud_provider::{CloudError, Route, RouteCreate, Routes};
 use futures::future::join_all;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
@@ -248,7 +248,7 @@ impl RouteOps {
 
 #[cfg(test)]
 mod tests {
-    use provider_fake::{FakeCloud, InjectedError, Operation};
+    use ccm_provider_fake::{FakeCloud, InjectedError, Operation};
 
     use super::*;
 

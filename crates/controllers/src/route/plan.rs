@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use cloud_provider::Route;
+use ccm_cloud_provider::Route;
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;

@@ -3,7 +3,7 @@
 //! from the cloud's health checks, and which of them a status write must
 //! carry (only those that changed, so a steady Service costs no write).
 
-use cloud_provider::{CloudError, LoadBalancerHealth, TargetState, health_by_node};
+use ccm_cloud_provider::{CloudError, LoadBalancerHealth, TargetState, health_by_node};
 use k8s_openapi::api::core::v1::{LoadBalancerIngress, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use cloud_provider::TargetHealth;
+use ccm_cloud_provider::TargetHealth;
 use proptest::prelude::*;
 
 use super::*;

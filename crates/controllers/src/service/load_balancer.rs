@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use ccm_cloud_provider::annotations::FindingKind;
+use ccm_cloud_provider::{CloudError, LoadBalancer};
 use ccm_runtime::ReconcileError;
-use cloud_provider::annotations::FindingKind;
-use cloud_provider::{CloudError, LoadBalancer};
 use k8s_openapi::api::core::v1::Service;
 use kube::Resource;
 use tokio::time::Instant;

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
+use ccm_cloud_provider::{CloudError, LoadBalancer};
 use ccm_runtime::ReconcileError;
-use cloud_provider::{CloudError, LoadBalancer};
 use k8s_openapi::api::core::v1::{LoadBalancerIngress, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tokio::time::Instant;

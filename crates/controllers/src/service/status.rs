@@ -1,7 +1,7 @@
 //! `status.loadBalancer` of a Service: the provider's answer in Kubernetes
 //! form, and comparing it with what the Service says.
 
-use cloud_provider::LoadBalancerStatus;
+use ccm_cloud_provider::LoadBalancerStatus;
 use k8s_openapi::api::core::v1::{self as core, Service};
 
 /// The provider's status as the Service's `status.loadBalancer.ingress`.
@@ -55,7 +55,7 @@ pub(crate) fn same_ingress(
 
 #[cfg(test)]
 mod tests {
-    use cloud_provider::{IpMode, LoadBalancerIngress, PortStatus};
+    use ccm_cloud_provider::{IpMode, LoadBalancerIngress, PortStatus};
     use k8s_openapi::api::core::v1::ServiceStatus;
 
     use super::*;

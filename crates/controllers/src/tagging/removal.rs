@@ -8,9 +8,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
+use ccm_cloud_provider::{RateLimiter, TagOutcome};
 use ccm_runtime::{Activity, Batcher, Busy};
-use cloud_provider::k8s_openapi::api::core::v1::Node;
-use cloud_provider::{RateLimiter, TagOutcome};
 use kube::ResourceExt;
 use tokio::sync::mpsc;
 

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cloud_provider::ipnet::IpNet;
-use cloud_provider::{
+use ccm_cloud_provider::ipnet::IpNet;
+use ccm_cloud_provider::{
     BatchResult, CloudError, CloudProvider, InstanceTags, PodCidr, PodCidrs, TagOutcome,
 };
 use parking_lot::Mutex;

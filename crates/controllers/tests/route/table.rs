@@ -4,11 +4,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use ccm_cloud_provider::CloudProvider;
 use ccm_controllers::{ControllerId, ControllerSettings, Started};
+use ccm_provider_fake::{FakeCloud, InjectedError, Operation};
 use ccm_runtime::{Context, Fence, Fenced, Informers, MeteredCloud, Metrics};
-use cloud_provider::CloudProvider;
 use k8s_openapi::api::core::v1::Node;
-use provider_fake::{FakeCloud, InjectedError, Operation};
 
 use crate::support::{Harness, eventually};
 use crate::{

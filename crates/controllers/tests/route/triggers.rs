@@ -6,9 +6,9 @@
 use std::time::{Duration, Instant};
 
 use ccm_controllers::{ControllerId, ControllerSettings};
+use ccm_provider_fake::{InjectedError, Operation};
 use futures::future::join_all;
 use kube::api::{Patch, PatchParams};
-use provider_fake::{InjectedError, Operation};
 use serde_json::json;
 
 use crate::support::{Harness, eventually};

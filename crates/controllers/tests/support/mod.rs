@@ -15,11 +15,13 @@ pub(crate) use ccm_test_support::{
     eventually, load_balancer_service, ready_condition, uninitialized_node,
 };
 
+use ccm_cloud_provider::CloudProvider;
 use ccm_controllers::{ControllerId, ControllerSettings, Started};
+use ccm_provider_fake::FakeCloud;
 use ccm_runtime::{
     ActivitySnapshot, AlwaysLeader, Context, Fence, Informers, MeteredCloud, Metrics, Quiescence,
 };
-use cloud_provider::CloudProvider;
+use ccm_test_apiserver::TestApiServer;
 use k8s_openapi::api::core::v1::{
     Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, Service, ServicePort, ServiceSpec,
     Taint,
@@ -27,8 +29,6 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use provider_fake::FakeCloud;
-use test_apiserver::TestApiServer;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 

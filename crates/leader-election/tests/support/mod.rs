@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use ccm_leader_election::{Error, LeaderElectionConfig, LeaderElector, LeaderHandle, LeaseRecord};
+use ccm_test_apiserver::TestApiServer;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use leader_election::{Error, LeaderElectionConfig, LeaderElector, LeaderHandle, LeaseRecord};
-use test_apiserver::TestApiServer;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, sleep};
 use tokio_util::sync::CancellationToken;

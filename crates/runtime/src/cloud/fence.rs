@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use cloud_provider::fence::RequestFence;
+use ccm_cloud_provider::fence::RequestFence;
 use tokio::time::Instant;
 
 /// Whether this process may change the cloud right now.
@@ -32,11 +32,11 @@ pub trait Fence: Send + Sync + std::fmt::Debug {
 /// reason's; it has no separate `source()`.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct Fenced(cloud_provider::BoxError);
+pub struct Fenced(ccm_cloud_provider::BoxError);
 
 impl Fenced {
     /// A refusal for `reason`.
-    pub fn new(reason: impl Into<cloud_provider::BoxError>) -> Self {
+    pub fn new(reason: impl Into<ccm_cloud_provider::BoxError>) -> Self {
         Self(reason.into())
     }
 }
@@ -52,7 +52,7 @@ impl Fence for AlwaysLeader {
 }
 
 /// The leadership check each cloud request of a mutation passes
-/// ([`cloud_provider::fence::check`]).
+/// ([`ccm_cloud_provider::fence::check`]).
 #[derive(Debug)]
 pub(super) struct PerRequest(pub(super) Arc<dyn Fence>);
 

@@ -3,7 +3,7 @@
 //! planned like any other.
 
 use async_trait::async_trait;
-use cloud_provider::{CloudError, Inventory, OwnedResource};
+use ccm_cloud_provider::{CloudError, Inventory, OwnedResource};
 
 use super::MeteredCloud;
 

@@ -5,9 +5,9 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use cloud_provider::fence::RequestFence;
-use cloud_provider::k8s_openapi::api::core::v1::Service;
-use cloud_provider::{CloudError, Route};
+use ccm_cloud_provider::fence::RequestFence;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
+use ccm_cloud_provider::{CloudError, Route};
 
 use super::{DRY_RUN_RECHECK, MeteredCloud};
 use crate::dry_run::{NOT_SENT, Plan, Planner, Verdict};
@@ -34,7 +34,7 @@ impl MeteredCloud {
         }
         let planner = Arc::new(Planner::default());
         let fence: Arc<dyn RequestFence> = planner.clone();
-        let scoped = cloud_provider::fence::scope(fence, call);
+        let scoped = ccm_cloud_provider::fence::scope(fence, call);
         let result = self.metered(operation, batch, false, scoped).await;
         let refused = planner.take();
         if refused.is_empty() {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 
 use async_trait::async_trait;
-use cloud_provider::{BatchResult, CloudError, InstanceTags, PodCidr, PodCidrs, TagOutcome};
+use ccm_cloud_provider::{BatchResult, CloudError, InstanceTags, PodCidr, PodCidrs, TagOutcome};
 
 use super::MeteredCloud;
 

@@ -3,7 +3,7 @@
 //! when the provider shares their work.
 
 use async_trait::async_trait;
-use cloud_provider::{BatchResult, CloudError, Route, RouteCreate, Routes};
+use ccm_cloud_provider::{BatchResult, CloudError, Route, RouteCreate, Routes};
 use futures::future::join_all;
 
 use super::MeteredCloud;

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cloud_provider::CloudError;
+use ccm_cloud_provider::CloudError;
 use futures::StreamExt;
 use futures::channel::mpsc;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -15,7 +15,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use cloud_provider::server_delay::MAX_SERVER_DELAY;
+use ccm_cloud_provider::server_delay::MAX_SERVER_DELAY;
 
 use super::{ControllerConfig, Triggers, drive, only, retry_action};
 use crate::{Action, Metrics, Quiescence, ReconcileError, Retry};

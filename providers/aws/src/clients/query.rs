@@ -4,7 +4,7 @@
 //! tells the operation, whether it changes the cloud, and the arguments a
 //! dry run's plan shows.
 
-use cloud_provider::fence::Request;
+use ccm_cloud_provider::fence::Request;
 
 /// The longest detail, in characters; a longer one is cut and ends in `…`.
 const MAX_DETAIL: usize = 300;
@@ -61,7 +61,7 @@ impl QueryRequest {
             .any(|read| self.operation.starts_with(read))
     }
 
-    /// The description [`cloud_provider::fence::check_request`] takes.
+    /// The description [`ccm_cloud_provider::fence::check_request`] takes.
     pub(crate) fn as_fence_request(&self) -> Request<'_> {
         Request {
             operation: &self.operation,

@@ -2,7 +2,7 @@
 //! as upstream reads it. Tests use it to point the provider at moto.
 
 use super::key_is;
-use cloud_provider::gcfg::Section;
+use ccm_cloud_provider::gcfg::Section;
 
 /// One `[ServiceOverride "N"]` section.
 #[derive(Debug, Clone, PartialEq, Eq)]

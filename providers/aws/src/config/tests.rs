@@ -1,7 +1,7 @@
 //! The cloud config: every key upstream reads, its defaults, and the errors
 //! that name file, line and key.
 
-use cloud_provider::{CloudConfig, ConfigError};
+use ccm_cloud_provider::{CloudConfig, ConfigError};
 
 use super::*;
 

@@ -14,8 +14,8 @@
 use std::collections::{BTreeSet, HashMap};
 
 use aws_sdk_ec2::types::{Filter, Instance, InstanceStateName};
-use cloud_provider::CloudError;
-use cloud_provider::k8s_openapi::api::core::v1::Node;
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
 
 use crate::api::ApiError;
 use crate::provider::Cloud;

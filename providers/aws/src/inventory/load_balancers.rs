@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use aws_sdk_elasticloadbalancing::types::LoadBalancerDescription;
 use aws_sdk_elasticloadbalancingv2::types::{LoadBalancer, Tag};
-use cloud_provider::{CloudError, OwnedResource, Owner};
+use ccm_cloud_provider::{CloudError, OwnedResource, Owner};
 
 use super::{SECURITY_GROUP, TARGET_GROUP, made_for_a_service, not_the_clusters};
 use crate::instances::lookup::filter;

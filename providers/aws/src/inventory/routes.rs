@@ -3,8 +3,8 @@
 //! DNS name, or its provider ID, as the route controller matches them).
 
 use aws_sdk_ec2::types::InstanceStateName;
-use cloud_provider::ipnet::IpNet;
-use cloud_provider::{CloudError, OwnedResource, Owner};
+use ccm_cloud_provider::ipnet::IpNet;
+use ccm_cloud_provider::{CloudError, OwnedResource, Owner};
 
 use super::ROUTE;
 use crate::instances::lookup::state;

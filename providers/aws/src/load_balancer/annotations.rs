@@ -9,8 +9,8 @@ mod schema;
 
 use std::collections::BTreeMap;
 
-use cloud_provider::CloudError;
-use cloud_provider::annotations::parse_bool;
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::annotations::parse_bool;
 
 pub use schema::SCHEMA;
 

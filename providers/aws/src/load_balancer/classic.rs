@@ -29,8 +29,10 @@ mod spec;
 use std::sync::Arc;
 
 use aws_sdk_elasticloadbalancing::types::{LoadBalancerDescription, Tag};
-use cloud_provider::k8s_openapi::api::core::v1::Node;
-use cloud_provider::{CloudError, EnsuredLoadBalancer, LoadBalancerIngress, LoadBalancerStatus};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
+use ccm_cloud_provider::{
+    CloudError, EnsuredLoadBalancer, LoadBalancerIngress, LoadBalancerStatus,
+};
 
 pub(crate) use spec::{ClassicSpec, NETWORK_ONLY};
 

@@ -18,8 +18,8 @@ use std::sync::Arc;
 
 use aws_sdk_elasticloadbalancing::types::InstanceState;
 use aws_sdk_elasticloadbalancingv2::types::{TargetHealthDescription, TargetHealthStateEnum};
-use cloud_provider::k8s_openapi::api::core::v1::Node;
-use cloud_provider::{CloudError, LoadBalancerHealth, TargetHealth, TargetState};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
+use ccm_cloud_provider::{CloudError, LoadBalancerHealth, TargetHealth, TargetState};
 
 use super::spec::Kind;
 use crate::instances::lookup::{NodeKey, node_key};
@@ -185,8 +185,8 @@ mod tests {
     use aws_sdk_elasticloadbalancingv2::types::{
         TargetDescription, TargetHealth as AwsHealth, TargetHealthReasonEnum,
     };
-    use cloud_provider::k8s_openapi::api::core::v1::{NodeAddress, NodeSpec, NodeStatus};
-    use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use ccm_cloud_provider::k8s_openapi::api::core::v1::{NodeAddress, NodeSpec, NodeStatus};
+    use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     use super::*;
 

@@ -17,8 +17,8 @@
 
 use std::collections::BTreeMap;
 
-use cloud_provider::k8s_openapi::api::core::v1::Service;
-use cloud_provider::{CloudError, LoadBalancerWarning};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
+use ccm_cloud_provider::{CloudError, LoadBalancerWarning};
 
 use super::annotations as key;
 use super::classic::NETWORK_ONLY;
@@ -147,7 +147,7 @@ impl Cloud {
 
 #[cfg(test)]
 mod tests {
-    use cloud_provider::k8s_openapi::api::core::v1::{
+    use ccm_cloud_provider::k8s_openapi::api::core::v1::{
         LoadBalancerIngress, LoadBalancerStatus, ServiceStatus,
     };
 

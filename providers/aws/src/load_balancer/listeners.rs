@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use aws_sdk_elasticloadbalancingv2::types::{
     Action, ActionTypeEnum, Certificate, Listener, LoadBalancer, ProtocolEnum,
 };
-use cloud_provider::CloudError;
+use ccm_cloud_provider::CloudError;
 
 use super::nlb::{AttachedGroups, elbv2_tag_list};
 use super::spec::{LoadBalancerSpec, PortMapping};

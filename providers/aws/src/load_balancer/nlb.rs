@@ -8,7 +8,7 @@ use aws_sdk_elasticloadbalancingv2::types::{
     LoadBalancer, LoadBalancerAttribute, LoadBalancerSchemeEnum, LoadBalancerStateEnum,
     LoadBalancerTypeEnum, SubnetMapping, Tag, TargetGroup,
 };
-use cloud_provider::{CloudError, LoadBalancerIngress, LoadBalancerStatus};
+use ccm_cloud_provider::{CloudError, LoadBalancerIngress, LoadBalancerStatus};
 
 use super::annotations::{self as key, invalid};
 use super::spec::{LoadBalancerSpec, ServiceRef};

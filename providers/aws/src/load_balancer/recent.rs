@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_sdk_ec2::types::Instance;
-use cloud_provider::ipnet::IpNet;
+use ccm_cloud_provider::ipnet::IpNet;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 

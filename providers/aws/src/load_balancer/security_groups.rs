@@ -10,8 +10,8 @@ pub(crate) mod node_rules;
 use std::collections::{BTreeMap, BTreeSet};
 
 use aws_sdk_ec2::types::{Filter, IpPermission, IpRange, Ipv6Range, SecurityGroup};
-use cloud_provider::CloudError;
-use cloud_provider::ipnet::IpNet;
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::ipnet::IpNet;
 
 use crate::api::ApiError;
 use crate::provider::Cloud;

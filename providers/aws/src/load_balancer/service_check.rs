@@ -2,15 +2,15 @@
 //! call: for the provider's `check_service` and the fuzz targets, which
 //! reach every annotation parser from a Service alone.
 
-use cloud_provider::CloudError;
-use cloud_provider::k8s_openapi::api::core::v1::Service;
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
 
 use super::classic::ClassicSpec;
 use super::spec::{Kind, LoadBalancerSpec, kind};
 
 /// Reads and validates everything `service` asks of its load balancer, as
 /// `ensure_load_balancer` does before its first call to AWS. For the fuzz
-/// targets (`crates/fuzz-targets`): not an API.
+/// targets (`testing/fuzz-targets`): not an API.
 ///
 /// # Errors
 /// `CloudError::ImplementedElsewhere` for a Service another controller

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
 use aws_sdk_elasticloadbalancingv2::types::{IpAddressType, ProtocolEnum};
-use cloud_provider::ipnet::IpNet;
-use cloud_provider::k8s_openapi::api::core::v1::{Service, ServiceSpec};
-use cloud_provider::{CloudError, default_load_balancer_name};
+use ccm_cloud_provider::ipnet::IpNet;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Service, ServiceSpec};
+use ccm_cloud_provider::{CloudError, default_load_balancer_name};
 
 mod common;
 

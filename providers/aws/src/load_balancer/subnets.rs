@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 
 use aws_sdk_ec2::types::{Filter, RouteTable, Subnet};
 use aws_sdk_elasticloadbalancingv2::types::LoadBalancer;
-use cloud_provider::CloudError;
-use cloud_provider::ipnet::IpNet;
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::ipnet::IpNet;
 
 use super::annotations::{self as key, invalid};
 use super::spec::LoadBalancerSpec;

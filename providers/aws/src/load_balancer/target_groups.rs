@@ -11,7 +11,7 @@ use aws_sdk_elasticloadbalancingv2::types::{
     TargetDescription, TargetGroup, TargetGroupAttribute, TargetHealthReasonEnum,
     TargetHealthStateEnum, TargetTypeEnum,
 };
-use cloud_provider::CloudError;
+use ccm_cloud_provider::CloudError;
 
 use super::annotations::attributes::{self, PROXY_PROTOCOL_V2};
 use super::naming;

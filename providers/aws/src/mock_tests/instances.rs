@@ -11,7 +11,7 @@ use aws_sdk_ec2::types::{
     AvailabilityZone, Instance, InstanceState, InstanceStateName, Placement, Reservation,
 };
 use aws_smithy_mocks::mock;
-use cloud_provider::{CloudError, Instances};
+use ccm_cloud_provider::{CloudError, Instances};
 
 use super::*;
 use crate::NETWORK_NODE_LABEL;

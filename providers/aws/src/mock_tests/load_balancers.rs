@@ -29,8 +29,8 @@ use aws_sdk_elasticloadbalancingv2::types::{
     TargetHealthDescription, TargetHealthStateEnum,
 };
 use aws_smithy_mocks::{Rule, mock};
-use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
-use cloud_provider::{CloudError, LoadBalancer};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use ccm_cloud_provider::{CloudError, LoadBalancer};
 
 use super::*;
 use crate::annotations as key;

@@ -11,7 +11,7 @@ use aws_sdk_ec2::operation::delete_tags::{DeleteTagsError, DeleteTagsOutput};
 use aws_sdk_ec2::operation::describe_network_interfaces::DescribeNetworkInterfacesOutput;
 use aws_sdk_ec2::types::{Ipv6PrefixSpecification, NetworkInterface, NetworkInterfaceAttachment};
 use aws_smithy_mocks::{Rule, mock};
-use cloud_provider::{InstanceTags, PodCidr, PodCidrs, TagOutcome};
+use ccm_cloud_provider::{InstanceTags, PodCidr, PodCidrs, TagOutcome};
 
 use super::*;
 
@@ -259,7 +259,7 @@ async fn a_thousand_nodes_cost_one_create_tags_one_delete_tags_and_five_describe
     let describe = interfaces_of_every_instance();
     let provider = provider(&[&create, &delete, &describe], &[]);
     let ids: Vec<String> = (0..1000).map(|i| pid(&format!("i-{i:017x}"))).collect();
-    let done = |answers: Vec<Result<TagOutcome, cloud_provider::CloudError>>| {
+    let done = |answers: Vec<Result<TagOutcome, ccm_cloud_provider::CloudError>>| {
         answers
             .iter()
             .all(|a| a.as_ref().ok() == Some(&TagOutcome::Done))

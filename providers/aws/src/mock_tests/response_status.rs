@@ -6,9 +6,9 @@
 use aws_sdk_ec2::Client as Ec2;
 use aws_sdk_elasticloadbalancingv2::Client as Elbv2;
 use aws_smithy_mocks::mock;
-use cloud_provider::k8s_openapi::api::core::v1::Service;
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use cloud_provider::{CloudError, Instances, LoadBalancer};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_cloud_provider::{CloudError, Instances, LoadBalancer};
 
 use super::*;
 

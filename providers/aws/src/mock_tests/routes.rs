@@ -12,7 +12,7 @@ use aws_sdk_ec2::types::{
     RouteState, RouteTable, Tag,
 };
 use aws_smithy_mocks::{Rule, mock};
-use cloud_provider::{CloudError, Route, Routes};
+use ccm_cloud_provider::{CloudError, Route, Routes};
 
 use super::*;
 

@@ -20,10 +20,10 @@ use aws_sdk_elasticloadbalancingv2::types::{
     TargetHealthStateEnum,
 };
 use aws_smithy_mocks::{Rule, mock};
-use cloud_provider::k8s_openapi::api::core::v1::{
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{
     LoadBalancerIngress, LoadBalancerStatus, Service, ServiceStatus,
 };
-use cloud_provider::{
+use ccm_cloud_provider::{
     CloudError, LoadBalancer, LoadBalancerHealth, TargetHealth, TargetState, health_by_node,
 };
 

@@ -15,8 +15,8 @@ use aws_sdk_ec2::types::{
     Placement, Reservation,
 };
 use aws_smithy_mocks::{Rule, mock};
-use cloud_provider::k8s_openapi::api::core::v1::Node;
-use cloud_provider::{BatchResult, CloudError, InstanceMetadata, Instances};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
+use ccm_cloud_provider::{BatchResult, CloudError, InstanceMetadata, Instances};
 
 use super::*;
 
@@ -209,7 +209,7 @@ async fn a_failed_call_fails_only_nodes_whose_type_is_expected_to_answer() {
 
 #[tokio::test]
 async fn the_configured_pattern_decides_which_types_must_answer() {
-    let config = AwsConfig::parse(&cloud_provider::CloudConfig::new(
+    let config = AwsConfig::parse(&ccm_cloud_provider::CloudConfig::new(
         "/etc/aws.conf",
         "[Global]\nSupportedTopologyInstanceTypePattern = ^m5[.]\n",
     ))

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use cloud_provider::{BatchResult, CloudError, RouteCreate};
+use ccm_cloud_provider::{BatchResult, CloudError, RouteCreate};
 use futures::future::join_all;
 use tokio::sync::Semaphore;
 

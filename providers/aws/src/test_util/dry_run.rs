@@ -1,7 +1,7 @@
 //! [`DryRun`]: a request fence that behaves as `--dry-run`'s, for tests of
 //! what the provider describes to it.
 
-use cloud_provider::fence::{Request, RequestFence};
+use ccm_cloud_provider::fence::{Request, RequestFence};
 use parking_lot::Mutex;
 
 /// One request as the provider described it.
@@ -15,7 +15,7 @@ pub struct Described {
 
 /// A dry run's fence: lets every read through, refuses every mutation and
 /// records it as the plan. Run the provider inside
-/// `cloud_provider::fence::scope(Arc::new(DryRun::default()), ...)`.
+/// `ccm_cloud_provider::fence::scope(Arc::new(DryRun::default()), ...)`.
 #[derive(Debug, Default)]
 pub struct DryRun {
     reads: Mutex<Vec<Described>>,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use aws_sdk_ec2::Client;
 use aws_sdk_ec2::types::{InstanceType, ResourceType, Tag, TagSpecification};
-use cloud_provider::k8s_openapi::api::core::v1::Node;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
 
 use super::{CLUSTER, Error, node};
 

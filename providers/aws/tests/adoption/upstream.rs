@@ -8,8 +8,8 @@ use aws_sdk_elasticloadbalancingv2::types::{
     Action, ActionTypeEnum, LoadBalancerSchemeEnum, LoadBalancerTypeEnum, ProtocolEnum,
     SubnetMapping, Tag, TargetDescription, TargetTypeEnum,
 };
-use provider_aws::test_util::seed::Estate;
-use provider_aws::test_util::{CLUSTER, Moto, ec2, elbv2};
+use ccm_provider_aws::test_util::seed::Estate;
+use ccm_provider_aws::test_util::{CLUSTER, Moto, ec2, elbv2};
 use sha1::{Digest, Sha1};
 use sha2::Sha256;
 
@@ -377,7 +377,7 @@ pub(crate) async fn classic(moto: &Moto, estate: &Estate) -> String {
         .await
         .expect("group rules");
 
-    let elb = provider_aws::test_util::elb(moto);
+    let elb = ccm_provider_aws::test_util::elb(moto);
     let mut create = elb
         .create_load_balancer()
         .load_balancer_name(LB_NAME)

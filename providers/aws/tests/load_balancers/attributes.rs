@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use cloud_provider::CloudError;
-use provider_aws::annotations as key;
-use provider_aws::test_util::{CLUSTER, elbv2};
+use ccm_cloud_provider::CloudError;
+use ccm_provider_aws::annotations as key;
+use ccm_provider_aws::test_util::{CLUSTER, elbv2};
 
 use crate::fixture::{Fixture, service};
 

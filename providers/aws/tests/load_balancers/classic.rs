@@ -6,17 +6,17 @@
 use std::collections::BTreeSet;
 
 use aws_sdk_elasticloadbalancing::types::LoadBalancerDescription;
-use cloud_provider::CloudError;
-use provider_aws::annotations as key;
-use provider_aws::test_util::{CLUSTER, ec2, elb};
+use ccm_cloud_provider::CloudError;
+use ccm_provider_aws::annotations as key;
+use ccm_provider_aws::test_util::{CLUSTER, ec2, elb};
 
 use super::fixture::*;
 
 fn classic(
     annotations: &[(&str, &str)],
     ports: &[(i32, i32)],
-) -> cloud_provider::k8s_openapi::api::core::v1::Service {
-    provider_aws::test_util::classic_service(UID, annotations, ports)
+) -> ccm_cloud_provider::k8s_openapi::api::core::v1::Service {
+    ccm_provider_aws::test_util::classic_service(UID, annotations, ports)
 }
 
 impl Fixture {

@@ -8,11 +8,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use aws_sdk_elasticloadbalancing::types::{LoadBalancerAttributes, LoadBalancerDescription};
-use cloud_provider::{CloudError, CloudProvider};
-use provider_aws::annotations as key;
-use provider_aws::test_util::proxy::Proxy;
-use provider_aws::test_util::seed::{self, Estate};
-use provider_aws::test_util::{CLUSTER, Moto, classic_service, ec2, elb, moto, provider_at};
+use ccm_cloud_provider::{CloudError, CloudProvider};
+use ccm_provider_aws::annotations as key;
+use ccm_provider_aws::test_util::proxy::Proxy;
+use ccm_provider_aws::test_util::seed::{self, Estate};
+use ccm_provider_aws::test_util::{CLUSTER, Moto, classic_service, ec2, elb, moto, provider_at};
 
 use super::fixture::UID;
 

@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use cloud_provider::fence::scope;
-use provider_aws::test_util::CLUSTER;
-use provider_aws::test_util::dry_run::DryRun;
+use ccm_cloud_provider::fence::scope;
+use ccm_provider_aws::test_util::CLUSTER;
+use ccm_provider_aws::test_util::dry_run::DryRun;
 
 use crate::fixture::{Fixture, service};
 

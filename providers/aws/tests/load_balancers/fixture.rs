@@ -7,16 +7,16 @@ use std::sync::Arc;
 
 use aws_sdk_ec2::types::Filter;
 use aws_sdk_elasticloadbalancingv2::types::{LoadBalancer as Nlb, TargetGroup};
-use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
-use cloud_provider::{CloudProvider, LoadBalancer};
-use provider_aws::test_util::seed::{self, Estate};
-use provider_aws::test_util::{IngressRule, Moto, ec2, elbv2, moto, provider};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use ccm_cloud_provider::{CloudProvider, LoadBalancer};
+use ccm_provider_aws::test_util::seed::{self, Estate};
+use ccm_provider_aws::test_util::{IngressRule, Moto, ec2, elbv2, moto, provider};
 
 pub(crate) const UID: &str = "6c1f0e2a-1b2c-4d3e-8f4a-5b6c7d8e9f00";
 pub(crate) const LB_NAME: &str = "a6c1f0e2a1b2c4d3e8f4a5b6c7d8e9f0";
 
 pub(crate) fn service(annotations: &[(&str, &str)], ports: &[(i32, i32)]) -> Service {
-    provider_aws::test_util::nlb_service(UID, annotations, ports)
+    ccm_provider_aws::test_util::nlb_service(UID, annotations, ports)
 }
 
 pub(crate) struct Fixture {
@@ -114,7 +114,7 @@ impl Fixture {
 
     /// `(protocol, from, to, cidr, description)` of a security group's ingress.
     pub(crate) async fn ingress(&self, group: &str) -> BTreeSet<IngressRule> {
-        provider_aws::test_util::ingress_rules(&ec2(&self.moto), group)
+        ccm_provider_aws::test_util::ingress_rules(&ec2(&self.moto), group)
             .await
             .expect("described")
     }
@@ -128,7 +128,7 @@ impl Fixture {
             .iter()
             .filter_map(|z| z.subnet_id().map(str::to_owned))
             .collect();
-        provider_aws::test_util::subnet_cidrs(&self.moto, &ids).await
+        ccm_provider_aws::test_util::subnet_cidrs(&self.moto, &ids).await
     }
 
     /// The CIDRs the node group admits `port` from under `description`.

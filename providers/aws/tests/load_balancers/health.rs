@@ -6,15 +6,15 @@
 
 use std::collections::BTreeMap;
 
-use cloud_provider::{LoadBalancerHealth, TargetHealth, TargetState, health_by_node};
-use provider_aws::test_util::{CLUSTER, ec2};
+use ccm_cloud_provider::{LoadBalancerHealth, TargetHealth, TargetState, health_by_node};
+use ccm_provider_aws::test_util::{CLUSTER, ec2};
 
 use super::fixture::*;
 
 impl Fixture {
     async fn health(
         &self,
-        svc: &cloud_provider::k8s_openapi::api::core::v1::Service,
+        svc: &ccm_cloud_provider::k8s_openapi::api::core::v1::Service,
         nodes: &[usize],
     ) -> LoadBalancerHealth {
         self.lb()
@@ -118,7 +118,7 @@ async fn an_nlb_reports_each_node_by_name_once_per_port_and_a_stopped_instance_u
 #[tokio::test]
 async fn a_classic_elb_reports_its_instances_by_node_name_from_one_call() {
     let f = Fixture::new(3).await;
-    let svc = provider_aws::test_util::classic_service(UID, &[], &[(80, 30080)]);
+    let svc = ccm_provider_aws::test_util::classic_service(UID, &[], &[(80, 30080)]);
     f.lb()
         .ensure_load_balancer(CLUSTER, &svc, &f.nodes(&[0, 1]))
         .await

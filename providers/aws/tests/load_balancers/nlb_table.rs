@@ -6,11 +6,11 @@
 
 use std::collections::BTreeSet;
 
-use cloud_provider::CloudError;
-use provider_aws::annotations as key;
-use provider_aws::test_util::proxy::Proxy;
-use provider_aws::test_util::seed;
-use provider_aws::test_util::{CLUSTER, ec2, moto, nlb_service, provider_at};
+use ccm_cloud_provider::CloudError;
+use ccm_provider_aws::annotations as key;
+use ccm_provider_aws::test_util::proxy::Proxy;
+use ccm_provider_aws::test_util::seed;
+use ccm_provider_aws::test_util::{CLUSTER, ec2, moto, nlb_service, provider_at};
 
 use super::fixture::UID;
 

@@ -8,10 +8,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use aws_sdk_ec2::types::{IpPermission, IpRange};
-use cloud_provider::k8s_openapi::api::core::v1::Service;
-use cloud_provider::{CloudError, CloudProvider};
-use provider_aws::annotations as key;
-use provider_aws::test_util::{
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
+use ccm_cloud_provider::{CloudError, CloudProvider};
+use ccm_provider_aws::annotations as key;
+use ccm_provider_aws::test_util::{
     CLUSTER, IngressRule, classic_service, ec2, elb, nlb_service, provider,
 };
 

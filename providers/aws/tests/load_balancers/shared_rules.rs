@@ -4,9 +4,9 @@
 
 use std::collections::BTreeSet;
 
-use cloud_provider::k8s_openapi::api::core::v1::Service;
-use provider_aws::annotations as key;
-use provider_aws::test_util::{CLUSTER, IngressRule};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
+use ccm_provider_aws::annotations as key;
+use ccm_provider_aws::test_util::{CLUSTER, IngressRule};
 
 use super::fixture::*;
 
@@ -17,7 +17,7 @@ const API_LB: &str = "a0b7c2d913e4f4a5b9c6d7e8f9a0b1c2";
 
 /// A second Service beside the fixture's, with its own name and UID.
 fn other_service(annotations: &[(&str, &str)], ports: &[(i32, i32)]) -> Service {
-    let mut svc = provider_aws::test_util::nlb_service(API_UID, annotations, ports);
+    let mut svc = ccm_provider_aws::test_util::nlb_service(API_UID, annotations, ports);
     svc.metadata.name = Some("api".into());
     svc
 }

@@ -1,9 +1,9 @@
 //! Subnets named by the `subnets` annotation: used as named, and only
 //! those of the cluster's VPC (upstream v1.34+).
 
-use cloud_provider::CloudError;
-use provider_aws::annotations as key;
-use provider_aws::test_util::{CLUSTER, ec2};
+use ccm_cloud_provider::CloudError;
+use ccm_provider_aws::annotations as key;
+use ccm_provider_aws::test_util::{CLUSTER, ec2};
 
 use super::fixture::*;
 

@@ -2,8 +2,8 @@
 //! certificate and policy, and with `backend-protocol: ssl` their target
 //! groups speak TLS to the targets; other ports stay TCP.
 
-use provider_aws::annotations as key;
-use provider_aws::test_util::{CLUSTER, elbv2};
+use ccm_provider_aws::annotations as key;
+use ccm_provider_aws::test_util::{CLUSTER, elbv2};
 
 use crate::fixture::{Fixture, service};
 

@@ -3,12 +3,12 @@
 //! deletion leaves neither kind behind, also after a crash let both be
 //! made.
 
-use cloud_provider::EnsuredLoadBalancer;
-use cloud_provider::k8s_openapi::api::core::v1::{
+use ccm_cloud_provider::EnsuredLoadBalancer;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{
     LoadBalancerStatus as ServiceLoadBalancer, Service, ServiceStatus,
 };
-use provider_aws::annotations as key;
-use provider_aws::test_util::CLUSTER;
+use ccm_provider_aws::annotations as key;
+use ccm_provider_aws::test_util::CLUSTER;
 
 use super::classic::registered;
 use super::fixture::*;
@@ -20,7 +20,7 @@ fn with_status(mut svc: Service, ensured: &EnsuredLoadBalancer) -> Service {
         .ingress
         .iter()
         .map(
-            |i| cloud_provider::k8s_openapi::api::core::v1::LoadBalancerIngress {
+            |i| ccm_cloud_provider::k8s_openapi::api::core::v1::LoadBalancerIngress {
                 hostname: i.hostname.clone(),
                 ip: i.ip.clone(),
                 ..Default::default()
@@ -68,7 +68,7 @@ async fn a_classic_elb_asked_to_become_an_nlb_is_kept_reconciled_and_then_delete
     let f = Fixture::new(3).await;
     let groups_before = f.security_group_ids().await;
     let node_rules_before = f.ingress(&f.estate.node_security_group).await;
-    let svc = provider_aws::test_util::classic_service(UID, &[], &[(80, 30080)]);
+    let svc = ccm_provider_aws::test_util::classic_service(UID, &[], &[(80, 30080)]);
     let ensured = f
         .lb()
         .ensure_load_balancer(CLUSTER, &svc, &f.nodes(&[0, 1, 2]))
@@ -206,7 +206,7 @@ async fn deletion_after_a_crash_let_both_kinds_be_made_removes_both() {
     let f = Fixture::new(2).await;
     let groups_before = f.security_group_ids().await;
     let node_rules_before = f.ingress(&f.estate.node_security_group).await;
-    let svc = provider_aws::test_util::classic_service(UID, &[], &[(80, 30080)]);
+    let svc = ccm_provider_aws::test_util::classic_service(UID, &[], &[(80, 30080)]);
     f.lb()
         .ensure_load_balancer(CLUSTER, &svc, &f.nodes(&[0, 1]))
         .await

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use cloud_provider::CloudError;
+use ccm_cloud_provider::CloudError;
 
 use super::types::ErrorBody;
 
@@ -28,7 +28,7 @@ pub(crate) enum ApiError {
     },
 
     /// The framework's request fence refused: this process may no longer
-    /// change the cloud (see [`cloud_provider::fence`]). Nothing was sent.
+    /// change the cloud (see [`ccm_cloud_provider::fence`]). Nothing was sent.
     #[error("{method} {path} not sent: {source}")]
     Fenced {
         /// The request's method.

@@ -1,13 +1,13 @@
 //! The server's rate-limit budget (`RateLimit-Remaining` /
 //! `RateLimit-Reset`, and 429). Client-side pacing (`DO_API_RATE_LIMIT_QPS`)
-//! is the workspace's [`cloud_provider::RateLimiter::pacer`].
+//! is the workspace's [`ccm_cloud_provider::RateLimiter::pacer`].
 //!
 //! The server's times are not trusted: every wait they give is read with
 //! checked arithmetic and held to [`MAX_SERVER_DELAY`].
 
 use std::time::{Duration, SystemTime};
 
-use cloud_provider::server_delay::{self, MAX_SERVER_DELAY};
+use ccm_cloud_provider::server_delay::{self, MAX_SERVER_DELAY};
 use parking_lot::Mutex;
 use reqwest::header::HeaderMap;
 

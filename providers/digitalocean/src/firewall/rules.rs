@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use cloud_provider::CloudError;
-use cloud_provider::k8s_openapi::api::core::v1::{Service, ServicePort};
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Service, ServicePort};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::config::{LoadBalancerType, PublicAccessFirewall};
@@ -280,8 +280,8 @@ pub(crate) fn matches(current: &FirewallSpec, wanted: &FirewallSpec) -> bool {
 mod tests {
     use std::collections::BTreeMap;
 
-    use cloud_provider::k8s_openapi::api::core::v1::ServiceSpec;
-    use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use ccm_cloud_provider::k8s_openapi::api::core::v1::ServiceSpec;
+    use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     use super::*;
 

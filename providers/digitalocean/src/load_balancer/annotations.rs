@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::ops::RangeInclusive;
 
-use cloud_provider::CloudError;
-use cloud_provider::ipnet::IpNet;
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::ipnet::IpNet;
 
 use crate::config::LoadBalancerType;
 

@@ -3,7 +3,7 @@
 //! Encrypt certificate the load balancer renewed is followed rather than
 //! replaced by the expired one still named on the Service.
 
-use cloud_provider::CloudError;
+use ccm_cloud_provider::CloudError;
 use serde::Deserialize;
 
 use super::annotations as ann;

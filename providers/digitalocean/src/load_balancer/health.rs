@@ -21,8 +21,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cloud_provider::k8s_openapi::api::core::v1::Node;
-use cloud_provider::{LoadBalancerHealth, TargetHealth, TargetState};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
+use ccm_cloud_provider::{LoadBalancerHealth, TargetHealth, TargetState};
 
 use super::{STATUS_ACTIVE, STATUS_NEW};
 use crate::api::types::LoadBalancer;
@@ -102,8 +102,8 @@ fn state_of(status: &str) -> TargetState {
 
 #[cfg(test)]
 mod tests {
-    use cloud_provider::k8s_openapi::api::core::v1::NodeSpec;
-    use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use ccm_cloud_provider::k8s_openapi::api::core::v1::NodeSpec;
+    use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     use super::*;
 

@@ -2,8 +2,8 @@
 
 use std::net::IpAddr;
 
-use cloud_provider::CloudError;
-use cloud_provider::k8s_openapi::api::core::v1::Service;
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
 
 use super::annotations::{self as ann, Reader, invalid, is_firewall_rule, is_load_balancer_name};
 use crate::api::types::StickySessions;

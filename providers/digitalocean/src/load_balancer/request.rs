@@ -2,9 +2,9 @@
 //! the health check, sticky sessions, firewall and settings from its
 //! annotations.
 
-use cloud_provider::CloudError;
-use cloud_provider::ipnet::IpNet;
-use cloud_provider::k8s_openapi::api::core::v1::{Service, ServicePort};
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::ipnet::IpNet;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Service, ServicePort};
 
 use super::annotations as ann;
 use super::options::Options;

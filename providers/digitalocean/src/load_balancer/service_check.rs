@@ -2,8 +2,8 @@
 //! call: for the fuzz targets, which reach every parser and the request
 //! builder from a Service alone.
 
-use cloud_provider::k8s_openapi::api::core::v1::Service;
-use cloud_provider::{CloudError, LoadBalancerWarning, default_load_balancer_name};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
+use ccm_cloud_provider::{CloudError, LoadBalancerWarning, default_load_balancer_name};
 
 use super::request::{Placement, Plan};
 use super::{options, shape, warnings};
@@ -13,7 +13,7 @@ use crate::config::LoadBalancerType;
 /// call, for a new load balancer of type `default_type` when the Service
 /// names none, builds the body that would create it and returns the
 /// Warnings the Service would get. For the fuzz targets
-/// (`crates/fuzz-targets`): not an API.
+/// (`testing/fuzz-targets`): not an API.
 ///
 /// # Errors
 /// `CloudError::InvalidInput` naming the first malformed annotation or field.

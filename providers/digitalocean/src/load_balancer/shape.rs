@@ -10,8 +10,8 @@
 
 use std::sync::Arc;
 
-use cloud_provider::CloudError;
-use cloud_provider::k8s_openapi::api::core::v1::Node;
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
 
 use super::annotations as ann;
 use super::options::Options;

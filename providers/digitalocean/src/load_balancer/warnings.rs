@@ -3,8 +3,8 @@
 //! Service, and the load balancer is otherwise ensured as asked. (Unknown
 //! keys are the service controller's to report, from [`ann::SCHEMA`].)
 
-use cloud_provider::LoadBalancerWarning;
-use cloud_provider::k8s_openapi::api::core::v1::Service;
+use ccm_cloud_provider::LoadBalancerWarning;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
 
 use super::annotations::{self as ann, Reader};
 use crate::config::LoadBalancerType;

@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use cloud_provider::k8s_openapi::api::core::v1::{
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{
     Node, NodeAddress, NodeSpec, NodeStatus, Service, ServicePort,
 };
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// An initialized node with a public IPv4 address, as the CCM leaves it.
 pub(crate) fn node(name: &str, provider_id: Option<&str>) -> Arc<Node> {

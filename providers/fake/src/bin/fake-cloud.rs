@@ -17,9 +17,9 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
+use ccm_cloud_provider::CloudConfig;
+use ccm_provider_fake::{FakeCloud, FakeConfig, server};
 use clap::Parser;
-use cloud_provider::CloudConfig;
-use provider_fake::{FakeCloud, FakeConfig, server};
 
 /// The fake cloud as its own process.
 #[derive(Debug, Parser)]

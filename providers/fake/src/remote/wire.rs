@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
-use cloud_provider::server_delay;
-use cloud_provider::{
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use ccm_cloud_provider::server_delay;
+use ccm_cloud_provider::{
     CloudError, EnsuredLoadBalancer, InstanceMetadata, IpMode, LoadBalancerHealth,
     LoadBalancerIngress, LoadBalancerStatus, LoadBalancerWarning, NodeAddress, NodeAddressType,
     OwnedResource, Owner, PortStatus, Route, TargetHealth, TargetState,
@@ -117,7 +117,7 @@ pub(crate) fn answer<T, W: for<'a> From<&'a T>>(result: &Result<T, CloudError>) 
 
 /// Converts a provider batch result for the wire.
 pub(crate) fn batch_answer<T, W: for<'a> From<&'a T>>(
-    result: &cloud_provider::BatchResult<T>,
+    result: &ccm_cloud_provider::BatchResult<T>,
 ) -> Answer<Vec<Answer<W>>> {
     match result {
         Ok(items) => Ok(items.iter().map(answer).collect()),

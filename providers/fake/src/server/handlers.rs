@@ -7,8 +7,8 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use cloud_provider::k8s_openapi::api::core::v1::Node;
-use cloud_provider::{CloudError, Instances, Inventory, LoadBalancer, Route, Routes, Volumes};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
+use ccm_cloud_provider::{CloudError, Instances, Inventory, LoadBalancer, Route, Routes, Volumes};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -116,12 +116,15 @@ pub(super) async fn call(
 #[derive(Debug, Default)]
 struct Planner(parking_lot::Mutex<Vec<String>>);
 
-impl cloud_provider::fence::RequestFence for Planner {
+impl ccm_cloud_provider::fence::RequestFence for Planner {
     fn check(&self) -> Result<(), String> {
         Ok(())
     }
 
-    fn check_request(&self, request: &cloud_provider::fence::Request<'_>) -> Result<(), String> {
+    fn check_request(
+        &self,
+        request: &ccm_cloud_provider::fence::Request<'_>,
+    ) -> Result<(), String> {
         if request.mutates {
             self.0.lock().push(request.detail.to_owned());
             return Err("planned".to_owned());
@@ -139,8 +142,8 @@ impl cloud_provider::fence::RequestFence for Planner {
 /// changes.
 async fn plan(cloud: &FakeCloud, op: Operation, args: &Args) -> Result<Dispatched, String> {
     let planner = Arc::new(Planner::default());
-    let fence: Arc<dyn cloud_provider::fence::RequestFence> = planner.clone();
-    let dispatched = cloud_provider::fence::scope(fence, dispatch(cloud, op, args)).await?;
+    let fence: Arc<dyn ccm_cloud_provider::fence::RequestFence> = planner.clone();
+    let dispatched = ccm_cloud_provider::fence::scope(fence, dispatch(cloud, op, args)).await?;
     let planned = std::mem::take(&mut *planner.0.lock());
     if planned.is_empty() {
         return Ok(dispatched);
@@ -204,7 +207,7 @@ where
     to_json(&answer::<T, W>(result), result.as_ref().err())
 }
 
-fn batch<T, W>(result: &cloud_provider::BatchResult<T>) -> Dispatched
+fn batch<T, W>(result: &ccm_cloud_provider::BatchResult<T>) -> Dispatched
 where
     W: for<'a> From<&'a T> + serde::Serialize,
 {
@@ -275,7 +278,7 @@ async fn dispatch(cloud: &FakeCloud, op: Operation, args: &Args) -> Result<Dispa
         Operation::DeleteOwned => {
             let resource = args.resource.clone().ok_or("missing resource")?;
             let resource =
-                cloud_provider::OwnedResource::try_from(resource).map_err(|e| e.to_string())?;
+                ccm_cloud_provider::OwnedResource::try_from(resource).map_err(|e| e.to_string())?;
             single::<_, Plain<()>>(&cloud.delete_owned(cluster()?, &resource).await)
         }
         Operation::VolumesLabels => batch::<

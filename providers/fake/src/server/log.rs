@@ -29,7 +29,7 @@ pub struct ServerCall {
     /// Unix epoch.
     pub finished_us: u64,
     /// `ok`, or the kind of error the caller was told
-    /// ([`CloudError::kind`](cloud_provider::CloudError::kind)).
+    /// ([`CloudError::kind`](ccm_cloud_provider::CloudError::kind)).
     pub outcome: String,
 }
 

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec, Service, ServicePort};
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec, Service, ServicePort};
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 pub(crate) fn node(name: &str) -> Arc<Node> {
     Arc::new(Node {

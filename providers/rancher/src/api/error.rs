@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use cloud_provider::CloudError;
+use ccm_cloud_provider::CloudError;
 
 /// A Cattle API call that did not succeed.
 ///

@@ -10,8 +10,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use cloud_provider::CloudError;
-use cloud_provider::k8s_openapi::api::core::v1::Node;
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
 use serde_json::json;
 
 use super::{PAUSES_MS, RETRY_AFTER, Wanted, owned_metadata, recorded_cluster};

@@ -1,7 +1,7 @@
 //! Offline checks: names as upstream makes them, and what a Service may ask.
 
-use cloud_provider::k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::*;
 

@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use cloud_provider::CloudError;
+use ccm_cloud_provider::CloudError;
 
 use super::{self as key, Annotations, invalid};
 

@@ -14,9 +14,9 @@
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 
-use cloud_provider::annotations::{Annotation, AnnotationSchema, Value, parse_bool};
-use cloud_provider::ipnet::IpNet;
-use cloud_provider::k8s_openapi::api::core::v1::Service;
+use ccm_cloud_provider::annotations::{Annotation, AnnotationSchema, Value, parse_bool};
+use ccm_cloud_provider::ipnet::IpNet;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
 
 use super::*;
 

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use aws_sdk_elasticloadbalancing::types::{
     Instance, Listener, LoadBalancerDescription, PolicyAttribute, Tag,
 };
-use cloud_provider::CloudError;
+use ccm_cloud_provider::CloudError;
 
 use super::ClassicSpec;
 use super::security::ClassicGroups;

@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 
 use aws_sdk_ec2::types::{Instance, IpPermission, SecurityGroup, UserIdGroupPair};
 use aws_sdk_elasticloadbalancing::types::LoadBalancerDescription;
-use cloud_provider::CloudError;
+use ccm_cloud_provider::CloudError;
 
 use super::ClassicSpec;
 use crate::api::MAX_PAGES;

@@ -9,7 +9,7 @@ use aws_sdk_elasticloadbalancing::types::{
     AccessLog, ConnectionDraining, ConnectionSettings, CrossZoneLoadBalancing, HealthCheck,
     LoadBalancerAttributes, LoadBalancerDescription, PolicyAttribute,
 };
-use cloud_provider::CloudError;
+use ccm_cloud_provider::CloudError;
 
 use super::ClassicSpec;
 use super::spec::ClassicAttributes;

@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use cloud_provider::CloudError;
-use cloud_provider::ipnet::IpNet;
-use cloud_provider::k8s_openapi::api::core::v1::{Service, ServiceSpec};
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::ipnet::IpNet;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Service, ServiceSpec};
 
 use crate::config::SharedHealthProbe;
 use crate::load_balancer::annotations::{self as key, Annotations, invalid};

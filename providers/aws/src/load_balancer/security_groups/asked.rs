@@ -13,7 +13,7 @@
 //! them; its own group, once replaced, is deleted (`frontend`'s
 //! `delete_detached_groups`).
 
-use cloud_provider::CloudError;
+use ccm_cloud_provider::CloudError;
 
 use super::super::annotations::{self as key, Annotations, invalid};
 

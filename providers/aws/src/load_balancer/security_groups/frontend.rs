@@ -33,8 +33,8 @@ use std::time::Duration;
 
 use aws_sdk_ec2::types::{ResourceType, SecurityGroup, Tag, TagSpecification};
 use aws_sdk_elasticloadbalancingv2::types::ProtocolEnum;
-use cloud_provider::CloudError;
-use cloud_provider::ipnet::IpNet;
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::ipnet::IpNet;
 use sha2::{Digest, Sha256};
 
 use super::{Rule, RuleChanges, flatten};

@@ -18,8 +18,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use aws_sdk_ec2::types::{Instance, SecurityGroup};
 use aws_sdk_elasticloadbalancingv2::types::{IpAddressType, ProtocolEnum};
-use cloud_provider::CloudError;
-use cloud_provider::ipnet::IpNet;
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::ipnet::IpNet;
 
 mod shared;
 

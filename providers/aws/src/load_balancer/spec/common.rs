@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use cloud_provider::CloudError;
-use cloud_provider::k8s_openapi::api::core::v1::{Service, ServiceSpec};
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Service, ServiceSpec};
 
 use super::super::annotations::{self as key, Annotations, check_tags, invalid};
 use crate::tagging::{CLUSTER_TAG_PREFIX, LEGACY_CLUSTER_TAG, SERVICE_NAME_TAG};

@@ -1,8 +1,8 @@
 //! Reading a Service and its annotations into a load-balancer spec, and
 //! the errors a bad annotation gives.
 
-use cloud_provider::k8s_openapi::api::core::v1::ServicePort;
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_cloud_provider::k8s_openapi::api::core::v1::ServicePort;
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::*;
 

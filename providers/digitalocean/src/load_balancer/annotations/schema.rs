@@ -20,8 +20,8 @@
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-use cloud_provider::annotations::{Annotation, AnnotationSchema, Value, parse_bool};
-use cloud_provider::k8s_openapi::api::core::v1::Service;
+use ccm_cloud_provider::annotations::{Annotation, AnnotationSchema, Value, parse_bool};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
 
 use super::*;
 use crate::config::is_uuid;

@@ -5,5 +5,5 @@
 compile_error!("build with the `{{name}}` feature: it selects this binary's provider");
 
 fn main() -> std::process::ExitCode {
-    ccm_app::run::<provider_{{snake}}::{{Camel}}ProviderFactory>()
+    ccm_app::run::<ccm_provider_{{snake}}::{{Camel}}ProviderFactory>()
 }

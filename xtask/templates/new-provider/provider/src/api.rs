@@ -15,9 +15,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use async_trait::async_trait;
-use cloud_provider::CloudError;
+use ccm_cloud_provider::CloudError;
 //@if routes
-use cloud_provider::ipnet::IpNet;
+use ccm_cloud_provider::ipnet::IpNet;
 //@end
 
 //@if instances

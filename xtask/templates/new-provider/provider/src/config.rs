@@ -9,7 +9,7 @@
 //!
 //! The API token comes from `{{UPPER}}_API_TOKEN`, never from the file.
 
-use cloud_provider::{CloudConfig, ConfigError, Environment};
+use ccm_cloud_provider::{CloudConfig, ConfigError, Environment};
 use serde::Deserialize;
 
 /// The environment variable holding the API token.

@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use cloud_provider::CloudError;
+use ccm_cloud_provider::CloudError;
 //@if routes
-use cloud_provider::ipnet::IpNet;
+use ccm_cloud_provider::ipnet::IpNet;
 //@end
 use parking_lot::Mutex;
 

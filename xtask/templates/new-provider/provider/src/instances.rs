@@ -5,8 +5,8 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cloud_provider::k8s_openapi::api::core::v1::Node;
-use cloud_provider::{
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
+use ccm_cloud_provider::{
     BatchResult, CloudError, InstanceMetadata, Instances, NodeAddress, NodeAddressType,
 };
 

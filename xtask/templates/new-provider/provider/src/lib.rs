@@ -40,15 +40,15 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 //@if instances
-use cloud_provider::Instances;
+use ccm_cloud_provider::Instances;
 //@end
 //@if load-balancers
-use cloud_provider::LoadBalancer;
+use ccm_cloud_provider::LoadBalancer;
 //@end
 //@if routes
-use cloud_provider::Routes;
+use ccm_cloud_provider::Routes;
 //@end
-use cloud_provider::CloudProvider;
+use ccm_cloud_provider::CloudProvider;
 
 pub use config::{Settings, TOKEN_VARIABLE};
 pub use factory::{{Camel}}ProviderFactory;

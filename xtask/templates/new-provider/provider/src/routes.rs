@@ -2,7 +2,7 @@
 //! the cluster; other clusters' routes are neither listed nor deleted.
 
 use async_trait::async_trait;
-use cloud_provider::{CloudError, Route, Routes};
+use ccm_cloud_provider::{CloudError, Route, Routes};
 
 use crate::{PROVIDER_ID_PREFIX, {{Camel}}Provider};
 

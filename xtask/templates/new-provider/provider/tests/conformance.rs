@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec, Service, ServicePort, ServiceSpec};
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use provider_conformance::{Emulator, Resources, Subject};
-use provider_{{snake}}::emulator::InMemoryCloud;
-use provider_{{snake}}::{PROVIDER_ID_PREFIX, Settings, {{Camel}}Provider};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec, Service, ServicePort, ServiceSpec};
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_provider_conformance::{Emulator, Resources, Subject};
+use ccm_provider_{{snake}}::emulator::InMemoryCloud;
+use ccm_provider_{{snake}}::{PROVIDER_ID_PREFIX, Settings, {{Camel}}Provider};
 
 #[derive(Debug)]
 struct Cloud(Arc<InMemoryCloud>);
@@ -123,5 +123,5 @@ async fn the_provider_conforms() {
         neighbour_cluster: "neighbour".into(),
         emulator: Arc::new(Cloud(cloud)),
     };
-    provider_conformance::assert_conforms(&subject).await;
+    ccm_provider_conformance::assert_conforms(&subject).await;
 }

@@ -1,16 +1,16 @@
 //! The AWS schema covers every key the provider defines, says what its
 //! parser says, and never refuses a Service the provider accepts.
 
-use cloud_provider::CloudError;
-use cloud_provider::annotations::{Finding, FindingKind};
-use cloud_provider::k8s_openapi::api::core::v1::{
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::annotations::{Finding, FindingKind};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{
     LoadBalancerIngress, LoadBalancerStatus, ServiceStatus,
 };
 
 use super::*;
 use crate::load_balancer::service_check::check_service;
 use crate::test_util::nlb_service;
-use cloud_provider::annotations::Agreement::{self, Accepted, Looser, Refused};
+use ccm_cloud_provider::annotations::Agreement::{self, Accepted, Looser, Refused};
 
 const UID: &str = "3f2a9c1e-5b7d-4e8f-9a0b-1c2d3e4f5a6b";
 const CERT: &str = "arn:aws:acm:us-east-1:123456789012:certificate/0123abcd";

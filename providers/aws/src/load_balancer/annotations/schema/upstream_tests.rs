@@ -2,8 +2,8 @@
 //! with each key at fault, which decides whether the admission webhook
 //! denies a Service or admits it with a warning.
 
-use cloud_provider::annotations::{Finding, FindingKind, Value};
-use cloud_provider::k8s_openapi::api::core::v1::{
+use ccm_cloud_provider::annotations::{Finding, FindingKind, Value};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{
     LoadBalancerIngress, LoadBalancerStatus, ServiceStatus,
 };
 

@@ -14,8 +14,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use aws_sdk_elasticloadbalancingv2::types::{LoadBalancer, ProtocolEnum};
-use cloud_provider::CloudError;
-use cloud_provider::ipnet::IpNet;
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::ipnet::IpNet;
 
 use super::{CLIENT_RULE_PREFIX, HEALTH_RULE_PREFIX, Rule};
 use crate::instances::lookup::filter;

@@ -2,16 +2,16 @@
 //! its parser says, never refuses a Service the provider accepts, and lets
 //! the provider record what it records.
 
-use cloud_provider::CloudError;
-use cloud_provider::annotations::{Finding, FindingKind};
-use cloud_provider::k8s_openapi::api::core::v1::{
+use ccm_cloud_provider::CloudError;
+use ccm_cloud_provider::annotations::{Finding, FindingKind};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{
     LoadBalancerIngress, LoadBalancerStatus, ServicePort, ServiceSpec, ServiceStatus,
 };
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::*;
 use crate::load_balancer::service_check::check_service;
-use cloud_provider::annotations::Agreement::{self, Accepted, Looser, Refused};
+use ccm_cloud_provider::annotations::Agreement::{self, Accepted, Looser, Refused};
 
 const UID: &str = "0b7d3a52-2222-4e8f-9a0b-1c2d3e4f5a6b";
 const LB_ID: &str = "4de7ac8b-495b-4884-9a69-1050c6793cd6";

@@ -2,11 +2,11 @@
 //! fault, which decides whether the admission webhook denies a Service or
 //! admits it with a warning.
 
-use cloud_provider::annotations::{Finding, FindingKind, Value};
-use cloud_provider::k8s_openapi::api::core::v1::{
+use ccm_cloud_provider::annotations::{Finding, FindingKind, Value};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{
     LoadBalancerIngress, LoadBalancerStatus, ServiceSpec, ServiceStatus,
 };
-use cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::*;
 
