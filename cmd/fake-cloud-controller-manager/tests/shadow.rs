@@ -138,9 +138,19 @@ async fn a_shadow_plans_only_what_differs_and_changes_nothing() {
         .await
         .unwrap();
     for name in ["web", "db"] {
-        eventually("an ingress", WAIT, || async {
+        // The ingress, then the targets' health in a later write: the
+        // leader steps aside only once both are in place, or the shadow
+        // would rightly plan the write it left undone.
+        eventually("an ingress and healthy targets", WAIT, || async {
             let service = services.get(name).await.ok()?;
-            (!ingress_ips(&service).is_empty()).then_some(())
+            let healthy = service
+                .status
+                .as_ref()?
+                .conditions
+                .iter()
+                .flatten()
+                .any(|c| c.type_ == "LoadBalancerTargetsHealthy" && c.status == "True");
+            (!ingress_ips(&service).is_empty() && healthy).then_some(())
         })
         .await
         .expect("a bounded wait");
