@@ -241,12 +241,13 @@ fn undocumented_modules(root: &Path) -> Vec<String> {
 
 /// The framework's crates: what every provider binary is built from besides
 /// its provider.
-const PRODUCT: [&str; 5] = [
+const PRODUCT: [&str; 6] = [
     "crates/app",
     "crates/runtime",
     "crates/controllers",
     "crates/cloud-provider",
     "crates/leader-election",
+    "crates/rest",
 ];
 
 /// Each provider under `providers/` as its package and library names say

@@ -119,7 +119,7 @@ impl DigitalOceanProvider {
                     "environment variable {ENV_API_RATE_LIMIT_QPS}: {e}"
                 ))
             })?;
-        let api = Client::new(settings.api_url.clone(), settings.token.clone(), pacer)
+        let api = Client::new(settings.api_url.clone(), &settings.token, pacer)
             .map_err(|e| ConfigError::new(format!("{ENV_ACCESS_TOKEN}: {e}")))?;
         Ok(Self {
             api,

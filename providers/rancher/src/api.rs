@@ -6,18 +6,16 @@
 //! cloud behind it: the emulator (feature `test-util`) speaks Cattle over
 //! HTTP, so every test runs this client too.
 //!
-//! Every request is described to the framework's request fence just before
-//! it leaves (a dry run sends the reads and plans the rest), and a request
-//! with a body carries it fenced, as the other providers do.
+//! Requests go through the shared REST client (`ccm_rest`): described to
+//! the framework's request fence just before they leave (a dry run sends
+//! the reads and plans the rest), a body carried fenced.
 
 mod error;
 
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use ccm_cloud_provider::fence::{FencedBody, Request};
-use ccm_cloud_provider::server_delay;
-use reqwest::header::{CONTENT_TYPE, HeaderMap, RETRY_AFTER};
+use ccm_rest::{Auth, Rest, excerpt, method_name, path_and_query, retry_after};
 use reqwest::{Method, StatusCode, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -25,30 +23,19 @@ use serde::de::DeserializeOwned;
 pub(crate) use error::ApiError;
 
 use crate::cattle::{self, Collection};
-use crate::config::{SecretKey, Settings};
+use crate::config::Settings;
 
 /// The largest page Cattle serves.
 const PAGE: &str = "1000";
 /// 1,000 × 100 objects is far beyond any environment; a list still going is
 /// broken.
 const MAX_PAGES: u32 = 100;
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How much of a body goes into one line.
-const MAX_DETAIL: usize = 300;
-const USER_AGENT: &str = concat!(
-    "rust-cloud-controller-manager/",
-    env!("CARGO_PKG_VERSION"),
-    " (rancher)"
-);
 
 /// A Cattle API client: one connection pool for every call the provider
 /// makes.
 pub(crate) struct Client {
-    http: reqwest::Client,
+    rest: Rest,
     base: Url,
-    access_key: String,
-    secret_key: SecretKey,
 }
 
 impl fmt::Debug for Client {
@@ -59,24 +46,15 @@ impl fmt::Debug for Client {
     }
 }
 
-/// The HTTP client could not be built (TLS setup).
-#[derive(Debug, thiserror::Error)]
-#[error("could not set up the HTTP client")]
-pub(crate) struct ClientError(#[source] reqwest::Error);
-
 impl Client {
-    pub(crate) fn new(settings: &Settings) -> Result<Self, ClientError> {
-        let http = reqwest::Client::builder()
-            .user_agent(USER_AGENT)
-            .timeout(REQUEST_TIMEOUT)
-            .connect_timeout(CONNECT_TIMEOUT)
-            .build()
-            .map_err(ClientError)?;
+    pub(crate) fn new(settings: &Settings) -> Result<Self, ccm_rest::BuildError> {
+        let auth = Auth::Basic {
+            user: settings.access_key.clone(),
+            secret: settings.secret_key.expose().to_owned(),
+        };
         Ok(Self {
-            http,
+            rest: Rest::new("Rancher", auth)?,
             base: settings.url.clone(),
-            access_key: settings.access_key.clone(),
-            secret_key: settings.secret_key.clone(),
         })
     }
 
@@ -239,58 +217,13 @@ impl Client {
         body: Option<&B>,
     ) -> Result<T, ApiError> {
         let name = method_name(&method);
-        let path = display_path(&url);
-        let mutates = method != Method::GET;
-        let mut request = self
-            .http
-            .request(method, url)
-            // Marked sensitive by reqwest: never in its debug output.
-            .basic_auth(&self.access_key, Some(self.secret_key.expose()));
-        let mut detail = String::new();
-        if let Some(body) = body {
-            // Serializing these plain structs cannot fail; an empty body
-            // would be refused by the server, not sent wrong.
-            let json = serde_json::to_vec(body).unwrap_or_default();
-            detail = excerpt(&String::from_utf8_lossy(&json));
-            request = request
-                .header(CONTENT_TYPE, "application/json")
-                .body(reqwest::Body::wrap(FencedBody::new(json)));
-        }
-        tracing::debug!(method = name, path, "Rancher API request");
-        let fenced = |source| ApiError::Fenced {
-            method: name,
-            path: path.clone(),
-            source,
-        };
-        let transport = |source| ApiError::Transport {
-            method: name,
-            path: path.clone(),
-            source,
-        };
-        ccm_cloud_provider::fence::check_request(Request {
-            operation: &format!("{name} {path}"),
-            mutates,
-            detail: &detail,
-        })
-        .map_err(fenced)?;
-        let response = match request.send().await {
-            Ok(response) => response,
-            Err(source) => {
-                return Err(ccm_cloud_provider::fence::check()
-                    .err()
-                    .map_or_else(|| transport(source), fenced));
-            }
-        };
-        let status = response.status();
-        let retry_after = retry_after(response.headers(), SystemTime::now());
-        let bytes = response.bytes().await.map_err(transport)?;
+        let path = path_and_query(&url);
+        let answer = self.rest.send(method, url, body).await?;
+        let status = answer.status;
+        let retry_after = retry_after(&answer.headers, SystemTime::now());
+        let bytes = answer.body;
         if status.is_success() {
-            let body = if bytes.is_empty() {
-                &b"null"[..]
-            } else {
-                &bytes[..]
-            };
-            return serde_json::from_slice(body).map_err(|source| ApiError::Decode {
+            return ccm_rest::decode(&bytes).map_err(|source| ApiError::Decode {
                 method: name,
                 path,
                 source,
@@ -331,73 +264,5 @@ impl Client {
                 detail,
             },
         })
-    }
-}
-
-/// The path and query of `url`, for messages.
-/// `Retry-After`, seconds or an HTTP-date: at least a second, at most
-/// [`server_delay::MAX_SERVER_DELAY`].
-fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
-    headers
-        .get(RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| server_delay::parse_retry_after(v, now))
-        .map(|wait| wait.max(Duration::from_secs(1)))
-}
-
-fn display_path(url: &Url) -> String {
-    match url.query() {
-        Some(query) => format!("{}?{query}", url.path()),
-        None => url.path().to_owned(),
-    }
-}
-
-fn excerpt(text: &str) -> String {
-    let text = text.trim();
-    match text.char_indices().nth(MAX_DETAIL) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
-}
-
-fn method_name(method: &Method) -> &'static str {
-    match *method {
-        Method::GET => "GET",
-        Method::POST => "POST",
-        Method::PUT => "PUT",
-        Method::DELETE => "DELETE",
-        _ => "PATCH",
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use reqwest::header::HeaderValue;
-    use std::time::UNIX_EPOCH;
-
-    #[test]
-    fn retry_after_is_at_least_a_second_and_at_most_the_ceiling() {
-        let now = UNIX_EPOCH + Duration::from_secs(784_111_777);
-        for (value, wait) in [
-            ("7", Some(Duration::from_secs(7))),
-            ("0", Some(Duration::from_secs(1))),
-            ("18446744073709551615", Some(server_delay::MAX_SERVER_DELAY)),
-            (
-                "Sun, 06 Nov 1994 08:50:17 GMT",
-                Some(Duration::from_secs(40)),
-            ),
-            (
-                "Fri, 31 Dec 9999 23:59:59 GMT",
-                Some(server_delay::MAX_SERVER_DELAY),
-            ),
-            ("NaN", None),
-            ("-1", None),
-        ] {
-            let mut headers = HeaderMap::new();
-            headers.insert(RETRY_AFTER, HeaderValue::from_static(value));
-            assert_eq!(retry_after(&headers, now), wait, "{value}");
-        }
-        assert_eq!(retry_after(&HeaderMap::new(), now), None);
     }
 }

@@ -27,17 +27,10 @@ pub(crate) enum ApiError {
         retry_after: Duration,
     },
 
-    /// The framework's request fence refused: this process may no longer
-    /// change the cloud (see [`ccm_cloud_provider::fence`]). Nothing was sent.
-    #[error("{method} {path} not sent: {source}")]
-    Fenced {
-        /// The request's method.
-        method: &'static str,
-        /// The request's path.
-        path: String,
-        /// The fence's refusal, a retry.
-        source: CloudError,
-    },
+    /// The request got no answer: the fence refused it, the wire failed,
+    /// or its body was not JSON (`ccm_rest`).
+    #[error(transparent)]
+    Send(#[from] ccm_rest::SendError),
 
     /// The account's load balancer limit is reached. DigitalOcean answers
     /// it 429 like a rate limit, but waiting for the rate-limit reset does
@@ -74,18 +67,6 @@ pub(crate) enum ApiError {
         detail: String,
     },
 
-    /// The request could not be sent or its answer not read.
-    #[error("{method} {path}: request to the DigitalOcean API failed")]
-    Transport {
-        /// The request method.
-        method: &'static str,
-        /// The request path.
-        path: String,
-        /// What went wrong on the wire.
-        #[source]
-        source: reqwest::Error,
-    },
-
     /// The answer was not the JSON the API documents.
     #[error("{method} {path}: unexpected response body")]
     Decode {
@@ -94,18 +75,6 @@ pub(crate) enum ApiError {
         /// The request path.
         path: String,
         /// The decoding failure.
-        #[source]
-        source: serde_json::Error,
-    },
-
-    /// The request's body could not be encoded as JSON.
-    #[error("{method} {path}: encoding the request body")]
-    Encode {
-        /// The request method.
-        method: &'static str,
-        /// The request path.
-        path: String,
-        /// The encoding failure.
         #[source]
         source: serde_json::Error,
     },
@@ -137,15 +106,12 @@ impl From<ApiError> for CloudError {
     fn from(err: ApiError) -> Self {
         match err {
             ApiError::Throttled { retry_after } => CloudError::Throttled { retry_after },
-            ApiError::Fenced { source, .. } => source,
+            ApiError::Send(err) => err.into(),
             ApiError::QuotaExceeded { message, .. } => CloudError::QuotaExceeded { message },
             other => {
                 let message = other.to_string();
                 match other {
-                    ApiError::Transport { source, .. } => CloudError::other(message, source),
-                    ApiError::Decode { source, .. } | ApiError::Encode { source, .. } => {
-                        CloudError::other(message, source)
-                    }
+                    ApiError::Decode { source, .. } => CloudError::other(message, source),
                     _ => CloudError::msg(message),
                 }
             }

@@ -35,17 +35,10 @@ pub(crate) enum ApiError {
         retry_after: Duration,
     },
 
-    /// The framework's request fence refused: this process may no longer
-    /// change the cloud. Nothing was sent.
-    #[error("{method} {path} not sent: {source}")]
-    Fenced {
-        /// The request method.
-        method: &'static str,
-        /// The request path.
-        path: String,
-        /// The fence's refusal, a retry.
-        source: CloudError,
-    },
+    /// The request got no answer: the fence refused it or the wire
+    /// failed (`ccm_rest`).
+    #[error(transparent)]
+    Send(#[from] ccm_rest::SendError),
 
     /// The API answered 404.
     #[error("{method} {path}: not found")]
@@ -79,18 +72,6 @@ pub(crate) enum ApiError {
         status: u16,
         /// The error body's code and message, or the start of the body.
         detail: String,
-    },
-
-    /// The request could not be sent or its answer not read.
-    #[error("{method} {path}: request to the Rancher API failed")]
-    Transport {
-        /// The request method.
-        method: &'static str,
-        /// The request path.
-        path: String,
-        /// What went wrong on the wire.
-        #[source]
-        source: reqwest::Error,
     },
 
     /// The answer was not the JSON the API documents.
@@ -144,7 +125,7 @@ impl From<ApiError> for CloudError {
     fn from(err: ApiError) -> Self {
         match err {
             ApiError::Throttled { retry_after, .. } => CloudError::Throttled { retry_after },
-            ApiError::Fenced { source, .. } => source,
+            ApiError::Send(err) => err.into(),
             ApiError::Conflict { .. } => CloudError::Retry {
                 after: Duration::from_secs(1),
                 reason: err.to_string(),
@@ -152,7 +133,6 @@ impl From<ApiError> for CloudError {
             other => {
                 let message = other.to_string();
                 match other {
-                    ApiError::Transport { source, .. } => CloudError::other(message, source),
                     ApiError::Decode { source, .. } => CloudError::other(message, source),
                     _ => CloudError::msg(message),
                 }

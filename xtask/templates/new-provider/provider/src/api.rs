@@ -150,31 +150,39 @@ pub trait Api: Send + Sync + fmt::Debug {
 //@end
 }
 
-/// [`Api`] over {{Camel}}'s HTTP API.
+/// [`Api`] over {{Camel}}'s HTTP API, through the workspace's one REST
+/// client ([`ccm_rest::Rest`]: the token as a bearer header, hidden from
+/// every debug output; each request described to the framework's fence, so
+/// a dry run sends the reads and plans the rest; a body fenced until it is
+/// written).
 ///
 /// Every method answers [`CloudError::NotImplemented`] until it is written:
-/// each says which request it should make. A `reqwest` client (workspace
-/// dependency) with the token as a bearer header is the usual start; map a
-/// 429 or the cloud's throttling error to [`CloudError::Throttled`] with the
-/// delay it asks for.
+/// each says which request it should make. Send it with
+/// `self.rest.send(Method::GET, url, None::<&()>)` (`ccm_rest::Method`,
+/// `ccm_rest::Url` joined onto the endpoint), read a success with
+/// [`ccm_rest::decode`], and map a 429 or the cloud's throttling error to
+/// [`CloudError::Throttled`] with the delay [`ccm_rest::retry_after`] reads.
 pub struct HttpApi {
+    rest: ccm_rest::Rest,
     endpoint: String,
-    token: String,
 }
 
 impl HttpApi {
     /// A client for the API at `endpoint`, authenticated with `token`.
-    pub fn new(endpoint: &str, token: String) -> Self {
-        Self {
+    ///
+    /// # Errors
+    /// When the token cannot travel in a header, or TLS cannot be set up.
+    pub fn new(endpoint: &str, token: String) -> Result<Self, ccm_rest::BuildError> {
+        Ok(Self {
+            rest: ccm_rest::Rest::new("{{Camel}}", ccm_rest::Auth::Bearer(token))?,
             endpoint: endpoint.trim_end_matches('/').to_owned(),
-            token,
-        }
+        })
     }
 
     /// What every unwritten call answers.
     fn not_yet(&self) -> CloudError {
-        // The token is for the requests to come; it is never shown.
-        let _ = &self.token;
+        // The client is for the requests to come.
+        let _ = &self.rest;
         CloudError::NotImplemented
     }
 }

@@ -24,7 +24,8 @@ impl ProviderFactory for {{Camel}}ProviderFactory {
         })?;
         let settings = Settings::parse(config)?;
         let token = config::token(env)?;
-        let api = HttpApi::new(&settings.endpoint, token);
+        let api = HttpApi::new(&settings.endpoint, token)
+            .map_err(|e| ConfigError::new(format!("{}: {e}", config::TOKEN_VARIABLE)))?;
         Ok(Arc::new({{Camel}}Provider::new(Arc::new(api), settings)))
     }
 }
