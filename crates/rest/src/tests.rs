@@ -107,7 +107,9 @@ async fn each_request_is_described_by_method_path_and_arguments_without_the_secr
     scope(fence.clone(), async {
         let list = url(base, "v2/droplets?tag_name=k8s:c1&page=1");
         let _ = client.send(Method::GET, list, None::<&()>).await;
-        let body = serde_json::json!({ "rules": [{ "port": 8080 }], "echo": "dop_v1_secret" });
+        // An array: its order is the same whether serde_json keeps a map's
+        // insertion order or sorts it (workspace features differ).
+        let body = serde_json::json!(["rules", 8080, "dop_v1_secret"]);
         let _ = client
             .send(Method::PUT, url(base, "v2/lb/1"), Some(&body))
             .await;
@@ -135,10 +137,7 @@ async fn each_request_is_described_by_method_path_and_arguments_without_the_secr
         ]
     );
     assert_eq!(described[0].2, "tag_name=k8s:c1&page=1");
-    assert_eq!(
-        described[1].2,
-        r#"{"echo":"<redacted>","rules":[{"port":8080}]}"#
-    );
+    assert_eq!(described[1].2, r#"["rules",8080,"<redacted>"]"#);
     let cut = &described[2].2;
     assert_eq!(cut.chars().count(), MAX_DETAIL + 1, "{cut}");
     assert!(cut.ends_with('…'), "{cut}");
