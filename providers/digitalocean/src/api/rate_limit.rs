@@ -48,10 +48,11 @@ impl ServerBudget {
         headers: &HeaderMap,
         now: SystemTime,
     ) -> Option<Duration> {
+        // A reset already past (the answer was slow, or the clocks differ)
+        // is the shortest pause, not the default: the server did name it.
         let reset = header(headers, "ratelimit-reset")
             .and_then(|v| server_delay::until_unix_time(v, now))
-            // A reset already past says nothing about how long to wait.
-            .filter(|wait| !wait.is_zero());
+            .map(|wait| wait.max(MIN_RETRY_AFTER));
         let remaining =
             header(headers, "ratelimit-remaining").and_then(|v| v.trim().parse::<u64>().ok());
         let mut until = self.exhausted_until.lock();
@@ -176,6 +177,22 @@ mod tests {
                 "{value}"
             );
         }
+    }
+
+    #[test]
+    fn a_reset_already_past_is_a_second_not_a_minute() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_000);
+        let past = [("ratelimit-reset", "999"), ("ratelimit-remaining", "0")];
+        let budget = ServerBudget::default();
+        assert_eq!(
+            budget.observe(true, &headers(&past), now),
+            Some(MIN_RETRY_AFTER)
+        );
+        assert_eq!(budget.wait_needed(now), Some(MIN_RETRY_AFTER));
+        assert_eq!(budget.wait_needed(now + MIN_RETRY_AFTER), None);
+        let spent = ServerBudget::default();
+        assert_eq!(spent.observe(false, &headers(&past), now), None);
+        assert_eq!(spent.wait_needed(now), Some(MIN_RETRY_AFTER));
     }
 
     #[test]
