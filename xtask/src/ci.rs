@@ -20,8 +20,7 @@ use crate::tools::control_plane::{self, Release};
 /// when the disk looks too small, and prints the most it took at the end).
 /// What a fresh machine builds from source (kube-apiserver and etcd from
 /// their Go modules, output in target/ci/control-plane.log; actionlint and
-/// oras from the Go module proxy; cargo-deny and cargo-auditable from
-/// crates.io) is built in the background at idle CPU priority from the
+/// oras from the Go module proxy; cargo-auditable from crates.io) is built in the background at idle CPU priority from the
 /// start, cached by version outside the clone, and joined by the first step
 /// that needs it. Then runs: cargo fmt --check, rustdoc of the interface
 /// crate (warnings denied), every target of the workspace built once with
@@ -29,9 +28,10 @@ use crate::tools::control_plane::{self, Release};
 /// compiler, warnings denied: as `cargo clippy --workspace --all-targets --
 /// -D warnings`, without compiling the dependencies a second time for its
 /// check), every test run (three test executables at a time:
-/// `test_run/pool.rs`), `cargo deny check
-/// licenses bans sources` (deny.toml; after `cargo fetch`, which brings
-/// every platform's packages for its `cargo metadata`), actionlint over the
+/// `test_run/pool.rs`), deny.toml's
+/// policy over the dependency graph (licenses, bans, wildcards, sources:
+/// `dependency_policy.rs`; after `cargo fetch`, which brings every
+/// platform's packages for its `cargo metadata`), actionlint over the
 /// GitHub workflows,
 /// `cargo xtask new-provider` into a copy of the workspace (three generated
 /// providers built, linted and tested, the conformance suite included),
@@ -167,29 +167,15 @@ fn image(provider: &str) -> Vec<&str> {
     args
 }
 
-/// `cargo deny check licenses bans sources` against `deny.toml`, offline
-/// (advisories need GitHub: see `deny.toml`).
+/// `deny.toml`'s policy over the dependency graph: licenses, bans,
+/// wildcards and sources ([`crate::dependency_policy`]).
 ///
-/// cargo-deny reads the whole graph through `cargo metadata`, which needs
-/// every package of the lock file on disk, those of other platforms
-/// (Windows, macOS) too, where the builds fetched the host's alone. So
-/// `cargo fetch` takes them from crates.io first. Before, the images'
-/// background compile fetched them as a side effect (cargo-auditable's own
-/// `cargo metadata`), and a run whose image compile had not yet reached
-/// that point failed here.
-fn deny() -> anyhow::Result<()> {
+/// `cargo metadata` resolves the graph for every platform `deny.toml`
+/// names, which needs those platforms' packages on disk (the builds fetched
+/// the host's alone): `cargo fetch` takes them from crates.io first.
+fn dependency_policy() -> anyhow::Result<()> {
     run(cargo().args(["fetch", "--locked"]))?;
-    let binary = tools::cargo_install::CARGO_DENY.ensure()?;
-    run(Command::new(binary)
-        .current_dir(crate::cmd::repo_root())
-        .args([
-            "--locked",
-            "--offline",
-            "check",
-            "licenses",
-            "bans",
-            "sources",
-        ]))
+    crate::dependency_policy::check()
 }
 
 /// actionlint over every workflow under `.github/workflows` (built from the
@@ -245,12 +231,11 @@ fn prune() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What later steps use that a fresh machine builds from source, minutes
-/// each: cargo-deny from crates.io, actionlint and oras from the Go module
-/// proxy (with the real cluster's steps only). cargo-auditable is not here:
-/// the images' compile needs it first, in the foreground.
+/// What later steps use that a fresh machine builds from source: actionlint
+/// and oras from the Go module proxy (with the real cluster's steps only).
+/// cargo-auditable is not here: the images' compile needs it first, in the
+/// foreground.
 fn build_tools(real_cluster: bool) -> anyhow::Result<()> {
-    tools::cargo_install::CARGO_DENY.ensure()?;
     if real_cluster {
         tools::go_install::ACTIONLINT.ensure()?;
         tools::go_install::ORAS.ensure()?;
@@ -361,7 +346,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     })?;
     steps.time("tests", tests)?;
     steps.time("tools (joined)", || built_tools.join())?;
-    steps.time("cargo deny", deny)?;
+    steps.time("dependency policy", dependency_policy)?;
     if real_cluster {
         steps.time("actionlint", actionlint)?;
     }

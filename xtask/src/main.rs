@@ -21,6 +21,7 @@ mod chart;
 mod ci;
 mod cluster;
 mod cmd;
+mod dependency_policy;
 mod digest;
 mod disk;
 mod e2e;

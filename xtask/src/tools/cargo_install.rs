@@ -1,7 +1,6 @@
-//! Cargo tools from crates.io that take minutes to compile: cargo-deny
-//! (checks the dependency graph's licenses, banned crates and sources
-//! against `deny.toml`) and cargo-auditable (embeds each image binary's
-//! dependency list, which its SBOM is made from).
+//! Cargo tools from crates.io that take minutes to compile: cargo-auditable
+//! (embeds each image binary's dependency list, which its SBOM is made
+//! from).
 //!
 //! Each is built with `cargo install --locked` into the machine's cache (see
 //! [`crate::tools::machine_cache`]), by version, so only a machine's first
@@ -21,13 +20,6 @@ pub(crate) struct Tool {
     pub(crate) version: &'static str,
     pub(crate) binary: &'static str,
 }
-
-/// The cargo-deny release `deny.toml` is written for.
-pub(crate) const CARGO_DENY: Tool = Tool {
-    krate: "cargo-deny",
-    version: "0.20.2",
-    binary: "cargo-deny",
-};
 
 /// The cargo-auditable release image binaries are built with; its data
 /// format is the one `auditable-info` (in xtask) reads.
@@ -83,16 +75,11 @@ mod tests {
 
     #[test]
     fn each_tool_has_its_own_versioned_place_in_the_machine_cache() {
-        let deny = CARGO_DENY.path();
         let auditable = CARGO_AUDITABLE.path();
-        assert!(
-            deny.ends_with("cargo-deny-0.20.2/bin/cargo-deny"),
-            "{deny:?}"
-        );
         assert!(
             auditable.ends_with("cargo-auditable-0.7.7/bin/cargo-auditable"),
             "{auditable:?}"
         );
-        assert!(deny.starts_with(crate::tools::machine_cache()));
+        assert!(auditable.starts_with(crate::tools::machine_cache()));
     }
 }
