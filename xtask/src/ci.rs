@@ -36,12 +36,14 @@ use crate::tools::control_plane::{self, Release};
 /// `cargo xtask new-provider` into a copy of the workspace (three generated
 /// providers built, linted and tested, the conformance suite included),
 /// `cargo xtask chaos --quick` (the reliability suites' bounded variant),
-/// the real-cluster suites (tier 5: the test API server's contract suite
-/// against the oldest supported Kubernetes release, then it and every
-/// end-to-end suite against the newest, the CCMs under the chart's RBAC;
-/// `--kubernetes` runs them all against one release instead), `cargo xtask sandbox --check`, `cargo xtask
-/// chart`, `cargo xtask monitoring` (the alert rules and dashboard against
-/// a real Prometheus), `cargo xtask image --check` for each provider's image
+/// the real-cluster suites against the newest supported Kubernetes release
+/// (tier 5: the test API server's contract suite and every end-to-end
+/// suite, the CCMs under the chart's RBAC), `cargo xtask sandbox --check`,
+/// `cargo xtask chart`, `cargo xtask monitoring` (the alert rules and
+/// dashboard against a real Prometheus), the contract suite against the
+/// oldest supported release (its control plane, on a fresh machine, built
+/// in the background meanwhile; `--kubernetes` runs every suite against one
+/// release instead), `cargo xtask image --check` for each provider's image
 /// (their release compile started in the background at idle CPU priority
 /// before the workspace's build, so it uses every stretch of CPU the build,
 /// the tests and the suites leave idle; its output in
@@ -73,9 +75,11 @@ pub(crate) struct Options {
 fn real_cluster_runs(kubernetes: Option<Release>) -> Vec<(Release, Suites)> {
     match kubernetes {
         Some(release) => vec![(release, Suites::All)],
+        // The newest first: its suites are the longer, and the oldest's Go
+        // build goes on beside them on a fresh machine.
         None => vec![
-            (control_plane::OLDEST, Suites::Contract),
             (control_plane::NEWEST, Suites::All),
+            (control_plane::OLDEST, Suites::Contract),
         ],
     }
 }
@@ -300,11 +304,15 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     // step that needs it; cached, they return at once.
     let control_plane_log = crate::cmd::target_dir().join("ci/control-plane.log");
     let runs = real_cluster_runs(options.kubernetes);
-    let control_plane = real_cluster.then(|| {
-        // The newest first: its suites are the longer wait.
-        let releases = runs.iter().rev().map(|(release, _)| *release).collect();
-        control_plane::prebuild(releases, control_plane_log)
-    });
+    let mut control_planes = if real_cluster {
+        let releases = runs.iter().map(|(release, _)| *release).collect();
+        let builds = control_plane::prebuild(releases, &control_plane_log);
+        (runs.iter().zip(builds))
+            .map(|((_, suites), (release, build))| (release, *suites, build))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let built_tools = tools::background::spawn("tools", None, move || build_tools(real_cluster));
     steps.time("fmt", || run(cargo().args(["fmt", "--all", "--check"])))?;
     steps.time("rustdoc", || {
@@ -352,19 +360,26 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     }
     steps.time("new-provider", crate::new_provider::check)?;
     steps.time("chaos --quick", || task(CHAOS))?;
-    if let Some(build) = control_plane {
-        steps.time("control plane (joined)", || build.join().map(drop))?;
-        for (release, suites) in &runs {
+    // Each release's suites once its control plane is built: the first
+    // here, the others after the steps that need none, so that on a fresh
+    // machine their Go build goes on beside those steps.
+    let mut real_cluster_suites = |steps: &mut Steps, count: usize| {
+        for (release, suites, build) in control_planes.drain(..count.min(control_planes.len())) {
+            let name = format!("control plane {} (joined)", release.minor());
+            steps.time(&name, || build.join().map(drop))?;
             let name = match suites {
                 Suites::Contract => format!("real kube-apiserver {} contract", release.minor()),
                 Suites::All => format!("real kube-apiserver {} suites", release.minor()),
             };
-            steps.time(&name, || crate::cluster::run_suites(*release, *suites))?;
+            steps.time(&name, || crate::cluster::run_suites(release, suites))?;
         }
-    }
+        anyhow::Ok(())
+    };
+    real_cluster_suites(&mut steps, 1)?;
     steps.time("sandbox --check", || task(SANDBOX))?;
     steps.time("chart", || task(CHART))?;
     steps.time("monitoring", || task(MONITORING))?;
+    real_cluster_suites(&mut steps, usize::MAX)?;
     steps.time("images compile (joined)", || images.join())?;
     for provider in crate::image::providers() {
         steps.time("image --check", || task(&image(&provider)))?;

@@ -105,20 +105,38 @@ pub(crate) fn ensure(release: Release) -> anyhow::Result<ControlPlane> {
 }
 
 /// Starts [`ensure`] for each of `releases` in the background at idle
-/// priority, one after the other, Go's output written to `log` instead of
-/// the terminal: CI overlaps a fresh machine's Go build with its Rust
-/// compile, whose single-crate stretches leave a core idle, and its first
-/// test runs.
+/// priority, one after the other (two Go builds at once would share the
+/// CPU and double the scratch disk), Go's output written to `log` instead
+/// of the terminal: CI overlaps a fresh machine's Go build with its Rust
+/// compile, whose single-crate stretches leave a core idle, its test runs,
+/// and the first release's suites. Each release is joined on its own, as
+/// soon as its binaries are built.
 pub(crate) fn prebuild(
     releases: Vec<Release>,
-    log: PathBuf,
-) -> crate::tools::background::Build<Vec<ControlPlane>> {
-    crate::tools::background::spawn("control plane", Some(log.clone()), move || {
-        releases
-            .into_iter()
-            .map(|release| ensure_with(release, Some(log.clone())))
-            .collect()
-    })
+    log: &Path,
+) -> Vec<(Release, crate::tools::background::Build<ControlPlane>)> {
+    let mut previous: Option<std::sync::mpsc::Receiver<()>> = None;
+    releases
+        .into_iter()
+        .map(|release| {
+            // Dropped when this release's build ends, however it ends: the
+            // next one starts then.
+            let (ended, next) = std::sync::mpsc::channel::<()>();
+            let after = previous.replace(next);
+            let log = log.to_owned();
+            let build =
+                crate::tools::background::spawn("control plane", Some(log.clone()), move || {
+                    if let Some(after) = after {
+                        // Only ever disconnected, never sent to.
+                        let _ = after.recv();
+                    }
+                    let built = ensure_with(release, Some(log));
+                    drop(ended);
+                    built
+                });
+            (release, build)
+        })
+        .collect()
 }
 
 fn ensure_with(release: Release, log: Option<PathBuf>) -> anyhow::Result<ControlPlane> {
