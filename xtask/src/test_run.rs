@@ -101,6 +101,15 @@ impl TestBinary {
     }
 
     /// The executable with `args` as a job for [`pool::run`].
+    /// Its ignored tests (the real-cluster variants) grouped by their
+    /// top-level module, in the order `--list` gives them: an executable
+    /// that holds several areas' tests runs them one area at a time, as
+    /// one executable per area did.
+    pub(crate) fn ignored_by_module(&self) -> anyhow::Result<Vec<(String, Vec<String>)>> {
+        let list = crate::cmd::stdout(&mut self.command(&["--list", "--ignored"]))?;
+        Ok(by_module(&list))
+    }
+
     pub(crate) fn job(&self, args: &[&str]) -> pool::Job {
         pool::Job {
             name: self.name(),
@@ -121,6 +130,20 @@ pub(crate) fn run_counting(cmd: &mut Command) -> anyhow::Result<u64> {
     Ok(passed)
 }
 
+/// libtest's `--list` output (`module::name: test` lines) as test names
+/// grouped by top-level module, the modules in first-seen order.
+fn by_module(list: &str) -> Vec<(String, Vec<String>)> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for name in list.lines().filter_map(|l| l.strip_suffix(": test")) {
+        let module = name.split_once("::").map_or("", |(m, _)| m);
+        match groups.iter_mut().find(|(m, _)| m == module) {
+            Some((_, names)) => names.push(name.to_owned()),
+            None => groups.push((module.to_owned(), vec![name.to_owned()])),
+        }
+    }
+    groups
+}
+
 /// `N` from libtest's `test result: ok. N passed; ...` line, else 0.
 pub(crate) fn passed_in(line: &str) -> u64 {
     line.strip_prefix("test result: ")
@@ -132,7 +155,26 @@ pub(crate) fn passed_in(line: &str) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::passed_in;
+    use super::{by_module, passed_in};
+
+    #[test]
+    fn listed_tests_are_grouped_by_their_top_level_module() {
+        let list = "watches::a_watch_resumes: test\nauth::tokens: test\nwatches::bookmarks: test\nloose: test\n\n2 tests, 0 benchmarks\n";
+        assert_eq!(
+            by_module(list),
+            [
+                (
+                    "watches".to_owned(),
+                    vec![
+                        "watches::a_watch_resumes".to_owned(),
+                        "watches::bookmarks".to_owned()
+                    ]
+                ),
+                ("auth".to_owned(), vec!["auth::tokens".to_owned()]),
+                (String::new(), vec!["loose".to_owned()]),
+            ]
+        );
+    }
 
     #[test]
     fn passed_in_reads_libtest_summaries_only() {

@@ -2,7 +2,7 @@
 //! Endpoints and PersistentVolume (and the one PersistentVolume write a CCM
 //! makes), through the real `kube` client.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

@@ -1,8 +1,6 @@
 //! Request accounting: counters, open watches and the request log, through
 //! the library and over HTTP.
 
-mod support;
-
 use std::time::Duration;
 
 use anyhow::Context;

@@ -1,6 +1,6 @@
 //! Contract: label and field selectors, pagination, list resourceVersion.
 
-mod support;
+use crate::support;
 
 use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::{ConfigMap, Service};

@@ -1,7 +1,7 @@
 //! The server holds the scale the CCM benchmark needs: 10,000 nodes, 2,000
 //! services and 50 open watches, every one of which sees every change.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Contract: RBAC as kube-apiserver's authorizer decides it, the RBAC kinds
 //! as stored objects, the bootstrap roles, and SubjectAccessReview.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Server-side printing, continued from `tables.rs`: leases, role
 //! bindings, events, namespaces, endpoints, volumes, pods and roles.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::table::{check, create, table};

@@ -2,7 +2,7 @@
 //! resourceVersion, 410 Expired, bookmarks, timeoutSeconds, selector
 //! transitions and streaming lists.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! Contract: finalizer-aware deletion, preconditions, propagation policies.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! The `test-apiserver` binary: flags, seeding, its kubeconfig.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! `approval` subresource with their timestamps, the rules on decision
 //! conditions, and the `approve` permission on the signer.
 
-mod support;
+use crate::support;
 
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};

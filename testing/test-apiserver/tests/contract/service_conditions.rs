@@ -5,7 +5,7 @@
 //! (`ValidateServiceStatusUpdate` checks only `status.loadBalancer`): they
 //! are stored as sent, with Go's zero values for fields left out.
 
-mod support;
+use crate::support;
 
 use anyhow::{Context, ensure};
 use serde_json::{Value, json};

@@ -1,6 +1,6 @@
 //! Fault injection: failures for chosen requests, latency, closed watches.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

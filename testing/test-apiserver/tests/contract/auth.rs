@@ -2,7 +2,7 @@
 //! requests), TokenRequest and TokenReview, as kube-apiserver answers them
 //! with `--token-auth-file` and `--authorization-mode=Node,RBAC`.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Contract: kube-runtime's event `Recorder` (events.k8s.io/v1 create, then
 //! a merge patch for a repeat) and the core/v1 view of the same events.
 
-mod support;
+use crate::support;
 
 use anyhow::Context;
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, ObjectReference};

@@ -2,7 +2,7 @@
 //! kubeconfig the binary writes: tables, watches, patches, server-side
 //! field validation found through the OpenAPI v3 documents, `explain`.
 
-mod support;
+use crate::support;
 
 use std::process::Stdio;
 use std::time::Duration;

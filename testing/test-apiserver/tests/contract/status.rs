@@ -1,6 +1,6 @@
 //! Contract: the status subresource.
 
-mod support;
+use crate::support;
 
 use anyhow::Context;
 use k8s_openapi::api::core::v1::{Node, Service};

@@ -2,7 +2,7 @@
 //! expiry on demand, the request log's user, token-file users and errors,
 //! and the settings a real cluster fixes (anonymous requests, no token file).
 
-mod support;
+use crate::support;
 
 use anyhow::Context;
 use ccm_test_apiserver::{AuthorizationMode, Error, TestApiServer};

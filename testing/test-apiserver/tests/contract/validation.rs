@@ -3,7 +3,7 @@
 //! cluster would reject. Each case was found by running this suite against
 //! a real kube-apiserver.
 
-mod support;
+use crate::support;
 
 use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::{Event as CoreEvent, Service};

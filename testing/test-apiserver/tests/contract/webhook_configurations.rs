@@ -5,7 +5,7 @@
 //! view of them. The webhooks made here match a group nothing serves and
 //! ignore failures, so a real cluster never calls them.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! server and (with `KUBECONFIG`) a real cluster: nodes, Services, the
 //! data kinds, and lists and watches. `tables_more.rs` has the others.
 
-mod support;
+use crate::support;
 
 use anyhow::{Context, ensure};
 use http_body_util::BodyExt;

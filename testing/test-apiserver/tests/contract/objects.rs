@@ -1,6 +1,6 @@
 //! Contract: object identity, resourceVersion, generation and conflicts.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

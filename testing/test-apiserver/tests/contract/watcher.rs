@@ -1,7 +1,7 @@
 //! kube-runtime's watcher against the server: initial list, resumption
 //! without relisting, relisting after 410, bookmarks, streaming lists.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

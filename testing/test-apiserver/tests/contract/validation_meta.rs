@@ -3,7 +3,7 @@
 //! message was read from kube-apiserver (v1.33, and checked again against
 //! v1.35 and v1.37).
 
-mod support;
+use crate::support;
 
 use anyhow::{Context, ensure};
 use serde_json::{Value, json};

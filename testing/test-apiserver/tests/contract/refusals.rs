@@ -1,7 +1,5 @@
 //! What the server does not implement, it refuses loudly with a `Status`.
 
-mod support;
-
 use anyhow::{Context, bail};
 use ccm_test_apiserver::TestApiServer;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};

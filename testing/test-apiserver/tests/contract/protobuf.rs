@@ -4,7 +4,7 @@
 //! created objects come back as protobuf to a client ranking it first, and
 //! `DeleteOptions` may be protobuf too.
 
-mod support;
+use crate::support;
 
 use anyhow::{Context, bail};
 use http_body_util::BodyExt;

@@ -1,7 +1,7 @@
 //! Contract: merge, JSON and strategic merge patches, with the list merge
 //! keys the Kubernetes API types declare for what a CCM touches.
 
-mod support;
+use crate::support;
 
 use anyhow::{Context, bail};
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Service};
