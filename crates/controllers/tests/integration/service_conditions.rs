@@ -5,7 +5,7 @@
 //! call for a steady healthy Service, and the conditions gone with the
 //! load balancer.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! of its annotation schema, become Warning events on the Service, and the
 //! load balancer is ensured all the same (but for a malformed value).
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

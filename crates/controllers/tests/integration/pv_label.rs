@@ -1,7 +1,7 @@
 //! The persistentvolume-label controller against the test API server and
 //! the fake cloud's volumes.
 
-mod support;
+use crate::support;
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The service controller against the test API server and the fake cloud:
 //! creating, updating and cleaning up load balancers.
 
-mod support;
+use crate::support;
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};

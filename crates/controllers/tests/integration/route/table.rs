@@ -10,11 +10,11 @@ use ccm_provider_fake::{FakeCloud, InjectedError, Operation};
 use ccm_runtime::{Context, Fence, Fenced, Informers, MeteredCloud, Metrics};
 use k8s_openapi::api::core::v1::Node;
 
-use crate::support::{Harness, eventually};
-use crate::{
+use super::{
     CLUSTER, HOUR, WAIT, condition, node, plant, route, route_settings, table, wait_for_condition,
     wait_for_table,
 };
+use crate::support::{Harness, eventually};
 
 #[tokio::test]
 async fn missing_routes_are_created_to_their_node() {

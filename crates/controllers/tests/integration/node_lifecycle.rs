@@ -1,7 +1,7 @@
 //! The cloud-node-lifecycle controller against the test API server and the
 //! fake cloud.
 
-mod support;
+use crate::support;
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;

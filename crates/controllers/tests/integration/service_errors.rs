@@ -1,7 +1,7 @@
 //! The service controller's answers to provider errors, against the test API
 //! server and the fake cloud: another owner, bad input, retries, backoff.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

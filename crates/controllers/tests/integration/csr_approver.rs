@@ -2,7 +2,7 @@
 //! and the fake cloud: what it approves, what it denies and why, waiting for
 //! initialization, and batched cloud lookups.
 
-mod support;
+use crate::support;
 
 use std::num::NonZeroUsize;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! write per node for its addresses and one for `NetworkUnavailable`, and
 //! about one Event per meaningful change, repeats aggregated.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

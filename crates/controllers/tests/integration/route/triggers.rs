@@ -11,10 +11,10 @@ use futures::future::join_all;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
-use crate::support::{Harness, eventually};
-use crate::{
+use super::{
     HOUR, WAIT, node, passes, route_settings, syncs, table, wait_for_condition, wait_for_table,
 };
+use crate::support::{Harness, eventually};
 
 /// Waits until `n` passes have run, then returns their number.
 async fn wait_for_passes(h: &Harness, n: u64) -> u64 {

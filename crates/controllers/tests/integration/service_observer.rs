@@ -2,7 +2,7 @@
 //! provider's `ServiceObserver` is called, with what, and what happens when
 //! it fails or may not change the cloud.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,6 +1,6 @@
 //! The cloud-node controller against the test API server and the fake cloud.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;

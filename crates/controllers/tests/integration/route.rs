@@ -5,7 +5,7 @@
 //! `route/triggers.rs`: when passes run, what they cost, and how often the
 //! node condition is written.
 
-mod support;
+use crate::support;
 #[path = "route/table.rs"]
 mod table;
 #[path = "route/triggers.rs"]

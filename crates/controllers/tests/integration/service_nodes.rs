@@ -1,7 +1,7 @@
 //! The service controller following the eligible node set, against the test
 //! API server and the fake cloud.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
