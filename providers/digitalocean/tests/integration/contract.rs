@@ -6,7 +6,7 @@
 //! a malformed request is refused (and never reaches the fake), a malformed
 //! response is reported, and the fake refuses what the spec refuses.
 
-mod support;
+use crate::support;
 
 use ccm_cloud_provider::Instances;
 use ccm_provider_digitalocean::test_util::account;

@@ -1,7 +1,7 @@
 //! Nodes as droplets: lookups by provider ID and by name, metadata, status,
 //! and batches answered by one droplet listing.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! against the fake API behind Prism: its inbound rules follow the
 //! Services, and a steady state costs one GET.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 //! Prism refuses what upstream sends and the real API accepts (the last
 //! test pins that down).
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

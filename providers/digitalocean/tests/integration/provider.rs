@@ -1,7 +1,7 @@
 //! The provider as the app meets it: the factory, configuration, region,
 //! capabilities, and the token kept secret.
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};

@@ -2,7 +2,7 @@
 //! Throttled with the server's reset time; `DO_API_RATE_LIMIT_QPS` paces
 //! requests on the client.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! Prism: every request is described to the request fence, reads are sent,
 //! and mutations are refused and recorded as the plan.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -2,7 +2,7 @@
 //! Prism: two clusters and a cluster-less provider in one account; each
 //! cluster lists and deletes only what carries its `DO_CLUSTER_ID` tag.
 
-mod support;
+use crate::support;
 
 use ccm_cloud_provider::{CloudProvider, Inventory, LoadBalancer, OwnedResource, Owner};
 use ccm_provider_digitalocean::test_util::{Account, account};

@@ -2,7 +2,7 @@
 //! Service, polled until active, updated with nodes, deleted; found again
 //! after a restart; ownership respected.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

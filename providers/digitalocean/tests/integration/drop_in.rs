@@ -2,7 +2,7 @@
 //! what cannot be honoured, typos, per-Service ownership, and adopting load
 //! balancers the Go CCM built.
 
-mod support;
+use crate::support;
 
 use ccm_cloud_provider::annotations::FindingKind;
 use ccm_cloud_provider::k8s_openapi::api::core::v1::{NodeAddress, NodeStatus};

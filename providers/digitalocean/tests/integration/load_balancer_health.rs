@@ -2,7 +2,7 @@
 //! the load balancer's `status` with one GET, and a create beyond the
 //! account's load balancer limit refused as `QuotaExceeded`.
 
-mod support;
+use crate::support;
 
 use ccm_cloud_provider::{CloudError, LoadBalancer, LoadBalancerHealth, TargetHealth, TargetState};
 use ccm_provider_digitalocean::annotations;

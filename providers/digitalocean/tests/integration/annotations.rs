@@ -1,7 +1,7 @@
 //! Upstream's `do-loadbalancer-*` annotations: each one reaches the load
 //! balancer, and each malformed value is refused before any API call.
 
-mod support;
+use crate::support;
 
 use ccm_cloud_provider::{CloudError, LoadBalancer};
 use ccm_provider_digitalocean::annotations as ann;
