@@ -15,7 +15,7 @@ use ccm_provider_aws::test_util::{
     CLUSTER, IngressRule, classic_service, ec2, elb, nlb_service, provider,
 };
 
-use crate::fixture::{Fixture, mutations, rule, service};
+use super::fixture::{Fixture, mutations, rule, service};
 
 /// A security group made by hand in the estate's VPC.
 async fn group(f: &Fixture, name: &str) -> String {

@@ -5,7 +5,7 @@
 use ccm_provider_aws::annotations as key;
 use ccm_provider_aws::test_util::{CLUSTER, elbv2};
 
-use crate::fixture::{Fixture, service};
+use super::fixture::{Fixture, service};
 
 #[tokio::test]
 async fn tls_listeners_with_backend_protocol_ssl_send_tls_to_their_targets() {

@@ -1,7 +1,7 @@
 //! The provider conformance suite against the fake cloud, and against
 //! three purpose-made broken versions of it, which the suite must catch.
 
-mod support;
+use crate::support;
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;

@@ -9,7 +9,7 @@ use ccm_cloud_provider::fence::scope;
 use ccm_provider_aws::test_util::CLUSTER;
 use ccm_provider_aws::test_util::dry_run::DryRun;
 
-use crate::fixture::{Fixture, service};
+use super::fixture::{Fixture, service};
 
 /// Whether `detail` has a port argument (`Port=80`, `IpPermissions.1.FromPort=80`)
 /// of `port`.

@@ -1,6 +1,6 @@
 //! The cloud-config file: seeding, settings, and errors that name the field.
 
-mod support;
+use crate::support;
 
 use ccm_cloud_provider::{
     CloudConfig, CloudError, Environment, Instances, NodeAddressType, ProviderFactory,

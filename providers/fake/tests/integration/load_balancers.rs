@@ -1,6 +1,6 @@
 //! Load balancers: idempotent ensure, update, delete, and annotation checks.
 
-mod support;
+use crate::support;
 
 use ccm_cloud_provider::{CloudError, LoadBalancer};
 use ccm_provider_fake::{

@@ -9,7 +9,7 @@ use ccm_cloud_provider::CloudError;
 use ccm_provider_aws::annotations as key;
 use ccm_provider_aws::test_util::{CLUSTER, elbv2};
 
-use crate::fixture::{Fixture, service};
+use super::fixture::{Fixture, service};
 
 /// The attributes of the Service's one target group.
 async fn attributes(f: &Fixture) -> BTreeMap<String, String> {

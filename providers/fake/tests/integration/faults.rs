@@ -1,6 +1,6 @@
 //! Latency, fault and rate-limit injection, and the call log.
 
-mod support;
+use crate::support;
 
 use std::num::NonZeroUsize;
 use std::time::Duration;

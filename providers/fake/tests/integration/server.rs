@@ -3,7 +3,7 @@
 //! `GET /state` shows what the calls made, and the crash trap holds the
 //! k-th mutation's answer after applying it.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

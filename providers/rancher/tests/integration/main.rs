@@ -1,0 +1,7 @@
+//! The Rancher provider against its fake API, in one executable: each module
+//! holds one concern's tests, as each file was an executable of its own.
+
+mod call_counts;
+mod conformance;
+mod instances;
+mod ownership;
