@@ -140,7 +140,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
 fn aws_crash_points(out: &Path) -> anyhow::Result<()> {
     crate::tools::ensure_e2e()?;
     println!(
-        "\n$ cargo test -p aws-cloud-controller-manager --test crash_points ({AWS_POINTS} points)"
+        "\n$ cargo test -p aws-cloud-controller-manager --test integration crash_points:: ({AWS_POINTS} points)"
     );
     let figures = figures_path(out, AWS_CRASH_POINTS);
     // Figures of an earlier run must not stand in for this one's.
@@ -152,9 +152,10 @@ fn aws_crash_points(out: &Path) -> anyhow::Result<()> {
             "-p",
             "aws-cloud-controller-manager",
             "--test",
-            "crash_points",
+            "integration",
             "--",
             "--nocapture",
+            "crash_points::",
         ])
         .env("CHAOS_AWS_CRASH_POINTS", AWS_POINTS.to_string())
         .env("CHAOS_OUT", &figures))?;

@@ -18,7 +18,11 @@ struct Suite {
     /// The heading of its table.
     title: &'static str,
     package: &'static str,
+    /// The integration test target.
     test: &'static str,
+    /// Its module that holds the call-count test, when the target holds
+    /// others too.
+    module: Option<&'static str>,
     /// What the table measures and how upstream's column is known.
     about: &'static str,
 }
@@ -57,7 +61,8 @@ pub(super) const RANCHER: Page = Page {
     suites: &[Suite {
         title: "",
         package: "ccm-provider-rancher",
-        test: "call_counts",
+        test: "integration",
+        module: Some("call_counts"),
         about: "The provider against the Cattle emulator over HTTP, each request counted. Upstream's column is what `rancher/rancher.go` sends for the same work, counted from its code with every wait answered at its first poll (the least it can send). The Service has one port; three nodes, then four.",
     }],
     env: &[],
@@ -76,13 +81,15 @@ pub(super) const BUDGETS: Page = Page {
         Suite {
             title: "AWS",
             package: "aws-cloud-controller-manager",
-            test: "call_budgets",
+            test: "integration",
+            module: Some("call_budgets"),
             about: "The `aws-cloud-controller-manager` process against the test API server and moto, every AWS request counted at a proxy by API and action, from the start of the work until the CCM has done it and sent nothing for 3 s. 100 nodes register as kubelets do (no `spec.providerID`, Ready); Services have one port; routes are off, as in upstream's example manifests. Upstream's column is what cloud-provider-aws v1.33.4 sends for the same work, derived from its code (the functions are named; `upstream-call-budgets.md` has the whole derivation), the least it can send where that depends on how events coalesce.",
         },
         Suite {
             title: "DigitalOcean",
             package: "digitalocean-cloud-controller-manager",
-            test: "call_budgets",
+            test: "integration",
+            module: Some("call_budgets"),
             about: "The `digitalocean-cloud-controller-manager` process against the test API server and the fake DigitalOcean API behind Prism, every request counted by method and path. 100 nodes register as kubelets do; the Service has one port; a new load balancer answers `new` until the first read after its create. Upstream's column is what digitalocean-cloud-controller-manager v0.1.63 sends for the same work, derived from its code, the least it can send.",
         },
     ],
@@ -130,6 +137,9 @@ fn suite_table(page: &Page, suite: &Suite) -> anyhow::Result<Vec<String>> {
         "--",
         "--nocapture",
     ]);
+    if let Some(module) = suite.module {
+        test.arg(format!("{module}::"));
+    }
     for (key, value) in page.env {
         test.env(key, value);
     }

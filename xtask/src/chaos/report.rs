@@ -62,7 +62,7 @@ pub(crate) fn write(out: &Path, path: &Path) -> anyhow::Result<()> {
          Each suite runs real `fake-cloud-controller-manager` processes against the fake \
          cloud's server (`fake-cloud`, whose call log names the replica behind every call) \
          and the test API server; `testing/chaos` holds the suites. The AWS crash points run \
-         `aws-cloud-controller-manager` against moto (`cmd/aws-cloud-controller-manager/tests/crash_points`). Re-run with \
+         `aws-cloud-controller-manager` against moto (`cmd/aws-cloud-controller-manager/tests/integration/crash_points`). Re-run with \
          `cargo xtask chaos`; CI runs `cargo xtask chaos --quick`.\n",
         commit.trim()
     )?;

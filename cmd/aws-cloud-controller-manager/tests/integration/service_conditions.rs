@@ -15,7 +15,7 @@
 
 #[path = "service_conditions/proxy.rs"]
 mod proxy;
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! CIDRs as routes in the cluster's route table, and deletes the node of a
 //! terminated instance.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

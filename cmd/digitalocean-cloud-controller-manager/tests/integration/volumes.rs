@@ -1,7 +1,7 @@
 //! End to end: the real binary labels a PersistentVolume of a DigitalOcean
 //! block-storage volume with its region, from the fake API behind Prism.
 
-mod support;
+use crate::support;
 
 use ccm_provider_digitalocean::test_util::account;
 use ccm_test_support::eventually;

@@ -1,7 +1,7 @@
 //! The `aws-cloud-controller-manager` process itself: how it refuses a bad
 //! cloud config, and how it stops on SIGTERM.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! become an NLB, it keeps its classic ELB with a Warning, through crashes,
 //! and its deletion leaves neither kind behind.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Nodes and droplets, end to end: the real binary initializes nodes from
 //! their droplets, and acts on nodes whose droplet is off or gone.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 

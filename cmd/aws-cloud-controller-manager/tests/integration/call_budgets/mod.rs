@@ -28,8 +28,7 @@
     reason = "the suite prints its table for the benchmark report"
 )]
 
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support;
 
 mod budget;
 mod upstream;

@@ -12,7 +12,7 @@ use ccm_provider_aws::AwsProviderFactory;
 use serde_json::Value;
 
 /// The generated data.
-const DATA: &str = include_str!("upstream-flags.json");
+const DATA: &str = include_str!("../upstream-flags.json");
 
 const BINARY: &str = env!("CARGO_BIN_EXE_aws-cloud-controller-manager");
 

@@ -3,7 +3,7 @@
 //! `--delete --yes` removes exactly it, and a second audit lists nothing;
 //! a live Service's load balancer is never listed.
 
-mod support;
+use crate::support;
 
 use ccm_cloud_provider::CloudProvider;
 use ccm_provider_digitalocean::test_util::{Account, account};

@@ -11,7 +11,7 @@
 
 #[path = "manifests/admission.rs"]
 mod admission;
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! DigitalOcean load balancer through the fake API (behind Prism), keeps its
 //! droplets in step with the nodes, and deletes it with the Service.
 
-mod support;
+use crate::support;
 
 use ccm_provider_digitalocean::test_util::{FakeDroplet, account};
 use ccm_test_support::{eventually, ingress_ips};

@@ -26,7 +26,7 @@
     reason = "the suite prints its table for the benchmark report"
 )]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

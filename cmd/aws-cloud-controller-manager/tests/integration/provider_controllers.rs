@@ -4,7 +4,7 @@
 //! interfaces (moto has no IPv6 prefixes on them, so the prefix itself is
 //! proven against mocked EC2 in ccm-provider-aws).
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! EBS volume, in-tree and CSI, with its zone and region, and leaves a
 //! hand-set zone label alone.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

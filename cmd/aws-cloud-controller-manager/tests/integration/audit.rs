@@ -5,7 +5,7 @@
 //! lists nothing; a live Service's load balancer is never listed, nor a
 //! live route to a node whose name is not its instance's private DNS name.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 

@@ -1,6 +1,6 @@
 //! The binary as a process: exit codes, the controllers it runs, shutdown.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -9,7 +9,7 @@
 
 #[path = "manifests/admission.rs"]
 mod admission;
-mod support;
+use crate::support;
 
 use ccm_provider_digitalocean::test_util::{FakeDroplet, account};
 use ccm_test_support::{ApiServer, UNINITIALIZED, eventually, has_taint};

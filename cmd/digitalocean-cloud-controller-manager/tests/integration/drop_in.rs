@@ -3,7 +3,7 @@
 //! load balancer when asked, per-Service ownership whatever the annotations
 //! say, and the public-access firewall.
 
-mod support;
+use crate::support;
 
 use ccm_provider_digitalocean::test_util::{FakeDroplet, account};
 use ccm_test_support::{annotation, eventually};

@@ -3,7 +3,7 @@
 //! follow the nodes, removes everything it made when the Service goes, and
 //! refuses bad annotations with a Warning event and no change in AWS.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};

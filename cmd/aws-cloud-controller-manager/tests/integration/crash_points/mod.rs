@@ -19,8 +19,7 @@
     reason = "the suite prints its figures, and a run that does not converge prints the CCM's log"
 )]
 
-#[path = "../support/mod.rs"]
-mod support;
+use crate::support;
 
 mod proxy;
 mod verdict;

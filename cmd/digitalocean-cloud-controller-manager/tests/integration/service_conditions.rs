@@ -13,7 +13,7 @@
 //! other states are set in the fake, and read when a node's shutdown taint
 //! comes or goes, which makes the CCM read the health at once.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! API and the droplet metadata service are (a loopback stand-in, never
 //! 169.254.169.254).
 
-mod support;
+use crate::support;
 
 use ccm_provider_digitalocean::test_util::{harness, prism};
 use ccm_test_support::{ApiServer, UNINITIALIZED, eventually, has_taint, load_balancer_service};

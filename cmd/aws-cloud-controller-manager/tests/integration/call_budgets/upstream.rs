@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use ccm_test_support::budget::Upstream;
 
-use crate::budget::Kind;
+use super::budget::Kind;
 
 /// Upstream registers an NLB's targets 100 at a time
 /// (`defaultRegisterTargetsChunkSize`, `ensureTargetGroupTargets`).
