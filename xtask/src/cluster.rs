@@ -203,11 +203,12 @@ pub(crate) fn run_suites(release: Release, suites: Suites) -> anyhow::Result<()>
     write_chart_rbac(&rbac, release)?;
     crate::tools::ensure_e2e()?;
     let tests = TestBinary::all()?;
-    let suite = |package: &str, targets: &[&str]| -> Vec<&TestBinary> {
+    // A package's integration test executables (one per package, its
+    // suites the modules).
+    let suite = |package: &str| -> Vec<&TestBinary> {
         tests
             .iter()
             .filter(|t| t.package == package && t.kind == "test")
-            .filter(|t| targets.is_empty() || targets.contains(&t.target.as_str()))
             .collect()
     };
 
@@ -215,26 +216,32 @@ pub(crate) fn run_suites(release: Release, suites: Suites) -> anyhow::Result<()>
     let mut count = 0;
     {
         let _cluster = Cluster::start_with(&real_cluster_built_by_tests(), &plane, &kubeconfig)?;
-        for binary in suite("testing/test-apiserver", &[])
-            .into_iter()
-            .chain(suite(
-                "cmd/fake-cloud-controller-manager",
-                &["e2e", "admission"],
-            ))
-        {
-            // One area at a time: the areas' tests share the cluster, and
-            // only one area's tests are written to run beside each other.
-            for (_, names) in binary.ignored_by_module()? {
-                let mut args = vec!["--ignored", "--exact"];
-                args.extend(names.iter().map(String::as_str));
-                count += run_counting(binary.command(&args).env("KUBECONFIG", &kubeconfig))?;
+        // (package, the modules of its tests to run; all when empty).
+        let shared: [(&str, &[&str]); 2] = [
+            ("testing/test-apiserver", &[]),
+            ("cmd/fake-cloud-controller-manager", &["e2e", "admission"]),
+        ];
+        for (package, modules) in shared {
+            for binary in suite(package) {
+                // One module at a time: the modules' tests share the
+                // cluster, and only one module's tests are written to run
+                // beside each other.
+                for (module, names) in binary.ignored_by_module()? {
+                    if !modules.is_empty() && !modules.contains(&module.as_str()) {
+                        continue;
+                    }
+                    let mut args = vec!["--ignored", "--exact"];
+                    args.extend(names.iter().map(String::as_str));
+                    count += run_counting(binary.command(&args).env("KUBECONFIG", &kubeconfig))?;
+                }
             }
         }
     }
     if suites == Suites::Contract {
         return finish(count, release, started);
     }
-    // (package, test targets (all when empty), tests to skip).
+    // (package, the modules of its tests to run (all when empty), tests to
+    // skip).
     let per_test: [(&str, &[&str], &[&str]); 3] = [
         (
             "cmd/fake-cloud-controller-manager",
@@ -258,9 +265,12 @@ pub(crate) fn run_suites(release: Release, suites: Suites) -> anyhow::Result<()>
         ),
     ];
     let mut jobs = Vec::new();
-    for (package, targets, skips) in per_test {
-        let args: Vec<&str> = skips.iter().flat_map(|skip| ["--skip", skip]).collect();
-        for binary in suite(package, targets) {
+    for (package, modules, skips) in per_test {
+        let filters: Vec<String> = modules.iter().map(|m| format!("{m}::")).collect();
+        let args: Vec<&str> = (filters.iter().map(String::as_str))
+            .chain(skips.iter().flat_map(|skip| ["--skip", skip]))
+            .collect();
+        for binary in suite(package) {
             let mut job = binary.job(&args);
             job.command
                 .env(APISERVER_ENV, "real")
