@@ -110,6 +110,13 @@ impl TestBinary {
         Ok(by_module(&list))
     }
 
+    /// Every test it holds, grouped as [`TestBinary::ignored_by_module`]
+    /// groups the ignored ones.
+    pub(crate) fn tests_by_module(&self) -> anyhow::Result<Vec<(String, Vec<String>)>> {
+        let list = crate::cmd::stdout(&mut self.command(&["--list"]))?;
+        Ok(by_module(&list))
+    }
+
     pub(crate) fn job(&self, args: &[&str]) -> pool::Job {
         pool::Job {
             name: self.name(),
