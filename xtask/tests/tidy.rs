@@ -33,7 +33,7 @@ mod layout;
 mod manifests;
 
 use cycles::module_cycles;
-use layout::{crate_names, proving_ground_shipped};
+use layout::{crate_names, proving_ground_shipped, test_executables};
 use manifests::{added_features, kubernetes_clients};
 
 /// The most lines a Rust file may have.
@@ -338,6 +338,7 @@ fn the_repository_is_tidy() {
     problems.extend(module_cycles(&root, &crates(&root)));
     problems.extend(crate_names(&root));
     problems.extend(proving_ground_shipped(&root));
+    problems.extend(test_executables(&root));
     assert!(
         problems.is_empty(),
         "{} tidy problems:\n{}",

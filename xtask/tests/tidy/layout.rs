@@ -10,6 +10,9 @@
 //! - A product crate (`crates/`, `providers/`, `cmd/`) reaches a crate of
 //!   `testing/` only as a dev-dependency or an optional dependency (a
 //!   provider's `test-util` emulator), never in what it ships by default.
+//! - A crate has at most one integration test executable (`tests/x.rs` or
+//!   `tests/x/main.rs`), its suites the modules: each executable links the
+//!   whole crate and its dependencies again (CI linked 118, 7.4 GB).
 
 use std::path::Path;
 
@@ -122,6 +125,32 @@ pub(super) fn proving_ground_shipped(root: &Path) -> Vec<String> {
     found
 }
 
+/// Crates with more than one integration test executable: cargo makes one
+/// of each `tests/x.rs` and each `tests/x/main.rs`.
+pub(super) fn test_executables(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for krate in crates(root) {
+        let Ok(entries) = std::fs::read_dir(root.join(&krate).join("tests")) else {
+            continue;
+        };
+        let mut targets: Vec<String> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "rs") || p.join("main.rs").is_file())
+            .filter_map(|p| Some(p.file_stem()?.to_string_lossy().into_owned()))
+            .collect();
+        targets.sort();
+        if targets.len() > 1 {
+            found.push(format!(
+                "{krate}/tests has {} test executables ({}): one, its suites the modules",
+                targets.len(),
+                targets.join(", ")
+            ));
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::write_file;
@@ -194,6 +223,32 @@ mod tests {
             [
                 "crates/app/Cargo.toml ships `ccm-test-support`: the proving ground is a \
               dev-dependency (or an optional test-util one)"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_second_test_executable_in_a_crate_is_refused() {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let root = dir.path();
+        let write = |path: &str, text: &str| write_file(root, path, text);
+        write("Cargo.toml", WORKSPACE);
+        write("crates/app/Cargo.toml", "");
+        write("crates/app/tests/integration/main.rs", "");
+        write("crates/app/tests/integration/watches.rs", "");
+        write("crates/app/tests/openapi/spec.yaml", "");
+        assert!(
+            test_executables(root).is_empty(),
+            "{:?}",
+            test_executables(root)
+        );
+        write("crates/app/tests/extra.rs", "");
+        write("crates/app/tests/suite/main.rs", "");
+        assert_eq!(
+            test_executables(root),
+            [
+                "crates/app/tests has 3 test executables (extra, integration, suite): one, \
+                 its suites the modules"
             ]
         );
     }
