@@ -20,20 +20,19 @@ use crate::tools::control_plane::{self, Release};
 /// when the disk looks too small, and prints the most it took at the end).
 /// What a fresh machine builds from source (kube-apiserver and etcd from
 /// their Go modules, output in target/ci/control-plane.log; actionlint and
-/// oras from the Go module proxy; cargo-auditable from crates.io) is built in the background at idle CPU priority from the
-/// start, cached by version outside the clone, and joined by the first step
-/// that needs it. Then runs: cargo fmt --check, rustdoc of the interface
+/// oras from the Go module proxy; cargo-auditable from crates.io) is built
+/// in the background at idle CPU priority from the start, cached by version
+/// outside the clone, and joined by the first step that needs it. Then runs: cargo fmt --check, rustdoc of the interface
 /// crate (warnings denied), every target of the workspace built once with
 /// clippy linting it as it compiles (clippy-driver as the workspace's
 /// compiler, warnings denied: as `cargo clippy --workspace --all-targets --
 /// -D warnings`, without compiling the dependencies a second time for its
 /// check), every test run (three test executables at a time:
-/// `test_run/pool.rs`), deny.toml's
-/// policy over the dependency graph (licenses, bans, wildcards, sources:
-/// `dependency_policy.rs`; after `cargo fetch`, which brings every
-/// platform's packages for its `cargo metadata`), actionlint over the
-/// GitHub workflows,
-/// `cargo xtask new-provider` into a copy of the workspace (three generated
+/// `test_run/pool.rs`), deny.toml's policy over the dependency graph
+/// (licenses, bans, wildcards, sources: `dependency_policy.rs`; after
+/// `cargo fetch`, which brings every platform's packages for its `cargo
+/// metadata`), actionlint over the GitHub workflows, `cargo xtask
+/// new-provider` into a copy of the workspace (three generated
 /// providers built, linted and tested, the conformance suite included),
 /// `cargo xtask chaos --quick` (the reliability suites' bounded variant),
 /// the real-cluster suites against the newest supported Kubernetes release

@@ -226,7 +226,7 @@ pub(crate) fn run_suites(release: Release, suites: Suites) -> anyhow::Result<()>
                 // One module at a time: the modules' tests share the
                 // cluster, and only one module's tests are written to run
                 // beside each other.
-                for (module, names) in binary.ignored_by_module()? {
+                for (module, names) in binary.tests_by_module(true)? {
                     if !modules.is_empty() && !modules.contains(&module.as_str()) {
                         continue;
                     }
@@ -270,7 +270,7 @@ pub(crate) fn run_suites(release: Release, suites: Suites) -> anyhow::Result<()>
         // spreads the long ones (the call budgets, the crash points)
         // over its slots.
         for binary in suite(package) {
-            for (module, names) in binary.tests_by_module()? {
+            for (module, names) in binary.tests_by_module(false)? {
                 if !modules.is_empty() && !modules.contains(&module.as_str()) {
                     continue;
                 }

@@ -128,11 +128,10 @@ pub(crate) fn packages(metadata: &serde_json::Value) -> anyhow::Result<Vec<Packa
 }
 
 /// `table[key]` as a table, empty when absent.
-fn table<'t>(table: &'t toml::Table, key: &str) -> anyhow::Result<&'t toml::Table> {
-    static EMPTY: std::sync::OnceLock<toml::Table> = std::sync::OnceLock::new();
+fn table(table: &toml::Table, key: &str) -> anyhow::Result<toml::Table> {
     match table.get(key) {
-        None => Ok(EMPTY.get_or_init(toml::Table::new)),
-        Some(toml::Value::Table(t)) => Ok(t),
+        None => Ok(toml::Table::new()),
+        Some(toml::Value::Table(t)) => Ok(t.clone()),
         Some(_) => bail!("`{key}` is not a table"),
     }
 }
@@ -186,15 +185,15 @@ impl Policy {
     pub(crate) fn parse(text: &str) -> anyhow::Result<Self> {
         let root: toml::Table = toml::from_str(text).context("not TOML")?;
         only(&root, "", &["graph", "licenses", "bans", "sources"])?;
-        let graph = table(&root, "graph")?;
+        let graph = &table(&root, "graph")?;
         only(graph, "graph.", &["targets", "all-features"])?;
-        let licenses = table(&root, "licenses")?;
+        let licenses = &table(&root, "licenses")?;
         only(
             licenses,
             "licenses.",
             &["allow", "confidence-threshold", "private"],
         )?;
-        let private = table(licenses, "private")?;
+        let private = &table(licenses, "private")?;
         only(private, "licenses.private.", &["ignore"])?;
         if !flag(private, "ignore")? {
             bail!("`licenses.private.ignore` must be true: the workspace's crates are unlicensed");
@@ -205,7 +204,7 @@ impl Policy {
                 Licensee::parse(l).with_context(|| format!("`licenses.allow`: `{l}` is not SPDX"))
             })
             .collect::<anyhow::Result<_>>()?;
-        let bans = table(&root, "bans")?;
+        let bans = &table(&root, "bans")?;
         only(
             bans,
             "bans.",
@@ -236,7 +235,7 @@ impl Policy {
                 .collect::<anyhow::Result<_>>()?,
             Some(_) => bail!("`bans.deny` is not an array"),
         };
-        let sources = table(&root, "sources")?;
+        let sources = &table(&root, "sources")?;
         only(
             sources,
             "sources.",

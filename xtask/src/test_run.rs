@@ -100,23 +100,24 @@ impl TestBinary {
         }
     }
 
+    /// Its tests (only the ignored ones, the real-cluster variants, when
+    /// `ignored`) grouped by their top-level module, in the order `--list`
+    /// gives them: an executable that holds several suites runs them one
+    /// module at a time, as one executable per suite did.
+    pub(crate) fn tests_by_module(
+        &self,
+        ignored: bool,
+    ) -> anyhow::Result<Vec<(String, Vec<String>)>> {
+        let args: &[&str] = if ignored {
+            &["--list", "--ignored"]
+        } else {
+            &["--list"]
+        };
+        let list = crate::cmd::stdout(&mut self.command(args))?;
+        Ok(by_module(&list))
+    }
+
     /// The executable with `args` as a job for [`pool::run`].
-    /// Its ignored tests (the real-cluster variants) grouped by their
-    /// top-level module, in the order `--list` gives them: an executable
-    /// that holds several areas' tests runs them one area at a time, as
-    /// one executable per area did.
-    pub(crate) fn ignored_by_module(&self) -> anyhow::Result<Vec<(String, Vec<String>)>> {
-        let list = crate::cmd::stdout(&mut self.command(&["--list", "--ignored"]))?;
-        Ok(by_module(&list))
-    }
-
-    /// Every test it holds, grouped as [`TestBinary::ignored_by_module`]
-    /// groups the ignored ones.
-    pub(crate) fn tests_by_module(&self) -> anyhow::Result<Vec<(String, Vec<String>)>> {
-        let list = crate::cmd::stdout(&mut self.command(&["--list"]))?;
-        Ok(by_module(&list))
-    }
-
     pub(crate) fn job(&self, args: &[&str]) -> pool::Job {
         pool::Job {
             name: self.name(),
