@@ -2,6 +2,8 @@
 //! with each step's duration printed at the end.
 
 use std::process::Command;
+
+use anyhow::Context;
 use std::time::{Duration, Instant};
 
 use crate::artifacts;
@@ -13,49 +15,53 @@ use crate::test_run::pool::{self, Job};
 use crate::tools;
 use crate::tools::control_plane::{self, Release};
 
+mod cpu;
+mod tools_then_images;
+use tools_then_images::ToolsThenImages;
+
 /// Every check CI runs: installs missing tools, fmt, clippy, docs, all tests.
 ///
-/// Builds as a fresh machine does, once: no incremental caches, test
-/// binaries without debug info (CI's disk is finite: the run warns up front
-/// when the disk looks too small, and prints the most it took at the end).
-/// What a fresh machine builds from source (kube-apiserver and etcd from
-/// their Go modules, output in target/ci/control-plane.log; actionlint and
-/// oras from the Go module proxy; cargo-auditable from crates.io) is built
-/// in the background at idle CPU priority from the start, cached by version
-/// outside the clone, and joined by the first step that needs it. Then runs: cargo fmt --check, rustdoc of the interface
-/// crate (warnings denied), every target of the workspace built once with
-/// clippy linting it as it compiles (clippy-driver as the workspace's
-/// compiler, warnings denied: as `cargo clippy --workspace --all-targets --
-/// -D warnings`, without compiling the dependencies a second time for its
-/// check), every test run (three test executables at a time:
-/// `test_run/pool.rs`), deny.toml's policy over the dependency graph
-/// (licenses, bans, wildcards, sources: `dependency_policy.rs`; after
-/// `cargo fetch`, which brings every platform's packages for its `cargo
-/// metadata`), actionlint over the GitHub workflows, `cargo xtask
-/// new-provider` into a copy of the workspace (three generated
-/// providers built, linted and tested, the conformance suite included),
-/// `cargo xtask chaos --quick` (the reliability suites' bounded variant),
-/// the real-cluster suites against the newest supported Kubernetes release
-/// (tier 5: the test API server's contract suite and every end-to-end
-/// suite, the CCMs under the chart's RBAC), `cargo xtask sandbox --check`,
-/// `cargo xtask chart`, `cargo xtask monitoring` (the alert rules and
-/// dashboard against a real Prometheus), the contract suite against the
-/// oldest supported release (its control plane, on a fresh machine, built
-/// in the background meanwhile; `--kubernetes` runs every suite against one
-/// release instead), `cargo xtask image --check` for each provider's image
-/// (their release compile started in the background at idle CPU priority
-/// before the workspace's build, so it uses every stretch of CPU the build,
-/// the tests and the suites leave idle; its output in
-/// target/ci/images-compile.log; amd64, and arm64 for the fake provider,
-/// whose arm64 binary then runs under qemu against the test API server,
-/// see [`MULTI_ARCH`]; the second, reproducibility compile for the AWS
-/// binary only), `cargo xtask release --loopback --platform linux/amd64`
-/// (every image index with its SBOM as its image's referrer, and the chart,
-/// pushed to a docker-registry on loopback and read back with skopeo, oras
-/// and helm) and the fake provider's release with both platforms,
-/// and `cargo xtask bench --against-upstream --quick` (ours at 20 nodes,
-/// held to upstream's committed figures). Last, `target/debug/deps` is
-/// pruned of what no build of the run used (`artifacts.rs`).
+/// Builds as a fresh machine does, once: no incremental caches, test binaries
+/// without debug info (CI's disk is finite: the run warns up front when the
+/// disk looks too small, and prints the most it took at the end). What a fresh
+/// machine builds from source (kube-apiserver and etcd from their Go modules,
+/// output in target/ci/control-plane.log; actionlint and oras from the Go
+/// module proxy) and what the tests and the images need (moto, Prism, helm,
+/// kubectl; musl, cargo-auditable, skopeo, umoci, Zig, qemu) are built or
+/// installed in the background at idle CPU priority from the start, cached by
+/// version outside the clone, and joined by the first step that needs them.
+/// Then runs: cargo fmt --check, rustdoc of the interface crate (warnings
+/// denied), every target of the workspace built once with clippy linting it as
+/// it compiles (clippy-driver as the workspace's compiler, warnings denied: as
+/// `cargo clippy --workspace --all-targets -- -D warnings`, without compiling
+/// the dependencies a second time for its check), every test run (three test
+/// executables at a time: `test_run/pool.rs`), deny.toml's policy over the
+/// dependency graph (licenses, bans, wildcards, sources:
+/// `dependency_policy.rs`; after `cargo fetch`, which brings every platform's
+/// packages for its `cargo metadata`), actionlint over the GitHub workflows,
+/// `cargo xtask new-provider` into a copy of the workspace (three generated
+/// providers built, linted and tested, the conformance suite included), `cargo
+/// xtask chaos --quick` (the reliability suites' bounded variant), the
+/// real-cluster suites against the newest supported Kubernetes release (tier
+/// 5: the test API server's contract suite and every end-to-end suite, the
+/// CCMs under the chart's RBAC), `cargo xtask sandbox --check`, `cargo xtask
+/// chart`, `cargo xtask monitoring` (the alert rules and dashboard against a
+/// real Prometheus), `cargo xtask image --check` for each provider's image
+/// (their release compile started in the background at idle CPU priority once
+/// its tools are in, so it uses every stretch of CPU the build, the tests and
+/// the suites leave idle; its output in target/ci/images-compile.log; amd64,
+/// and arm64 for the fake provider, whose arm64 binary then runs under qemu
+/// against the test API server, see [`MULTI_ARCH`]; the second,
+/// reproducibility compile for the AWS binary only), `cargo xtask release
+/// --loopback --platform linux/amd64` (every image index with its SBOM as its
+/// image's referrer, and the chart, pushed to a docker-registry on loopback
+/// and read back with skopeo, oras and helm) and the fake provider's release
+/// with both platforms, and `cargo xtask bench --against-upstream --quick`
+/// (ours at 20 nodes, held to upstream's committed figures), the contract
+/// suite against the oldest supported release (its control plane, on a fresh
+/// machine, built in the background meanwhile; `--kubernetes` runs every suite
+/// against one release instead). Last, `target/debug/deps` is pruned of what
+/// no build of the run used (`artifacts.rs`).
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub(crate) struct Options {
@@ -252,10 +258,12 @@ fn task(args: &[&str]) -> anyhow::Result<()> {
     crate::run_task(std::iter::once("xtask").chain(args.iter().copied()))
 }
 
-/// The steps run so far and how long each took, and the disk they used.
+/// The steps run so far, how long each took and how busy the CPUs were
+/// meanwhile, and the disk they used.
 struct Steps {
-    done: Vec<(String, f64)>,
+    done: Vec<(String, f64, Option<f64>)>,
     disk: LowWater,
+    started: Option<cpu::Ticks>,
 }
 
 impl Steps {
@@ -264,10 +272,13 @@ impl Steps {
         name: &str,
         step: impl FnOnce() -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
-        let started = Instant::now();
+        let (started, ticks) = (Instant::now(), cpu::Ticks::now());
         let result = step();
+        let busy = cpu::Ticks::now()
+            .zip(ticks)
+            .and_then(|(now, then)| now.busy_since(then));
         self.done
-            .push((name.to_owned(), started.elapsed().as_secs_f64()));
+            .push((name.to_owned(), started.elapsed().as_secs_f64(), busy));
         if result.is_err() {
             self.print();
         }
@@ -279,11 +290,23 @@ impl Steps {
         let width = self
             .done
             .iter()
-            .map(|(name, _)| name.len())
+            .map(|(name, _, _)| name.len())
             .max()
             .unwrap_or_default();
-        for (name, secs) in &self.done {
-            println!("  {name:<width$} {secs:>7.1} s");
+        let percent = |busy: Option<f64>| {
+            busy.map_or_else(String::new, |b| format!("{:>4.0}% CPU", b * 100.0))
+        };
+        for (name, secs, busy) in &self.done {
+            println!("  {name:<width$} {secs:>7.1} s  {}", percent(*busy));
+        }
+        let whole = cpu::Ticks::now()
+            .zip(self.started)
+            .and_then(|(now, then)| now.busy_since(then));
+        if let Some(busy) = whole {
+            println!(
+                "xtask ci: the CPUs were {:.0}% busy over the whole run",
+                busy * 100.0
+            );
         }
         println!("xtask ci: {}", self.disk.summary());
     }
@@ -295,6 +318,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     let mut steps = Steps {
         done: Vec::new(),
         disk: LowWater::start(&crate::cmd::repo_root()),
+        started: cpu::Ticks::now(),
     };
     steps.time("rust components", tools::ensure_rust)?;
     // A fresh machine's Go build (kube-apiserver and etcd, about 14 minutes
@@ -313,6 +337,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         Vec::new()
     };
     let built_tools = tools::background::spawn("tools", None, move || build_tools(real_cluster));
+    let tools_then_images = ToolsThenImages::start(REBUILT, MULTI_ARCH)?;
     steps.time("fmt", || run(cargo().args(["fmt", "--all", "--check"])))?;
     steps.time("rustdoc", || {
         artifacts::run(
@@ -321,27 +346,6 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
                 .env("RUSTDOCFLAGS", "-D warnings"),
         )
     })?;
-    steps.time("e2e tools", tools::ensure_e2e)?;
-    // The images' release compile is the longest piece of work CI does
-    // (about 26 minutes of two cores alone). At idle priority from here it
-    // takes the CPU other steps leave: the build's single-crate and link
-    // stretches, the tests and suites waiting on timers and processes.
-    // Measured: the run 77 s shorter than with the compile started after
-    // new-provider (9 minutes still left to wait for at the join, and the
-    // steps beside it a little slower); the machine is CPU-bound throughout.
-    steps.time("image tools", || {
-        tools::ensure_image()?;
-        tools::zig::ensure()?;
-        tools::zig::ensure_qemu()
-    })?;
-    let images = crate::image::binary::Background::start(
-        &crate::image::metadata(REBUILT)?,
-        &[
-            (crate::image::Platform::Amd64, REBUILT),
-            (crate::image::Platform::Arm64, MULTI_ARCH),
-        ],
-        &crate::cmd::target_dir().join("ci/images-compile.log"),
-    )?;
     // Every target at once, with the features `cargo test --workspace`
     // resolves (the tasks after it start these binaries), clippy linting
     // the workspace's crates as they compile.
@@ -351,6 +355,12 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         crate::cmd::workspace_built();
         Ok(())
     })?;
+    let mut images = None;
+    steps.time("e2e and image tools (joined)", || {
+        images = Some(tools_then_images.join()?);
+        Ok(())
+    })?;
+    let images = images.context("the e2e and image tools' step left no images compile")?;
     steps.time("tests", tests)?;
     steps.time("tools (joined)", || built_tools.join())?;
     steps.time("dependency policy", dependency_policy)?;
@@ -360,8 +370,9 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     steps.time("new-provider", crate::new_provider::check)?;
     steps.time("chaos --quick", || task(CHAOS))?;
     // Each release's suites once its control plane is built: the first
-    // here, the others after the steps that need none, so that on a fresh
-    // machine their Go build goes on beside those steps.
+    // here, the others last, so that on a fresh machine their Go build goes
+    // on beside every step that needs none (the image checks, the release
+    // and the benchmark, which wait on processes more than they compute).
     let mut real_cluster_suites = |steps: &mut Steps, count: usize| {
         for (release, suites, build) in control_planes.drain(..count.min(control_planes.len())) {
             let name = format!("control plane {} (joined)", release.minor());
@@ -378,7 +389,6 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
     steps.time("sandbox --check", || task(SANDBOX))?;
     steps.time("chart", || task(CHART))?;
     steps.time("monitoring", || task(MONITORING))?;
-    real_cluster_suites(&mut steps, usize::MAX)?;
     steps.time("images compile (joined)", || images.join())?;
     for provider in crate::image::providers() {
         steps.time("image --check", || task(&image(&provider)))?;
@@ -391,6 +401,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         // After the images: the AWS binary it runs is theirs, already built.
         steps.time("bench --against-upstream", || task(AGAINST_UPSTREAM))?;
     }
+    real_cluster_suites(&mut steps, usize::MAX)?;
     steps.time("prune target/debug", prune)?;
     steps.print();
     if real_cluster {
