@@ -2,8 +2,6 @@
 //! with each step's duration printed at the end.
 
 use std::process::Command;
-
-use anyhow::Context;
 use std::time::{Duration, Instant};
 
 use crate::artifacts;
@@ -267,16 +265,14 @@ struct Steps {
 }
 
 impl Steps {
-    fn time(
+    fn time<T>(
         &mut self,
         name: &str,
-        step: impl FnOnce() -> anyhow::Result<()>,
-    ) -> anyhow::Result<()> {
+        step: impl FnOnce() -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
         let (started, ticks) = (Instant::now(), cpu::Ticks::now());
         let result = step();
-        let busy = cpu::Ticks::now()
-            .zip(ticks)
-            .and_then(|(now, then)| now.busy_since(then));
+        let busy = cpu::busy_since(ticks);
         self.done
             .push((name.to_owned(), started.elapsed().as_secs_f64(), busy));
         if result.is_err() {
@@ -299,10 +295,7 @@ impl Steps {
         for (name, secs, busy) in &self.done {
             println!("  {name:<width$} {secs:>7.1} s  {}", percent(*busy));
         }
-        let whole = cpu::Ticks::now()
-            .zip(self.started)
-            .and_then(|(now, then)| now.busy_since(then));
-        if let Some(busy) = whole {
+        if let Some(busy) = cpu::busy_since(self.started) {
             println!(
                 "xtask ci: the CPUs were {:.0}% busy over the whole run",
                 busy * 100.0
@@ -355,12 +348,7 @@ pub(crate) fn main(options: &Options) -> anyhow::Result<()> {
         crate::cmd::workspace_built();
         Ok(())
     })?;
-    let mut images = None;
-    steps.time("e2e and image tools (joined)", || {
-        images = Some(tools_then_images.join()?);
-        Ok(())
-    })?;
-    let images = images.context("the e2e and image tools' step left no images compile")?;
+    let images = steps.time("e2e and image tools (joined)", || tools_then_images.join())?;
     steps.time("tests", tests)?;
     steps.time("tools (joined)", || built_tools.join())?;
     steps.time("dependency policy", dependency_policy)?;

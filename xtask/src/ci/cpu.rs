@@ -3,7 +3,7 @@
 //! wait, and so what the background builds had to share.
 
 /// The machine's CPU time so far, in clock ticks: busy and all.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Ticks {
     busy: u64,
     total: u64,
@@ -16,11 +16,17 @@ impl Ticks {
     }
 
     /// The share of `since`..`self` the CPUs were busy, 0 to 1.
-    pub(super) fn busy_since(self, since: Self) -> Option<f64> {
+    fn busy_since(self, since: Self) -> Option<f64> {
         let total = self.total.checked_sub(since.total)?;
         let busy = self.busy.checked_sub(since.busy)?;
         (total > 0).then(|| busy as f64 / total as f64)
     }
+}
+
+/// The share of the time since `since` the CPUs were busy, 0 to 1; nothing
+/// where `/proc/stat` could not be read then or now.
+pub(super) fn busy_since(since: Option<Ticks>) -> Option<f64> {
+    Ticks::now()?.busy_since(since?)
 }
 
 /// The first line of `/proc/stat` (`cpu user nice system idle iowait irq
