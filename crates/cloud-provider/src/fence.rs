@@ -11,7 +11,10 @@
 //! whether it changes the cloud, the arguments that matter) and says so
 //! ([`CloudProvider::describes_requests`](crate::CloudProvider::describes_requests))
 //! can be run as a dry run (`--dry-run`): inside a [`dry_run`] scope its
-//! reads are sent and its first mutation is refused and planned instead.
+//! reads are sent and its mutations are refused and planned instead. A
+//! provider that carries on past a refusal (it knows it is a dry run from
+//! [`dry_run`]) plans its whole change; one that does not, its first
+//! mutation.
 
 use std::future::Future;
 use std::sync::Arc;

@@ -224,6 +224,33 @@ impl Api {
         Ok(out)
     }
 
+    /// [`Api::call`] for a request that changes AWS: `None` when a dry run
+    /// planned it instead of sending it (the request fence recorded it), so
+    /// the caller goes on as though it had been made and the plan holds
+    /// every change the ensure would make, not only the first. A create's
+    /// caller then stands its resource in by [`planned_id`].
+    ///
+    /// # Errors
+    /// As [`Api::call`], apart from a dry run's refusal.
+    pub(crate) async fn change<T, E, F, Fut>(
+        &self,
+        operation: &'static str,
+        send: F,
+    ) -> Result<Option<T>, ApiError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
+        E: ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        match self.call(operation, send).await {
+            Ok(output) => Ok(Some(output)),
+            // In a dry run only a mutation is ever refused: the check
+            // before each attempt passes, and the fence lets reads out.
+            Err(ApiError::Fenced { .. }) if ccm_cloud_provider::fence::dry_run() => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+
     /// Makes one API call: `send` builds and sends the request, and is
     /// called again for each retry of a transient failure.
     ///
@@ -306,6 +333,21 @@ impl Api {
         }
     }
 }
+
+/// What a dry run answers for a request it planned instead of sending:
+/// the identifier a created resource stands under in the rest of the plan
+/// (`planned:target-group/k8s-default-web-1a2b3c4d5e`), which no AWS
+/// identifier looks like, so a read of it can be skipped.
+pub(crate) fn planned_id(kind: &str, name: &str) -> String {
+    format!("{PLANNED}{kind}/{name}")
+}
+
+/// Whether `id` names a resource a dry run planned to create.
+pub(crate) fn is_planned(id: &str) -> bool {
+    id.starts_with(PLANNED)
+}
+
+const PLANNED: &str = "planned:";
 
 fn classify<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> Failure {
     match err {

@@ -100,8 +100,9 @@ pub(crate) fn elb(
 /// ([`fence::check_request`]) immediately before it is transmitted, after
 /// signing and any wait: a load-balancer operation of a dozen requests
 /// stops at the first one that would leave after this process lost its
-/// lease, and in a dry run at its first mutation, which the fence records
-/// as the plan. The body is handed to the connection as a [`FencedBody`],
+/// lease; in a dry run each mutation is refused and recorded as the plan
+/// (and [`crate::api::Api::change`] carries on past it). The body is
+/// handed to the connection as a [`FencedBody`],
 /// which asks once more when the connection writes it, so a process frozen
 /// between the two (SIGSTOP, a stalled VM) does not send it when it
 /// resumes.

@@ -152,7 +152,7 @@ impl Cloud {
         match change {
             Change::Tag => {
                 self.api
-                    .call(operation, || {
+                    .change(operation, || {
                         self.api
                             .ec2
                             .create_tags()
@@ -164,7 +164,7 @@ impl Cloud {
             }
             Change::Untag => {
                 self.api
-                    .call(operation, || {
+                    .change(operation, || {
                         self.api
                             .ec2
                             .delete_tags()

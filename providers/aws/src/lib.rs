@@ -30,7 +30,11 @@
 //! `CloudProvider::encode_metrics`. Each request is described to the
 //! framework's request fence as it leaves (its `Action`, whether it
 //! mutates, its parameters), so `--dry-run` sends the reads and plans the
-//! first mutation (`CloudProvider::describes_requests`).
+//! mutations (`CloudProvider::describes_requests`). Every mutation goes
+//! through `Api::change`, which answers a dry run's refusal as planned: the
+//! operation carries on, a resource it would create standing under a
+//! `planned:` identifier that nothing reads, and the plan holds the whole
+//! change.
 //!
 //! # Audit
 //! [`inventory`] lists what the provider made for the cluster, with the

@@ -170,7 +170,7 @@ impl Cloud {
                     .iter()
                     .filter_map(|s| s.subnet_id().map(str::to_owned))
                     .collect();
-                self.create_load_balancer(spec, &ids, &security_groups, &tags)
+                self.create_load_balancer(spec, (&ids, &vpc_id), &security_groups, &tags)
                     .await?
             }
         };
@@ -239,13 +239,16 @@ impl Cloud {
     async fn delete(&self, cluster_name: &str, svc: &ServiceRef) -> Result<(), CloudError> {
         let mut vpc_id = self.config.vpc.clone();
         let mut attached_groups = Vec::new();
+        // Those deleted with the load balancer are not swept again (in a
+        // dry run they are still there to be found).
+        let mut deleted_groups = BTreeSet::new();
         if let Some((lb, tags, groups)) = self.find_with_groups(&svc.load_balancer_name).await? {
             if self.tags.is_owned_for_service(elbv2_tags(&tags), &svc.key) {
                 let arn = lb.load_balancer_arn().unwrap_or_default();
                 tracing::info!(service = %svc.key, name = %svc.load_balancer_name, "deleting network load balancer");
                 let deleted = self
                     .api
-                    .call("DeleteLoadBalancer", || {
+                    .change("DeleteLoadBalancer", || {
                         self.api
                             .elbv2
                             .delete_load_balancer()
@@ -273,6 +276,7 @@ impl Cloud {
                         .is_some_and(|t| self.tags.is_owned_for_service(elbv2_tags(t), &svc.key))
                     {
                         self.delete_target_group(arn).await?;
+                        deleted_groups.insert(arn.to_owned());
                     }
                 }
             } else {
@@ -281,8 +285,10 @@ impl Cloud {
         }
         let prefix = naming::target_group_prefix(svc);
         for tg in self.owned_target_groups(&prefix, &svc.key).await? {
-            self.delete_target_group(tg.target_group_arn().unwrap_or_default())
-                .await?;
+            let arn = tg.target_group_arn().unwrap_or_default();
+            if !deleted_groups.contains(arn) {
+                self.delete_target_group(arn).await?;
+            }
         }
         self.remove_node_rules(&svc.load_balancer_name, vpc_id.as_deref())
             .await?;

@@ -164,7 +164,7 @@ impl Cloud {
         }
         let instance_id = instance.instance_id().unwrap_or_default();
         self.api
-            .call("ModifyInstanceAttribute", || {
+            .change("ModifyInstanceAttribute", || {
                 self.api
                     .ec2
                     .modify_instance_attribute()
@@ -216,7 +216,7 @@ impl Cloud {
         let (v4, v6) = split_cidr(cidr);
         let result = if replace {
             self.api
-                .call("ReplaceRoute", || {
+                .change("ReplaceRoute", || {
                     self.api
                         .ec2
                         .replace_route()
@@ -230,7 +230,7 @@ impl Cloud {
                 .map(|_| ())
         } else {
             self.api
-                .call("CreateRoute", || {
+                .change("CreateRoute", || {
                     self.api
                         .ec2
                         .create_route()
@@ -288,7 +288,7 @@ impl Cloud {
         let (v4, v6) = split_cidr(cidr);
         let result = self
             .api
-            .call("DeleteRoute", || {
+            .change("DeleteRoute", || {
                 self.api
                     .ec2
                     .delete_route()

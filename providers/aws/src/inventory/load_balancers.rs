@@ -270,7 +270,7 @@ impl Cloud {
         tracing::info!(arn, "deleting a network load balancer of the inventory");
         let deleted = self
             .api
-            .call("DeleteLoadBalancer", || {
+            .change("DeleteLoadBalancer", || {
                 self.api
                     .elbv2
                     .delete_load_balancer()

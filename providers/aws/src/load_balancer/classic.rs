@@ -106,9 +106,12 @@ impl Cloud {
         let groups = self.classic_security_groups(spec, &vpc_id).await?;
 
         // A new or changed ELB is described once, after its attributes.
+        // A dry run goes on with the ELB it planned to create.
+        let mut planned = None;
         let (existing, mut dirty) = match existing {
             None => {
-                self.create_classic(spec, &subnet_ids, &groups.attached, &tags)
+                planned = self
+                    .create_classic(spec, &subnet_ids, &groups.attached, &tags)
                     .await?;
                 self.set_proxy_protocol(spec, None).await?;
                 (None, true)
@@ -120,9 +123,12 @@ impl Cloud {
                 (Some(lb), changed)
             }
         };
-        dirty |= self.sync_classic_attributes(spec).await?;
-        let lb = match existing {
-            Some(lb) if !dirty => lb,
+        dirty |= self
+            .sync_classic_attributes(spec, planned.is_some())
+            .await?;
+        let lb = match (existing, planned) {
+            (_, Some(planned)) => planned,
+            (Some(lb), None) if !dirty => lb,
             _ => self.describe_classic(name).await?,
         };
         self.sync_ssl_policy(spec, &lb).await?;
@@ -208,7 +214,7 @@ impl Cloud {
     pub(crate) async fn delete_classic_elb(&self, name: &str) -> Result<(), CloudError> {
         let deleted = self
             .api
-            .call("DeleteLoadBalancer", || {
+            .change("DeleteLoadBalancer", || {
                 self.api
                     .elb
                     .delete_load_balancer()

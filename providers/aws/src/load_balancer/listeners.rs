@@ -4,6 +4,10 @@
 //! port): one whose protocol, certificate, policy or target group differ is
 //! modified in place, one for a port the Service dropped is deleted, and a
 //! target group no listener forwards to any more is deleted after it.
+//!
+//! What to do with a port's listener is decided by [`listener_change`],
+//! and which listeners go by [`stale_listeners`], both pure; the property
+//! test applies them to a model of the load balancer's listeners.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -43,6 +47,40 @@ fn listener_matches(listener: &Listener, port: &PortMapping, tg: &str) -> bool {
         && (port.listener_protocol != ProtocolEnum::Tls
             || certificate == port.certificate_arn.as_deref())
         && policy_matches
+}
+
+/// What a Service port's listener needs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum ListenerChange<'a> {
+    /// A listener on the port, forwarding to the port's target group.
+    Create,
+    /// The port's listener, to be brought to the port and target group.
+    Modify(&'a Listener),
+}
+
+/// What `port`'s listener among `listeners` needs so that it does what the
+/// port asks, forwarding to `tg`: nothing when it already does.
+pub(crate) fn listener_change<'a>(
+    listeners: &'a [Listener],
+    port: &PortMapping,
+    tg: &str,
+) -> Option<ListenerChange<'a>> {
+    match listeners.iter().find(|l| l.port() == Some(port.port)) {
+        Some(l) if listener_matches(l, port, tg) => None,
+        Some(l) => Some(ListenerChange::Modify(l)),
+        None => Some(ListenerChange::Create),
+    }
+}
+
+/// The listeners on ports the Service no longer has.
+pub(crate) fn stale_listeners<'a>(
+    listeners: &'a [Listener],
+    ports: &[PortMapping],
+) -> Vec<&'a Listener> {
+    listeners
+        .iter()
+        .filter(|l| !ports.iter().any(|p| Some(p.port) == l.port()))
+        .collect()
 }
 
 impl Cloud {
@@ -97,28 +135,28 @@ impl Cloud {
             let tg_arn = tg.target_group_arn().unwrap_or_default().to_owned();
             self.ensure_targets(&tg_arn, instances, port.node_port, tg_created)
                 .await?;
-            match listeners.iter().find(|l| l.port() == Some(port.port)) {
-                Some(l) if listener_matches(l, port, &tg_arn) => {}
-                Some(l) => self.modify_listener(l, port, &tg_arn).await?,
-                None => self.create_listener(lb_arn, port, &tg_arn, tags).await?,
+            match listener_change(&listeners, port, &tg_arn) {
+                None => {}
+                Some(ListenerChange::Modify(l)) => self.modify_listener(l, port, &tg_arn).await?,
+                Some(ListenerChange::Create) => {
+                    self.create_listener(lb_arn, port, &tg_arn, tags).await?;
+                }
             }
             wanted_groups.insert(tg_arn);
         }
-        for listener in &listeners {
-            if !spec.ports.iter().any(|p| Some(p.port) == listener.port()) {
-                let arn = listener.listener_arn().unwrap_or_default();
-                tracing::info!(service = %spec.svc.key, port = ?listener.port(), "deleting listener");
-                let deleted = self
-                    .api
-                    .call("DeleteListener", || {
-                        self.api.elbv2.delete_listener().listener_arn(arn).send()
-                    })
-                    .await;
-                match deleted {
-                    Err(e) if e.is("ListenerNotFound") => {}
-                    other => {
-                        other?;
-                    }
+        for listener in stale_listeners(&listeners, &spec.ports) {
+            let arn = listener.listener_arn().unwrap_or_default();
+            tracing::info!(service = %spec.svc.key, port = ?listener.port(), "deleting listener");
+            let deleted = self
+                .api
+                .change("DeleteListener", || {
+                    self.api.elbv2.delete_listener().listener_arn(arn).send()
+                })
+                .await;
+            match deleted {
+                Err(e) if e.is("ListenerNotFound") => {}
+                other => {
+                    other?;
                 }
             }
         }
@@ -148,7 +186,7 @@ impl Cloud {
     ) -> Result<(), CloudError> {
         let created = self
             .api
-            .call("CreateListener", || {
+            .change("CreateListener", || {
                 self.api
                     .elbv2
                     .create_listener()
@@ -181,7 +219,7 @@ impl Cloud {
     ) -> Result<(), CloudError> {
         let arn = listener.listener_arn().unwrap_or_default();
         self.api
-            .call("ModifyListener", || {
+            .change("ModifyListener", || {
                 self.api
                     .elbv2
                     .modify_listener()
@@ -288,6 +326,118 @@ mod tests {
             &tls,
             "tg1"
         ));
+    }
+
+    /// A listener as the provider's create or modify leaves it.
+    fn made(port: &PortMapping, tg: &str) -> Listener {
+        Listener::builder()
+            .port(port.port)
+            .protocol(port.listener_protocol.clone())
+            .default_actions(forward(tg))
+            .set_certificates(certificates(port))
+            .set_ssl_policy(port.ssl_policy.clone())
+            .build()
+    }
+
+    /// The listeners once the plan for `wanted` (each port with its target
+    /// group) is carried out on `listeners`, decided on the listeners as
+    /// read, as `ensure_listeners` does.
+    fn carried_out(listeners: &[Listener], wanted: &[(PortMapping, String)]) -> Vec<Listener> {
+        let ports: Vec<PortMapping> = wanted.iter().map(|(p, _)| p.clone()).collect();
+        let stale = stale_listeners(listeners, &ports);
+        let mut out: Vec<Listener> = listeners
+            .iter()
+            .filter(|l| !stale.contains(l))
+            .cloned()
+            .collect();
+        for (port, tg) in wanted {
+            match listener_change(listeners, port, tg) {
+                None => {}
+                Some(ListenerChange::Modify(old)) => {
+                    let at = out.iter().position(|l| l == old).expect("kept");
+                    out[at] = made(port, tg);
+                }
+                Some(ListenerChange::Create) => out.push(made(port, tg)),
+            }
+        }
+        out
+    }
+
+    mod plan {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        const PORTS: [i32; 4] = [80, 443, 8080, 9000];
+
+        fn mapping() -> impl Strategy<Value = (PortMapping, String)> {
+            (
+                prop_oneof![
+                    Just(ProtocolEnum::Tcp),
+                    Just(ProtocolEnum::Udp),
+                    Just(ProtocolEnum::Tls)
+                ],
+                prop::option::of(prop_oneof![Just("arn:cert-a"), Just("arn:cert-b")]),
+                prop::option::of(Just("ELBSecurityPolicy-TLS13-1-2-2021-06")),
+                0..3usize,
+            )
+                .prop_map(|(protocol, cert, policy, tg)| {
+                    let tls = protocol == ProtocolEnum::Tls;
+                    let mut p = port(protocol, cert.filter(|_| tls), policy.filter(|_| tls));
+                    p.port = 0;
+                    (p, format!("tg-{tg}"))
+                })
+        }
+
+        /// Distinct ports, each with what it asks.
+        fn ports() -> impl Strategy<Value = Vec<(PortMapping, String)>> {
+            prop::collection::vec(mapping(), PORTS.len()).prop_flat_map(|all| {
+                prop::sample::subsequence((0..PORTS.len()).collect::<Vec<_>>(), 0..=PORTS.len())
+                    .prop_map(move |chosen| {
+                        chosen
+                            .into_iter()
+                            .map(|i| {
+                                let (mut p, tg) = all[i].clone();
+                                p.port = PORTS[i];
+                                (p, tg)
+                            })
+                            .collect()
+                    })
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn carried_out_the_plan_leaves_one_matching_listener_per_port_and_nothing_to_do(
+                have in ports(),
+                want in ports(),
+            ) {
+                let listeners: Vec<Listener> = have.iter().map(|(p, tg)| made(p, tg)).collect();
+                let after = carried_out(&listeners, &want);
+                for (port, tg) in &want {
+                    let on: Vec<&Listener> =
+                        after.iter().filter(|l| l.port() == Some(port.port)).collect();
+                    prop_assert_eq!(on.len(), 1, "one listener on {}", port.port);
+                    prop_assert!(listener_matches(on[0], port, tg));
+                    prop_assert_eq!(listener_change(&after, port, tg), None);
+                }
+                prop_assert_eq!(after.len(), want.len(), "no listener on a dropped port");
+                let ports: Vec<PortMapping> = want.iter().map(|(p, _)| p.clone()).collect();
+                prop_assert!(stale_listeners(&after, &ports).is_empty());
+            }
+
+            #[test]
+            fn a_listener_that_already_does_what_its_port_asks_is_left_alone(
+                have in ports(),
+            ) {
+                let listeners: Vec<Listener> = have.iter().map(|(p, tg)| made(p, tg)).collect();
+                for (port, tg) in &have {
+                    prop_assert_eq!(listener_change(&listeners, port, tg), None);
+                }
+                let ports: Vec<PortMapping> = have.iter().map(|(p, _)| p.clone()).collect();
+                prop_assert!(stale_listeners(&listeners, &ports).is_empty());
+            }
+        }
     }
 
     #[test]

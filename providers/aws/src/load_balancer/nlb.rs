@@ -5,14 +5,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use aws_sdk_elasticloadbalancingv2::types::{
-    LoadBalancer, LoadBalancerAttribute, LoadBalancerSchemeEnum, LoadBalancerStateEnum,
-    LoadBalancerTypeEnum, SubnetMapping, Tag, TargetGroup,
+    AvailabilityZone, LoadBalancer, LoadBalancerAttribute, LoadBalancerSchemeEnum,
+    LoadBalancerStateEnum, LoadBalancerTypeEnum, SubnetMapping, Tag, TargetGroup,
 };
 use ccm_cloud_provider::{CloudError, LoadBalancerIngress, LoadBalancerStatus};
 
 use super::annotations::{self as key, invalid};
 use super::spec::{LoadBalancerSpec, ServiceRef};
-use crate::api::ApiError;
+use crate::api::{ApiError, is_planned, planned_id};
 use crate::provider::Cloud;
 use crate::tagging::elbv2_tags;
 
@@ -42,6 +42,34 @@ pub(crate) fn status(lb: &LoadBalancer) -> LoadBalancerStatus {
     LoadBalancerStatus {
         ingress: ingress.into_iter().collect(),
     }
+}
+
+/// The load balancer a dry run plans to create, standing in for it in the
+/// rest of the plan: in its subnets, so that the health rule's subnet
+/// CIDRs are planned too, and without an address.
+fn planned_load_balancer(
+    spec: &LoadBalancerSpec,
+    subnets: &[String],
+    security_groups: Option<Vec<String>>,
+    vpc_id: &str,
+) -> LoadBalancer {
+    let zones = subnets
+        .iter()
+        .map(|subnet| AvailabilityZone::builder().subnet_id(subnet).build());
+    LoadBalancer::builder()
+        .load_balancer_arn(planned_id("load-balancer", &spec.svc.load_balancer_name))
+        .load_balancer_name(&spec.svc.load_balancer_name)
+        .r#type(LoadBalancerTypeEnum::Network)
+        .scheme(if spec.internal {
+            LoadBalancerSchemeEnum::Internal
+        } else {
+            LoadBalancerSchemeEnum::InternetFacing
+        })
+        .vpc_id(vpc_id)
+        .ip_address_type(spec.ip_address_type.clone())
+        .set_availability_zones(Some(zones.collect()))
+        .set_security_groups(security_groups)
+        .build()
 }
 
 /// A load balancer's target groups and their tags, by ARN.
@@ -223,7 +251,7 @@ impl Cloud {
     pub(crate) async fn create_load_balancer(
         &self,
         spec: &LoadBalancerSpec,
-        subnets: &[String],
+        (subnets, vpc_id): (&[String], &str),
         security_groups: &[String],
         tags: &BTreeMap<String, String>,
     ) -> Result<LoadBalancer, CloudError> {
@@ -251,7 +279,7 @@ impl Cloud {
         tracing::info!(service = %spec.svc.key, name = %spec.svc.load_balancer_name, "creating network load balancer");
         let created = self
             .api
-            .call("CreateLoadBalancer", || {
+            .change("CreateLoadBalancer", || {
                 self.api
                     .elbv2
                     .create_load_balancer()
@@ -265,6 +293,14 @@ impl Cloud {
                     .send()
             })
             .await?;
+        let Some(created) = created else {
+            return Ok(planned_load_balancer(
+                spec,
+                subnets,
+                security_groups,
+                vpc_id,
+            ));
+        };
         created
             .load_balancers()
             .first()
@@ -287,7 +323,7 @@ impl Cloud {
         let want: BTreeSet<&str> = security_groups.iter().map(String::as_str).collect();
         if !have.is_empty() && !want.is_empty() && have != want {
             self.api
-                .call("SetSecurityGroups", || {
+                .change("SetSecurityGroups", || {
                     self.api
                         .elbv2
                         .set_security_groups()
@@ -299,7 +335,7 @@ impl Cloud {
         }
         if lb.ip_address_type() != Some(&spec.ip_address_type) {
             self.api
-                .call("SetIpAddressType", || {
+                .change("SetIpAddressType", || {
                     self.api
                         .elbv2
                         .set_ip_address_type()
@@ -317,7 +353,7 @@ impl Cloud {
             .collect();
         if !missing.is_empty() {
             self.api
-                .call("AddTags", || {
+                .change("AddTags", || {
                     self.api
                         .elbv2
                         .add_tags()
@@ -336,26 +372,32 @@ impl Cloud {
         spec: &LoadBalancerSpec,
         arn: &str,
     ) -> Result<(), CloudError> {
-        let current = self
-            .api
-            .call("DescribeLoadBalancerAttributes", || {
-                self.api
-                    .elbv2
-                    .describe_load_balancer_attributes()
-                    .load_balancer_arn(arn)
-                    .send()
-            })
-            .await?;
+        // One a dry run plans to create would have AWS's defaults.
+        let current = if is_planned(arn) {
+            None
+        } else {
+            let described = self
+                .api
+                .call("DescribeLoadBalancerAttributes", || {
+                    self.api
+                        .elbv2
+                        .describe_load_balancer_attributes()
+                        .load_balancer_arn(arn)
+                        .send()
+                })
+                .await?;
+            Some(described)
+        };
         let want = spec.cross_zone.to_string();
         let have = current
-            .attributes()
             .iter()
+            .flat_map(|c| c.attributes())
             .find(|a| a.key() == Some(CROSS_ZONE))
             .and_then(|a| a.value())
             .unwrap_or("false");
         if have != want {
             self.api
-                .call("ModifyLoadBalancerAttributes", || {
+                .change("ModifyLoadBalancerAttributes", || {
                     self.api
                         .elbv2
                         .modify_load_balancer_attributes()

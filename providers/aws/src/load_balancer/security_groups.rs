@@ -156,7 +156,7 @@ impl Cloud {
     ) -> Result<(), CloudError> {
         if !changes.describe.is_empty() {
             self.api
-                .call("UpdateSecurityGroupRuleDescriptionsIngress", || {
+                .change("UpdateSecurityGroupRuleDescriptionsIngress", || {
                     self.api
                         .ec2
                         .update_security_group_rule_descriptions_ingress()
@@ -196,7 +196,7 @@ impl Cloud {
     ) -> Result<(), CloudError> {
         let revoked = self
             .api
-            .call("RevokeSecurityGroupIngress", || {
+            .change("RevokeSecurityGroupIngress", || {
                 self.api
                     .ec2
                     .revoke_security_group_ingress()
@@ -217,7 +217,7 @@ impl Cloud {
         grant: Vec<IpPermission>,
     ) -> Result<(), ApiError> {
         self.api
-            .call("AuthorizeSecurityGroupIngress", || {
+            .change("AuthorizeSecurityGroupIngress", || {
                 self.api
                     .ec2
                     .authorize_security_group_ingress()

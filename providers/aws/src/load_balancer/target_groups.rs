@@ -17,7 +17,7 @@ use super::annotations::attributes::{self, PROXY_PROTOCOL_V2};
 use super::naming;
 use super::nlb::elbv2_tag_list;
 use super::spec::{LoadBalancerSpec, PortMapping};
-use crate::api::ApiError;
+use crate::api::{ApiError, planned_id};
 use crate::provider::Cloud;
 use crate::tagging::elbv2_tags;
 
@@ -160,7 +160,7 @@ impl Cloud {
         tracing::info!(service = %spec.svc.key, name, "creating target group");
         let created = self
             .api
-            .call("CreateTargetGroup", || {
+            .change("CreateTargetGroup", || {
                 self.api
                     .elbv2
                     .create_target_group()
@@ -180,6 +180,9 @@ impl Cloud {
                     .send()
             })
             .await?;
+        let Some(created) = created else {
+            return Ok(planned_target_group(port, name, vpc_id));
+        };
         created
             .target_groups()
             .first()
@@ -209,7 +212,7 @@ impl Cloud {
         }
         let arn = tg.target_group_arn().unwrap_or_default();
         self.api
-            .call("ModifyTargetGroup", || {
+            .change("ModifyTargetGroup", || {
                 self.api
                     .elbv2
                     .modify_target_group()
@@ -268,7 +271,7 @@ impl Cloud {
             .collect();
         if !changes.is_empty() {
             self.api
-                .call("ModifyTargetGroupAttributes", || {
+                .change("ModifyTargetGroupAttributes", || {
                     self.api
                         .elbv2
                         .modify_target_group_attributes()
@@ -302,7 +305,7 @@ impl Cloud {
         for chunk in changes.deregister.chunks(TARGETS_PER_CALL) {
             let targets = descriptions(chunk);
             self.api
-                .call("DeregisterTargets", || {
+                .change("DeregisterTargets", || {
                     self.api
                         .elbv2
                         .deregister_targets()
@@ -315,7 +318,7 @@ impl Cloud {
         for chunk in changes.register.chunks(TARGETS_PER_CALL) {
             let targets = descriptions(chunk);
             self.api
-                .call("RegisterTargets", || {
+                .change("RegisterTargets", || {
                     self.api
                         .elbv2
                         .register_targets()
@@ -363,7 +366,7 @@ impl Cloud {
     pub(crate) async fn delete_target_group(&self, arn: &str) -> Result<(), CloudError> {
         let deleted = self
             .api
-            .call("DeleteTargetGroup", || {
+            .change("DeleteTargetGroup", || {
                 self.api
                     .elbv2
                     .delete_target_group()
@@ -413,6 +416,18 @@ impl Cloud {
             .cloned()
             .collect())
     }
+}
+
+/// The target group a dry run plans to create, standing in for it in the
+/// rest of the plan.
+fn planned_target_group(port: &PortMapping, name: &str, vpc_id: &str) -> TargetGroup {
+    TargetGroup::builder()
+        .target_group_arn(planned_id("target-group", name))
+        .target_group_name(name)
+        .port(port.node_port)
+        .protocol(port.target_protocol.clone())
+        .vpc_id(vpc_id)
+        .build()
 }
 
 fn descriptions(targets: &[(String, i32)]) -> Vec<TargetDescription> {

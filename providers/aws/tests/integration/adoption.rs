@@ -9,6 +9,9 @@
 #[path = "adoption/upstream.rs"]
 mod upstream;
 
+#[path = "adoption/plan.rs"]
+mod plan;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -127,10 +130,10 @@ async fn adopt_under(
     (provider, proxy)
 }
 
-#[tokio::test]
-async fn an_nlb_upstream_made_is_adopted_without_a_change_and_deleted_with_its_service() {
-    let moto = moto().await;
-    let estate = seed::estate(&ec2(&moto), 2).await.expect("seeded");
+/// Two instances and the NLB upstream makes by default for them: internet
+/// facing, no security group of its own.
+async fn default_nlb(moto: &Moto) -> Estate {
+    let estate = seed::estate(&ec2(moto), 2).await.expect("seeded");
     let made = Nlb {
         scheme: LoadBalancerSchemeEnum::InternetFacing,
         subnets: subnets(&estate.public_subnets),
@@ -139,7 +142,14 @@ async fn an_nlb_upstream_made_is_adopted_without_a_change_and_deleted_with_its_s
         rules: upstream::client_rules("0.0.0.0/0"),
         security_groups: Vec::new(),
     };
-    upstream::nlb(&moto, &estate, made).await;
+    upstream::nlb(moto, &estate, made).await;
+    estate
+}
+
+#[tokio::test]
+async fn an_nlb_upstream_made_is_adopted_without_a_change_and_deleted_with_its_service() {
+    let moto = moto().await;
+    let estate = default_nlb(&moto).await;
     let svc = nlb_service(UID, &[], &[(PORT, NODE_PORT)]);
     let (provider, _proxy) = adopt(&moto, &estate, &svc).await;
 

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use aws_sdk_elasticloadbalancing::types::{
-    Instance, Listener, LoadBalancerDescription, PolicyAttribute, Tag,
+    Instance, Listener, ListenerDescription, LoadBalancerDescription, PolicyAttribute, Tag,
 };
 use ccm_cloud_provider::CloudError;
 
@@ -131,13 +131,15 @@ impl Cloud {
             .ok_or_else(|| CloudError::msg(format!("classic ELB {name} vanished")))
     }
 
+    /// Creates the ELB; in a dry run, answers the ELB it planned, which
+    /// stands in for it in the rest of the plan (`None` once created).
     pub(crate) async fn create_classic(
         &self,
         spec: &ClassicSpec,
         subnets: &[String],
         groups: &[String],
         tags: &BTreeMap<String, String>,
-    ) -> Result<(), CloudError> {
+    ) -> Result<Option<LoadBalancerDescription>, CloudError> {
         let listeners = spec
             .listeners
             .iter()
@@ -146,8 +148,9 @@ impl Cloud {
         let tags = tag_list(tags)?;
         let name = &spec.svc.load_balancer_name;
         tracing::info!(service = %spec.svc.key, name = %name, "creating classic ELB");
-        self.api
-            .call("CreateLoadBalancer", || {
+        let created = self
+            .api
+            .change("CreateLoadBalancer", || {
                 self.api
                     .elb
                     .create_load_balancer()
@@ -160,7 +163,20 @@ impl Cloud {
                     .send()
             })
             .await?;
-        Ok(())
+        if created.is_some() {
+            return Ok(None);
+        }
+        let listeners = listeners
+            .into_iter()
+            .map(|l| ListenerDescription::builder().listener(l).build());
+        Ok(Some(
+            LoadBalancerDescription::builder()
+                .load_balancer_name(name)
+                .set_listener_descriptions(Some(listeners.collect()))
+                .set_subnets(Some(subnets.to_vec()))
+                .set_security_groups(Some(groups.to_vec()))
+                .build(),
+        ))
     }
 
     /// Brings an existing ELB's subnets, groups, listeners, proxy protocol
@@ -182,7 +198,7 @@ impl Cloud {
         let attach: Vec<String> = want.difference(&have).map(|s| (*s).to_owned()).collect();
         if !detach.is_empty() {
             self.api
-                .call("DetachLoadBalancerFromSubnets", || {
+                .change("DetachLoadBalancerFromSubnets", || {
                     self.api
                         .elb
                         .detach_load_balancer_from_subnets()
@@ -195,7 +211,7 @@ impl Cloud {
         }
         if !attach.is_empty() {
             self.api
-                .call("AttachLoadBalancerToSubnets", || {
+                .change("AttachLoadBalancerToSubnets", || {
                     self.api
                         .elb
                         .attach_load_balancer_to_subnets()
@@ -210,7 +226,7 @@ impl Cloud {
         let want: BTreeSet<&String> = groups.attached.iter().collect();
         if have != want {
             self.api
-                .call("ApplySecurityGroupsToLoadBalancer", || {
+                .change("ApplySecurityGroupsToLoadBalancer", || {
                     self.api
                         .elb
                         .apply_security_groups_to_load_balancer()
@@ -237,7 +253,7 @@ impl Cloud {
         if !missing.is_empty() {
             let tags = tag_list(&missing)?;
             self.api
-                .call("AddTags", || {
+                .change("AddTags", || {
                     self.api
                         .elb
                         .add_tags()
@@ -266,7 +282,7 @@ impl Cloud {
         // delete several at once, and listeners seldom change.
         for port in &remove {
             self.api
-                .call("DeleteLoadBalancerListeners", || {
+                .change("DeleteLoadBalancerListeners", || {
                     self.api
                         .elb
                         .delete_load_balancer_listeners()
@@ -282,7 +298,7 @@ impl Cloud {
                 .map(|l| listener(l))
                 .collect::<Result<Vec<_>, _>>()?;
             self.api
-                .call("CreateLoadBalancerListeners", || {
+                .change("CreateLoadBalancerListeners", || {
                     self.api
                         .elb
                         .create_load_balancer_listeners()
@@ -339,7 +355,7 @@ impl Cloud {
                 .attribute_value("true")
                 .build();
             self.api
-                .call("CreateLoadBalancerPolicy", || {
+                .change("CreateLoadBalancerPolicy", || {
                     self.api
                         .elb
                         .create_load_balancer_policy()
@@ -358,7 +374,7 @@ impl Cloud {
                 Vec::new()
             };
             self.api
-                .call("SetLoadBalancerPoliciesForBackendServer", || {
+                .change("SetLoadBalancerPoliciesForBackendServer", || {
                     self.api
                         .elb
                         .set_load_balancer_policies_for_backend_server()
@@ -394,7 +410,7 @@ impl Cloud {
         let remove = instances(have.difference(&want).collect());
         if !add.is_empty() {
             self.api
-                .call("RegisterInstancesWithLoadBalancer", || {
+                .change("RegisterInstancesWithLoadBalancer", || {
                     self.api
                         .elb
                         .register_instances_with_load_balancer()
@@ -406,7 +422,7 @@ impl Cloud {
         }
         if !remove.is_empty() {
             self.api
-                .call("DeregisterInstancesFromLoadBalancer", || {
+                .change("DeregisterInstancesFromLoadBalancer", || {
                     self.api
                         .elb
                         .deregister_instances_from_load_balancer()

@@ -54,6 +54,20 @@ pub(crate) fn attributes_match(
     log_ok && draining_ok && idle_ok && cross_zone_ok
 }
 
+/// The attributes AWS gives an ELB made through the API: no access log,
+/// no connection draining (its timeout reported as 300 s), a 60-second idle
+/// timeout, no cross-zone load balancing.
+const NEW_ELB: ClassicAttributes = ClassicAttributes {
+    access_log_enabled: false,
+    access_log_interval: None,
+    access_log_bucket: None,
+    access_log_prefix: None,
+    draining_enabled: false,
+    draining_timeout: Some(300),
+    idle_timeout: 60,
+    cross_zone: false,
+};
+
 fn attributes(wanted: &ClassicAttributes) -> Result<LoadBalancerAttributes, CloudError> {
     let idle = ConnectionSettings::builder()
         .idle_timeout(wanted.idle_timeout)
@@ -105,31 +119,36 @@ pub(crate) fn health_check_matches(
 }
 
 impl crate::provider::Cloud {
-    /// Sets the attributes that differ; whether any did.
+    /// The ELB's attributes as the Service asks; whether they changed. An
+    /// ELB a dry run `planned` to create is not read: it would have
+    /// [`NEW_ELB`]'s.
     pub(crate) async fn sync_classic_attributes(
         &self,
         spec: &ClassicSpec,
+        planned: bool,
     ) -> Result<bool, CloudError> {
         let name = spec.svc.load_balancer_name.as_str();
-        let described = self
-            .api
-            .call("DescribeLoadBalancerAttributes", || {
-                self.api
-                    .elb
-                    .describe_load_balancer_attributes()
-                    .load_balancer_name(name)
-                    .send()
-            })
-            .await?;
-        if described
-            .load_balancer_attributes()
-            .is_some_and(|a| attributes_match(a, &spec.attributes))
-        {
+        let current = if planned {
+            Some(attributes(&NEW_ELB)?)
+        } else {
+            let described = self
+                .api
+                .call("DescribeLoadBalancerAttributes", || {
+                    self.api
+                        .elb
+                        .describe_load_balancer_attributes()
+                        .load_balancer_name(name)
+                        .send()
+                })
+                .await?;
+            described.load_balancer_attributes().cloned()
+        };
+        if current.is_some_and(|a| attributes_match(&a, &spec.attributes)) {
             return Ok(false);
         }
         let wanted = attributes(&spec.attributes)?;
         self.api
-            .call("ModifyLoadBalancerAttributes", || {
+            .change("ModifyLoadBalancerAttributes", || {
                 self.api
                     .elb
                     .modify_load_balancer_attributes()
@@ -159,7 +178,7 @@ impl crate::provider::Cloud {
             .build()
             .map_err(|e| CloudError::msg(format!("building the ELB health check: {e}")))?;
         self.api
-            .call("ConfigureHealthCheck", || {
+            .change("ConfigureHealthCheck", || {
                 self.api
                     .elb
                     .configure_health_check()
@@ -206,7 +225,7 @@ impl crate::provider::Cloud {
                 .attribute_value(policy)
                 .build();
             self.api
-                .call("CreateLoadBalancerPolicy", || {
+                .change("CreateLoadBalancerPolicy", || {
                     self.api
                         .elb
                         .create_load_balancer_policy()
@@ -220,7 +239,7 @@ impl crate::provider::Cloud {
         }
         for port in tls_ports {
             self.api
-                .call("SetLoadBalancerPoliciesOfListener", || {
+                .change("SetLoadBalancerPoliciesOfListener", || {
                     self.api
                         .elb
                         .set_load_balancer_policies_of_listener()

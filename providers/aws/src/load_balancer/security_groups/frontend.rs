@@ -38,6 +38,7 @@ use ccm_cloud_provider::ipnet::IpNet;
 use sha2::{Digest, Sha256};
 
 use super::{Rule, RuleChanges, flatten};
+use crate::api::planned_id;
 use crate::instances::lookup::filter;
 use crate::load_balancer::spec::{LoadBalancerSpec, ServiceRef};
 use crate::provider::Cloud;
@@ -270,7 +271,7 @@ impl Cloud {
         tracing::info!(name, vpc_id, "creating load balancer security group");
         let created = self
             .api
-            .call("CreateSecurityGroup", || {
+            .change("CreateSecurityGroup", || {
                 self.api
                     .ec2
                     .create_security_group()
@@ -281,9 +282,13 @@ impl Cloud {
                     .send()
             })
             .await?;
-        let id = created
-            .group_id()
-            .ok_or_else(|| CloudError::msg("CreateSecurityGroup answered without a group ID"))?;
+        // A dry run plans the group under a stand-in ID.
+        let id = match &created {
+            Some(created) => created.group_id().map(str::to_owned).ok_or_else(|| {
+                CloudError::msg("CreateSecurityGroup answered without a group ID")
+            })?,
+            None => planned_id("security-group", name),
+        };
         // AWS adds the default egress rule; the new group has no ingress.
         Ok(SecurityGroup::builder()
             .group_id(id)
@@ -384,7 +389,7 @@ impl Cloud {
     pub(crate) async fn delete_security_group(&self, id: &str) -> Result<(), CloudError> {
         let deleted = self
             .api
-            .call("DeleteSecurityGroup", || {
+            .change("DeleteSecurityGroup", || {
                 self.api.ec2.delete_security_group().group_id(id).send()
             })
             .await;
