@@ -412,6 +412,61 @@ where
 mod tests {
     use super::*;
 
+    /// The operations `source` sends through `.call("Operation"`.
+    fn called(source: &str) -> Vec<&str> {
+        source
+            .split(".call(\"")
+            .skip(1)
+            .filter_map(|rest| rest.split_once('"').map(|(operation, _)| operation))
+            .collect()
+    }
+
+    fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("readable").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    #[test]
+    fn every_mutation_goes_through_change_so_a_dry_run_plans_past_it() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let mut through_call = Vec::new();
+        let mut reads = 0;
+        // What ships: not the test harness, nor the tests at a file's end.
+        let shipped = files.iter().filter(|f| {
+            let path = f.to_string_lossy();
+            !path.contains("mock_tests") && !path.contains("test_util")
+        });
+        for file in shipped {
+            let source = std::fs::read_to_string(file).expect("readable");
+            let source = source.split("#[cfg(test)]").next().unwrap_or_default();
+            for operation in called(source) {
+                if ["Describe", "Get", "List"]
+                    .iter()
+                    .any(|r| operation.starts_with(r))
+                {
+                    reads += 1;
+                } else {
+                    through_call.push(format!("{}: {operation}", file.display()));
+                }
+            }
+        }
+        assert!(reads > 10, "the scan finds the reads: {reads}");
+        assert_eq!(
+            through_call,
+            Vec::<String>::new(),
+            "mutations sent with `call`"
+        );
+        assert_eq!(called(r#"api.call("CreateRoute", || x)"#), ["CreateRoute"]);
+    }
+
     #[test]
     fn service_ids_are_the_sdks_as_upstream_labels_them() {
         use aws_sdk_ec2::operation::create_tags::CreateTagsError;
