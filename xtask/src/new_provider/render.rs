@@ -220,7 +220,9 @@ pub(crate) fn modules(capabilities: &BTreeSet<Capability>) -> String {
         .iter()
         .map(|c| match c {
             Capability::Instances => "`instances` looks nodes' instances up in batches; ",
-            Capability::LoadBalancers => "`load_balancer` keeps one load balancer per Service; ",
+            Capability::LoadBalancers => {
+                "`load_balancer` keeps one load balancer per Service (spec, pure plan, apply); "
+            }
             Capability::Routes => "`routes` keeps pod-CIDR routes; ",
         })
         .collect()
