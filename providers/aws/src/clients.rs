@@ -9,6 +9,7 @@ mod query;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use aws_config::SdkConfig;
 use aws_sdk_ec2::config::endpoint::{Endpoint, EndpointFuture};
 use aws_sdk_ec2::config::interceptors::BeforeTransmitInterceptorContextMut;
 use aws_sdk_ec2::config::retry::RetryConfig;
@@ -31,10 +32,19 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// One attempt of any call; bounds every call so none hangs.
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(30);
 
-fn timeouts() -> TimeoutConfig {
-    TimeoutConfig::builder()
+/// What the three clients share: region, credentials, no SDK retries, the
+/// timeouts.
+fn shared(region: &Region, credentials: SharedCredentialsProvider) -> SdkConfig {
+    let timeouts = TimeoutConfig::builder()
         .connect_timeout(CONNECT_TIMEOUT)
         .operation_attempt_timeout(ATTEMPT_TIMEOUT)
+        .build();
+    SdkConfig::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(region.clone())
+        .credentials_provider(credentials)
+        .retry_config(RetryConfig::disabled())
+        .timeout_config(timeouts)
         .build()
 }
 
@@ -44,12 +54,7 @@ pub(crate) fn ec2(
     region: &Region,
     credentials: SharedCredentialsProvider,
 ) -> aws_sdk_ec2::Client {
-    let mut builder = aws_sdk_ec2::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(region.clone())
-        .credentials_provider(credentials)
-        .retry_config(RetryConfig::disabled())
-        .timeout_config(timeouts())
+    let mut builder = aws_sdk_ec2::config::Builder::from(&shared(region, credentials))
         .interceptor(FenceEachRequest);
     if let Some(o) = config.service_override(AwsService::Ec2, region.as_ref()) {
         builder = builder.endpoint_resolver(FixedEndpoint(endpoint(o, "ec2")));
@@ -63,13 +68,9 @@ pub(crate) fn elbv2(
     region: &Region,
     credentials: SharedCredentialsProvider,
 ) -> aws_sdk_elasticloadbalancingv2::Client {
-    let mut builder = aws_sdk_elasticloadbalancingv2::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(region.clone())
-        .credentials_provider(credentials)
-        .retry_config(RetryConfig::disabled())
-        .timeout_config(timeouts())
-        .interceptor(FenceEachRequest);
+    let mut builder =
+        aws_sdk_elasticloadbalancingv2::config::Builder::from(&shared(region, credentials))
+            .interceptor(FenceEachRequest);
     if let Some(o) = config.service_override(AwsService::Elbv2, region.as_ref()) {
         builder = builder.endpoint_resolver(FixedEndpoint(endpoint(o, "elasticloadbalancing")));
     }
@@ -83,13 +84,9 @@ pub(crate) fn elb(
     region: &Region,
     credentials: SharedCredentialsProvider,
 ) -> aws_sdk_elasticloadbalancing::Client {
-    let mut builder = aws_sdk_elasticloadbalancing::Config::builder()
-        .behavior_version(BehaviorVersion::latest())
-        .region(region.clone())
-        .credentials_provider(credentials)
-        .retry_config(RetryConfig::disabled())
-        .timeout_config(timeouts())
-        .interceptor(FenceEachRequest);
+    let mut builder =
+        aws_sdk_elasticloadbalancing::config::Builder::from(&shared(region, credentials))
+            .interceptor(FenceEachRequest);
     if let Some(o) = config.service_override(AwsService::Elbv2, region.as_ref()) {
         builder = builder.endpoint_resolver(FixedEndpoint(endpoint(o, "elasticloadbalancing")));
     }
@@ -267,14 +264,14 @@ mod tests {
     }
 
     fn ec2_at(url: &str) -> aws_sdk_ec2::Client {
+        let credentials = Credentials::new("AKID", "SECRET", None, None, "test");
+        let shared = shared(
+            &Region::new("us-east-1"),
+            SharedCredentialsProvider::new(credentials),
+        );
         aws_sdk_ec2::Client::from_conf(
-            aws_sdk_ec2::Config::builder()
-                .behavior_version(BehaviorVersion::latest())
-                .region(Region::new("us-east-1"))
+            aws_sdk_ec2::config::Builder::from(&shared)
                 .endpoint_url(url)
-                .credentials_provider(Credentials::new("AKID", "SECRET", None, None, "test"))
-                .retry_config(RetryConfig::disabled())
-                .timeout_config(timeouts())
                 .interceptor(FenceEachRequest)
                 .build(),
         )

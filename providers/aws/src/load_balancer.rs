@@ -246,22 +246,7 @@ impl Cloud {
             if self.tags.is_owned_for_service(elbv2_tags(&tags), &svc.key) {
                 let arn = lb.load_balancer_arn().unwrap_or_default();
                 tracing::info!(service = %svc.key, name = %svc.load_balancer_name, "deleting network load balancer");
-                let deleted = self
-                    .api
-                    .change("DeleteLoadBalancer", || {
-                        self.api
-                            .elbv2
-                            .delete_load_balancer()
-                            .load_balancer_arn(arn)
-                            .send()
-                    })
-                    .await;
-                match deleted {
-                    Err(e) if e.is("LoadBalancerNotFound") => {}
-                    other => {
-                        other?;
-                    }
-                }
+                self.delete_network_load_balancer(arn).await?;
                 vpc_id = lb.vpc_id().map(str::to_owned).or(vpc_id);
                 attached_groups = lb.security_groups().to_vec();
                 let arns: Vec<&str> = groups

@@ -19,13 +19,14 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use aws_sdk_ec2::types::{
-    AttributeBooleanValue, InstanceStateName, Route as Ec2Route, RouteState, RouteTable,
+    AttributeBooleanValue, Filter, InstanceStateName, Route as Ec2Route, RouteState, RouteTable,
 };
 use ccm_cloud_provider::ipnet::IpNet;
 use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, NodeSpec};
 use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use ccm_cloud_provider::{BatchResult, CloudError, Route, RouteCreate, Routes};
 
+use crate::api::ApiError;
 use crate::instances::lookup::{filter, state};
 use crate::provider::{AwsProvider, Cloud};
 use crate::provider_id;
@@ -67,8 +68,19 @@ impl Cloud {
             Some(id) => vec![filter("route-table-id", &[id])],
             None => Vec::new(),
         };
-        let mut tables = self
-            .api
+        let mut tables = self.describe_route_tables(filters).await?;
+        if self.config.route_table_id.is_none() {
+            tables.retain(|t| cluster.is_tagged(ec2_tags(t.tags())));
+        }
+        Ok(tables)
+    }
+
+    /// The route tables matching `filters`, across pages.
+    pub(crate) async fn describe_route_tables(
+        &self,
+        filters: Vec<Filter>,
+    ) -> Result<Vec<RouteTable>, ApiError> {
+        self.api
             .paged(
                 "DescribeRouteTables",
                 |token| {
@@ -86,11 +98,7 @@ impl Cloud {
                     )
                 },
             )
-            .await?;
-        if self.config.route_table_id.is_none() {
-            tables.retain(|t| cluster.is_tagged(ec2_tags(t.tags())));
-        }
-        Ok(tables)
+            .await
     }
 
     async fn list_routes(&self, cluster_name: &str) -> Result<Vec<Route>, CloudError> {

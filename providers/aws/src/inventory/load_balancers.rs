@@ -268,22 +268,7 @@ impl Cloud {
             return Ok(());
         };
         tracing::info!(arn, "deleting a network load balancer of the inventory");
-        let deleted = self
-            .api
-            .change("DeleteLoadBalancer", || {
-                self.api
-                    .elbv2
-                    .delete_load_balancer()
-                    .load_balancer_arn(arn)
-                    .send()
-            })
-            .await;
-        match deleted {
-            Err(e) if e.is("LoadBalancerNotFound") => {}
-            other => {
-                other?;
-            }
-        }
+        self.delete_network_load_balancer(arn).await?;
         // As the service controller's delete: the nodes stop admitting it.
         let name = lb.load_balancer_name().unwrap_or_default();
         self.remove_node_rules(name, lb.vpc_id().or(self.config.vpc.as_deref()))

@@ -167,6 +167,24 @@ impl Cloud {
         Ok(Some(lb))
     }
 
+    /// Deletes the Network Load Balancer `arn`; one already gone is fine.
+    pub(crate) async fn delete_network_load_balancer(&self, arn: &str) -> Result<(), ApiError> {
+        let deleted = self
+            .api
+            .change("DeleteLoadBalancer", || {
+                self.api
+                    .elbv2
+                    .delete_load_balancer()
+                    .load_balancer_arn(arn)
+                    .send()
+            })
+            .await;
+        match deleted {
+            Err(e) if e.is("LoadBalancerNotFound") => Ok(()),
+            other => other.map(drop),
+        }
+    }
+
     /// The tags of up to 20 ELBv2 resources, by ARN.
     pub(crate) async fn tags_of(
         &self,

@@ -177,7 +177,9 @@ impl Cloud {
                 .describe_subnets(vec![filter("subnet-id", &[id])])
                 .await?;
         }
-        let tables = self.vpc_route_tables(&vpc).await?;
+        let tables = self
+            .describe_route_tables(vec![filter("vpc-id", &[&vpc])])
+            .await?;
         let mut by_zone: BTreeMap<String, Subnet> = BTreeMap::new();
         for subnet in candidates {
             let (Some(zone), Some(id)) = (subnet.availability_zone(), subnet.subnet_id()) else {
@@ -223,29 +225,6 @@ impl Cloud {
                 |page| {
                     (
                         page.subnets().to_vec(),
-                        page.next_token().map(str::to_owned),
-                    )
-                },
-            )
-            .await
-    }
-
-    async fn vpc_route_tables(&self, vpc: &str) -> Result<Vec<RouteTable>, ApiError> {
-        let filters = vec![filter("vpc-id", &[vpc])];
-        self.api
-            .paged(
-                "DescribeRouteTables",
-                |token| {
-                    self.api
-                        .ec2
-                        .describe_route_tables()
-                        .set_filters(Some(filters.clone()))
-                        .set_next_token(token)
-                        .send()
-                },
-                |page| {
-                    (
-                        page.route_tables().to_vec(),
                         page.next_token().map(str::to_owned),
                     )
                 },
