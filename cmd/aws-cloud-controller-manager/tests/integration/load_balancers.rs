@@ -34,7 +34,7 @@ fn load_balancer_name(service: &Service) -> String {
 
 /// Registers the nodes of `instances` and waits until the CCM initialized
 /// them.
-async fn join(e2e: &E2e, instances: &[&Seeded]) -> anyhow::Result<()> {
+pub(crate) async fn join(e2e: &E2e, instances: &[&Seeded]) -> anyhow::Result<()> {
     for instance in instances {
         create_node(&e2e.client, &kubelet_node(instance, true, None)).await?;
     }

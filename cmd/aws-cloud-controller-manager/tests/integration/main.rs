@@ -11,6 +11,7 @@ mod audit;
 mod call_budgets;
 mod classic_elb;
 mod crash_points;
+mod dry_run;
 mod load_balancers;
 mod manifests;
 mod nodes;
