@@ -264,3 +264,19 @@ fn decode<T: DeserializeOwned>(
         source,
     })
 }
+
+/// A change without an answer to read, as a dry run answers it: the fence
+/// refused it and recorded it as planned, so it is `Ok` and the caller
+/// makes the rest of its changes, which the plan then holds too. A change
+/// whose answer the caller reads (a created load balancer) still ends the
+/// call at its refusal.
+pub(crate) fn planned(sent: Result<(), ApiError>) -> Result<(), ApiError> {
+    match sent {
+        Err(ApiError::Send(ccm_rest::SendError::Fenced { .. }))
+            if ccm_cloud_provider::fence::dry_run() =>
+        {
+            Ok(())
+        }
+        other => other,
+    }
+}

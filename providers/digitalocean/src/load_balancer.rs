@@ -25,6 +25,7 @@ use ccm_cloud_provider::{
 use parking_lot::MutexGuard;
 
 use crate::DigitalOceanProvider;
+use crate::api::planned;
 use crate::api::types::{self, DropletIds, LoadBalancerEnvelope};
 use crate::instances::{DropletIndex, DropletRef};
 use options::Identity;
@@ -449,25 +450,27 @@ impl LoadBalancer for DigitalOceanProvider {
         let current: BTreeSet<u64> = lb.droplet_ids.iter().copied().collect();
         let path = format!("/v2/load_balancers/{}/droplets", lb.id);
         let add: Vec<u64> = desired.difference(&current).copied().collect();
+        // A dry run plans the removal too, after the addition.
         if !add.is_empty() {
-            self.api
-                .post_no_content(&path, &DropletIds { droplet_ids: add })
-                .await?;
+            planned(
+                self.api
+                    .post_no_content(&path, &DropletIds { droplet_ids: add })
+                    .await,
+            )?;
         }
         let remove: Vec<u64> = current.difference(&desired).copied().collect();
         if !remove.is_empty() {
-            self.api
-                .delete(
-                    &path,
-                    Some(&DropletIds {
-                        droplet_ids: remove,
-                    }),
-                )
-                .await?;
+            let body = DropletIds {
+                droplet_ids: remove,
+            };
+            planned(self.api.delete(&path, Some(&body)).await)?;
         }
-        let mut now = lb;
-        now.droplet_ids = desired.into_iter().collect();
-        self.seen.remember(uid(service), now);
+        // A dry run changed nothing: there is nothing new to remember.
+        if !ccm_cloud_provider::fence::dry_run() {
+            let mut now = lb;
+            now.droplet_ids = desired.into_iter().collect();
+            self.seen.remember(uid(service), now);
+        }
         Ok(())
     }
 

@@ -155,3 +155,49 @@ async fn a_dry_run_plans_the_put_a_changed_port_needs_and_changes_nothing() {
     assert_eq!(account.mutations(), 0, "{:?}", account.requests());
     assert_eq!(account.load_balancers(), before, "the cloud is unchanged");
 }
+
+#[tokio::test]
+async fn a_dry_run_of_a_node_change_plans_the_droplets_added_and_removed() {
+    let account = account();
+    let (provider, svc, id) = in_shape(&account).await;
+    account.add_droplets(1);
+    let before = account.load_balancers();
+    // node-0 goes, node-2 (droplet 1002) comes.
+    let moved = vec![
+        node("node-1", Some("digitalocean://1001")),
+        node("node-2", Some("digitalocean://1002")),
+    ];
+    let fence = Arc::new(DryRun::default());
+
+    scope(
+        fence.clone(),
+        provider.update_load_balancer("c1", &svc, &moved),
+    )
+    .await
+    .expect("a dry run plans past the first change");
+
+    let planned = fence.planned();
+    let path = format!("/v2/load_balancers/{id}/droplets");
+    let operations: Vec<&str> = planned.iter().map(|p| p.operation.as_str()).collect();
+    assert_eq!(
+        operations,
+        [format!("POST {path}"), format!("DELETE {path}")],
+        "both changes, in order: {planned:?}"
+    );
+    assert!(planned[0].detail.contains("1002"), "{planned:?}");
+    assert!(planned[1].detail.contains("1000"), "{planned:?}");
+    assert_eq!(account.mutations(), 0, "{:?}", account.requests());
+    assert_eq!(account.load_balancers(), before, "the cloud is unchanged");
+
+    // Outside a dry run the update makes what was planned.
+    provider
+        .update_load_balancer("c1", &svc, &moved)
+        .await
+        .expect("updated");
+    let lb = account
+        .load_balancers()
+        .into_iter()
+        .find(|lb| lb["id"] == id.as_str())
+        .expect("the load balancer");
+    assert_eq!(lb["droplet_ids"], serde_json::json!([1001, 1002]));
+}
