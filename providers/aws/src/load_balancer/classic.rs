@@ -107,20 +107,19 @@ impl Cloud {
 
         // A new or changed ELB is described once, after its attributes.
         // A dry run goes on with the ELB it planned to create.
-        let mut planned = None;
-        let (existing, mut dirty) = match existing {
+        let (existing, planned, mut dirty) = match existing {
             None => {
-                planned = self
+                let planned = self
                     .create_classic(spec, &subnet_ids, &groups.attached, &tags)
                     .await?;
                 self.set_proxy_protocol(spec, None).await?;
-                (None, true)
+                (None, planned, true)
             }
             Some((lb, current_tags)) => {
                 let changed = self
                     .update_classic_settings(spec, &lb, &current_tags, &tags, &subnet_ids, &groups)
                     .await?;
-                (Some(lb), changed)
+                (Some(lb), None, changed)
             }
         };
         dirty |= self

@@ -49,9 +49,9 @@ pub(crate) fn status(lb: &LoadBalancer) -> LoadBalancerStatus {
 /// CIDRs are planned too, and without an address.
 fn planned_load_balancer(
     spec: &LoadBalancerSpec,
-    subnets: &[String],
+    (subnets, vpc_id): (&[String], &str),
+    scheme: LoadBalancerSchemeEnum,
     security_groups: Option<Vec<String>>,
-    vpc_id: &str,
 ) -> LoadBalancer {
     let zones = subnets
         .iter()
@@ -60,11 +60,7 @@ fn planned_load_balancer(
         .load_balancer_arn(planned_id("load-balancer", &spec.svc.load_balancer_name))
         .load_balancer_name(&spec.svc.load_balancer_name)
         .r#type(LoadBalancerTypeEnum::Network)
-        .scheme(if spec.internal {
-            LoadBalancerSchemeEnum::Internal
-        } else {
-            LoadBalancerSchemeEnum::InternetFacing
-        })
+        .scheme(scheme)
         .vpc_id(vpc_id)
         .ip_address_type(spec.ip_address_type.clone())
         .set_availability_zones(Some(zones.collect()))
@@ -314,9 +310,9 @@ impl Cloud {
         let Some(created) = created else {
             return Ok(planned_load_balancer(
                 spec,
-                subnets,
+                (subnets, vpc_id),
+                scheme,
                 security_groups,
-                vpc_id,
             ));
         };
         created
