@@ -1,30 +1,25 @@
 //! The provider as controllers see it: every call counted and timed, and
 //! every mutation fenced by leadership.
 
-use std::collections::BTreeMap;
 use std::future::Future;
-use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use ccm_cloud_provider::fence::RequestFence;
-use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, PersistentVolume, Service};
 use ccm_cloud_provider::{
-    BatchResult, CloudError, CloudProvider, EnsuredLoadBalancer, InitContext, InstanceMetadata,
-    Instances, LoadBalancer, LoadBalancerStatus, Routes, ServiceObserver, Volumes,
+    CloudError, CloudProvider, InitContext, InstanceTags, Instances, Inventory, LoadBalancer,
+    PodCidrs, Routes, ServiceObserver, Volumes,
 };
 use tokio::time::Instant;
 
 use crate::dry_run::Plan;
 use crate::metrics::{CloudCallLabels, Metrics, OperationLabels};
-use planned::service_key;
+mod capabilities;
 mod classes;
 mod fence;
-mod inventory;
+mod mirror;
 mod planned;
-mod provider_controllers;
-mod routes;
 
 use classes::{Class, Classes};
 use fence::PerRequest;
@@ -104,16 +99,8 @@ impl MeteredCloud {
         &self.inner
     }
 
-    async fn observe<T>(
-        &self,
-        operation: &'static str,
-        batch: Option<usize>,
-        call: impl Future<Output = Result<T, CloudError>>,
-    ) -> Result<T, CloudError> {
-        self.metered(operation, batch, false, call).await
-    }
-
-    /// [`MeteredCloud::observe`], for a mutation when `fenced`.
+    /// Runs `call` counted and timed, and paced and limited by its class;
+    /// fenced when `fenced`.
     async fn metered<T>(
         &self,
         operation: &'static str,
@@ -179,18 +166,21 @@ impl MeteredCloud {
         result
     }
 
+    /// Runs the mutation `call` fenced, or in a dry run planned under
+    /// `object`; `batch` is the number of objects a batch call covers.
     async fn mutate<T>(
         &self,
         operation: &'static str,
+        batch: Option<usize>,
         object: impl FnOnce() -> String,
         call: impl Future<Output = Result<T, CloudError>>,
     ) -> Result<T, CloudError> {
         if let Some(plan) = &self.dry_run {
-            return self.planned(plan, operation, None, object(), call).await;
+            return self.planned(plan, operation, batch, object(), call).await;
         }
         // Refused at once when not leading; checked again after any wait.
         self.check_fence(operation)?;
-        self.metered(operation, None, true, call).await
+        self.metered(operation, batch, true, call).await
     }
 
     /// Runs a fenced `call`, cancelling it when the lease term it started
@@ -243,45 +233,6 @@ impl MeteredCloud {
             reason: format!("refusing to change the cloud: {reason}"),
         })
     }
-
-    /// [`MeteredCloud::mutate`] for a batch call over `batch` objects.
-    async fn mutate_batch<T>(
-        &self,
-        operation: &'static str,
-        batch: usize,
-        object: impl FnOnce() -> String,
-        call: impl Future<Output = Result<T, CloudError>>,
-    ) -> Result<T, CloudError> {
-        if let Some(plan) = &self.dry_run {
-            return self
-                .planned(plan, operation, Some(batch), object(), call)
-                .await;
-        }
-        self.check_fence(operation)?;
-        self.metered(operation, Some(batch), true, call).await
-    }
-
-    fn instances_inner(&self) -> Result<&dyn Instances, CloudError> {
-        self.inner.instances().ok_or(CloudError::NotImplemented)
-    }
-
-    fn load_balancer_inner(&self) -> Result<&dyn LoadBalancer, CloudError> {
-        self.inner.load_balancer().ok_or(CloudError::NotImplemented)
-    }
-
-    fn routes_inner(&self) -> Result<&dyn Routes, CloudError> {
-        self.inner.routes().ok_or(CloudError::NotImplemented)
-    }
-
-    fn volumes_inner(&self) -> Result<&dyn Volumes, CloudError> {
-        self.inner.volumes().ok_or(CloudError::NotImplemented)
-    }
-
-    fn service_observer_inner(&self) -> Result<&dyn ServiceObserver, CloudError> {
-        self.inner
-            .service_observer()
-            .ok_or(CloudError::NotImplemented)
-    }
 }
 
 #[async_trait]
@@ -295,7 +246,7 @@ impl CloudProvider for MeteredCloud {
     }
 
     async fn initialize(&self, ctx: &InitContext) -> Result<(), CloudError> {
-        self.observe("initialize", None, self.inner.initialize(ctx))
+        self.metered("initialize", None, false, self.inner.initialize(ctx))
             .await
     }
 
@@ -323,217 +274,25 @@ impl CloudProvider for MeteredCloud {
         self.inner.volumes().map(|_| self as &dyn Volumes)
     }
 
-    fn instance_tags(&self) -> Option<&dyn ccm_cloud_provider::InstanceTags> {
+    fn instance_tags(&self) -> Option<&dyn InstanceTags> {
         self.inner
             .instance_tags()
-            .map(|_| self as &dyn ccm_cloud_provider::InstanceTags)
+            .map(|_| self as &dyn InstanceTags)
     }
 
-    fn inventory(&self) -> Option<&dyn ccm_cloud_provider::Inventory> {
-        self.inner
-            .inventory()
-            .map(|_| self as &dyn ccm_cloud_provider::Inventory)
+    fn inventory(&self) -> Option<&dyn Inventory> {
+        self.inner.inventory().map(|_| self as &dyn Inventory)
     }
 
     fn describes_requests(&self) -> bool {
         self.inner.describes_requests()
     }
 
-    fn pod_cidrs(&self) -> Option<&dyn ccm_cloud_provider::PodCidrs> {
-        self.inner
-            .pod_cidrs()
-            .map(|_| self as &dyn ccm_cloud_provider::PodCidrs)
+    fn pod_cidrs(&self) -> Option<&dyn PodCidrs> {
+        self.inner.pod_cidrs().map(|_| self as &dyn PodCidrs)
     }
 
     fn encode_metrics(&self, out: &mut String) {
         self.inner.encode_metrics(out);
-    }
-}
-
-#[async_trait]
-impl Instances for MeteredCloud {
-    async fn instance_exists(&self, node: &Node) -> Result<bool, CloudError> {
-        self.observe("instance_exists", None, async {
-            self.instances_inner()?.instance_exists(node).await
-        })
-        .await
-    }
-
-    async fn instance_shutdown(&self, node: &Node) -> Result<bool, CloudError> {
-        self.observe("instance_shutdown", None, async {
-            self.instances_inner()?.instance_shutdown(node).await
-        })
-        .await
-    }
-
-    async fn instance_metadata(&self, node: &Node) -> Result<InstanceMetadata, CloudError> {
-        self.observe("instance_metadata", None, async {
-            self.instances_inner()?.instance_metadata(node).await
-        })
-        .await
-    }
-
-    fn max_batch_size(&self) -> NonZeroUsize {
-        self.inner
-            .instances()
-            .map_or(NonZeroUsize::MIN, Instances::max_batch_size)
-    }
-
-    async fn instances_exist(&self, nodes: &[Arc<Node>]) -> BatchResult<bool> {
-        self.observe("instances_exist", Some(nodes.len()), async {
-            self.instances_inner()?.instances_exist(nodes).await
-        })
-        .await
-    }
-
-    async fn instances_shutdown(&self, nodes: &[Arc<Node>]) -> BatchResult<bool> {
-        self.observe("instances_shutdown", Some(nodes.len()), async {
-            self.instances_inner()?.instances_shutdown(nodes).await
-        })
-        .await
-    }
-
-    async fn instances_metadata(&self, nodes: &[Arc<Node>]) -> BatchResult<InstanceMetadata> {
-        self.observe("instances_metadata", Some(nodes.len()), async {
-            self.instances_inner()?.instances_metadata(nodes).await
-        })
-        .await
-    }
-}
-
-#[async_trait]
-impl LoadBalancer for MeteredCloud {
-    async fn get_load_balancer(
-        &self,
-        cluster_name: &str,
-        service: &Service,
-    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
-        self.observe("get_load_balancer", None, async {
-            self.load_balancer_inner()?
-                .get_load_balancer(cluster_name, service)
-                .await
-        })
-        .await
-    }
-
-    fn load_balancer_name(&self, cluster_name: &str, service: &Service) -> String {
-        match self.inner.load_balancer() {
-            Some(lb) => lb.load_balancer_name(cluster_name, service),
-            None => ccm_cloud_provider::default_load_balancer_name(service),
-        }
-    }
-
-    /// Not a cloud call: neither metered nor fenced.
-    fn check_service(&self, service: &Service) -> Option<Result<(), CloudError>> {
-        self.inner.load_balancer()?.check_service(service)
-    }
-
-    fn annotation_schema(
-        &self,
-    ) -> Option<&'static ccm_cloud_provider::annotations::AnnotationSchema> {
-        self.inner.load_balancer()?.annotation_schema()
-    }
-
-    async fn ensure_load_balancer(
-        &self,
-        cluster_name: &str,
-        service: &Service,
-        nodes: &[Arc<Node>],
-    ) -> Result<EnsuredLoadBalancer, CloudError> {
-        self.mutate("ensure_load_balancer", || service_key(service), async {
-            self.load_balancer_inner()?
-                .ensure_load_balancer(cluster_name, service, nodes)
-                .await
-        })
-        .await
-    }
-
-    async fn update_load_balancer(
-        &self,
-        cluster_name: &str,
-        service: &Service,
-        nodes: &[Arc<Node>],
-    ) -> Result<(), CloudError> {
-        self.mutate("update_load_balancer", || service_key(service), async {
-            self.load_balancer_inner()?
-                .update_load_balancer(cluster_name, service, nodes)
-                .await
-        })
-        .await
-    }
-
-    /// A read: metered, not fenced, and asked in dry-run too.
-    async fn load_balancer_health(
-        &self,
-        cluster_name: &str,
-        service: &Service,
-        nodes: &[Arc<Node>],
-    ) -> Result<Option<ccm_cloud_provider::LoadBalancerHealth>, CloudError> {
-        self.observe("load_balancer_health", None, async {
-            self.load_balancer_inner()?
-                .load_balancer_health(cluster_name, service, nodes)
-                .await
-        })
-        .await
-    }
-
-    async fn ensure_load_balancer_deleted(
-        &self,
-        cluster_name: &str,
-        service: &Service,
-    ) -> Result<(), CloudError> {
-        self.mutate(
-            "ensure_load_balancer_deleted",
-            || service_key(service),
-            async {
-                self.load_balancer_inner()?
-                    .ensure_load_balancer_deleted(cluster_name, service)
-                    .await
-            },
-        )
-        .await
-    }
-}
-
-/// Volume lookups are reads, counted and timed like the instance batch
-/// calls and not fenced.
-#[async_trait]
-impl Volumes for MeteredCloud {
-    fn volume_id(&self, pv: &PersistentVolume) -> Option<String> {
-        self.inner.volumes()?.volume_id(pv)
-    }
-
-    fn max_batch_size(&self) -> NonZeroUsize {
-        self.inner
-            .volumes()
-            .map_or(NonZeroUsize::MIN, Volumes::max_batch_size)
-    }
-
-    async fn volumes_labels(
-        &self,
-        ids: &[String],
-    ) -> BatchResult<Option<BTreeMap<String, String>>> {
-        self.observe("volumes_labels", Some(ids.len()), async {
-            self.volumes_inner()?.volumes_labels(ids).await
-        })
-        .await
-    }
-}
-
-/// `sync_services` may change the cloud, so it is fenced like any mutation.
-#[async_trait]
-impl ServiceObserver for MeteredCloud {
-    fn resync_period(&self) -> Duration {
-        self.inner
-            .service_observer()
-            .map_or(Duration::MAX, ServiceObserver::resync_period)
-    }
-
-    async fn sync_services(&self, services: &[Arc<Service>]) -> Result<(), CloudError> {
-        let object = || format!("{} Services", services.len());
-        self.mutate("sync_services", object, async {
-            self.service_observer_inner()?.sync_services(services).await
-        })
-        .await
     }
 }
