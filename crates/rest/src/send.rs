@@ -77,8 +77,14 @@ impl Rest {
                 path: path.clone(),
                 source,
             })?;
-            // serde_json writes compact JSON: one line.
-            detail = self.redact(&excerpt(&String::from_utf8_lossy(&json)));
+            // serde_json writes compact JSON: one line. The query stays in
+            // front of it: a Cattle action is named only there.
+            let shown = self.redact(&excerpt(&String::from_utf8_lossy(&json)));
+            detail = if detail.is_empty() {
+                shown
+            } else {
+                format!("{detail} {shown}")
+            };
             request = request
                 .header(CONTENT_TYPE, "application/json")
                 .body(reqwest::Body::wrap(FencedBody::new(json)));

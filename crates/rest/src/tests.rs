@@ -120,6 +120,10 @@ async fn each_request_is_described_by_method_path_and_arguments_without_the_secr
         let _ = client
             .send(Method::DELETE, url(base, "v2/lb/1"), None::<&()>)
             .await;
+        let action = url(base, "v2/lb/1?action=activate");
+        let _ = client
+            .send(Method::POST, action, Some(&serde_json::json!({})))
+            .await;
     })
     .await;
     let described = fence.0.lock().clone();
@@ -134,6 +138,7 @@ async fn each_request_is_described_by_method_path_and_arguments_without_the_secr
             ("PUT /v2/lb/1", true),
             ("POST /v2/tags", true),
             ("DELETE /v2/lb/1", true),
+            ("POST /v2/lb/1", true),
         ]
     );
     assert_eq!(described[0].2, "tag_name=k8s:c1&page=1");
@@ -142,6 +147,10 @@ async fn each_request_is_described_by_method_path_and_arguments_without_the_secr
     assert_eq!(cut.chars().count(), MAX_DETAIL + 1, "{cut}");
     assert!(cut.ends_with('…'), "{cut}");
     assert_eq!(described[3].2, "");
+    assert_eq!(
+        described[4].2, "action=activate {}",
+        "the query, then the body"
+    );
 }
 
 #[tokio::test]

@@ -8,7 +8,10 @@
 //!
 //! Requests go through the shared REST client (`ccm_rest`): described to
 //! the framework's request fence just before they leave (a dry run sends
-//! the reads and plans the rest), a body carried fenced.
+//! the reads and plans the rest), a body carried fenced. A dry run's
+//! planned change answers as made, and what it would create stands in
+//! under a `planned:` ID, so a whole ensure is planned, not its first
+//! change.
 
 mod error;
 
@@ -27,6 +30,30 @@ use crate::config::Settings;
 
 /// The largest page Cattle serves.
 const PAGE: &str = "1000";
+/// The ID prefix of a resource a dry run planned to create.
+const PLANNED: &str = "planned:";
+
+/// Whether the resource with ID `id` stands in for one a dry run planned
+/// to create.
+pub(crate) fn is_planned(id: &str) -> bool {
+    id.starts_with(PLANNED)
+}
+
+/// A change as a dry run answers it: `Ok(None)` when the fence refused it
+/// and recorded it as planned, so that the caller goes on and the plan
+/// holds the rest of the change too.
+fn planned<T>(sent: Result<T, ApiError>) -> Result<Option<T>, ApiError> {
+    match sent {
+        Ok(answer) => Ok(Some(answer)),
+        Err(ApiError::Send(ccm_rest::SendError::Fenced { .. }))
+            if ccm_cloud_provider::fence::dry_run() =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// 1,000 × 100 objects is far beyond any environment; a list still going is
 /// broken.
 const MAX_PAGES: u32 = 100;
@@ -109,28 +136,33 @@ impl Client {
         }
     }
 
-    /// `POST <collection>`: creates a resource.
+    /// `POST <collection>`: creates a resource; `None` when a dry run
+    /// planned it (a stand-in from [`Client::stand_in`] takes its place).
     pub(crate) async fn create<B: Serialize, T: DeserializeOwned>(
         &self,
         name: &str,
         body: &B,
-    ) -> Result<T, ApiError> {
-        self.send(Method::POST, self.collection(name), Some(body))
-            .await
+    ) -> Result<Option<T>, ApiError> {
+        planned(
+            self.send(Method::POST, self.collection(name), Some(body))
+                .await,
+        )
     }
 
-    /// `PUT <self>`: changes a resource's updatable fields.
+    /// `PUT <self>`: changes a resource's updatable fields; `None` when a
+    /// dry run planned it.
     pub(crate) async fn update<B: Serialize, T: DeserializeOwned>(
         &self,
         resource: &cattle::Resource,
         body: &B,
-    ) -> Result<T, ApiError> {
+    ) -> Result<Option<T>, ApiError> {
         let url = self.related(resource, "link", "self", &resource.links)?;
-        self.send(Method::PUT, url, Some(body)).await
+        planned(self.send(Method::PUT, url, Some(body)).await)
     }
 
     /// `POST <self>?action=<action>`, when the resource offers the action
-    /// in its current state; `Ok(false)` when it does not (yet).
+    /// in its current state (sent, or planned in a dry run); `Ok(false)`
+    /// when it does not (yet).
     pub(crate) async fn action<B: Serialize>(
         &self,
         resource: &cattle::Resource,
@@ -143,29 +175,55 @@ impl Client {
         let url = self.related(resource, "action", action, &resource.actions)?;
         // An action without input is sent an empty JSON object.
         let empty = serde_json::Map::new();
-        match input {
+        let sent = match input {
             Some(input) => {
                 self.send::<_, serde_json::Value>(Method::POST, url, Some(input))
-                    .await?;
+                    .await
             }
             None => {
                 self.send::<_, serde_json::Value>(Method::POST, url, Some(&empty))
-                    .await?;
+                    .await
             }
-        }
+        };
+        planned(sent)?;
         Ok(true)
     }
 
-    /// `DELETE <self>`; `Ok` when it is already gone.
+    /// `DELETE <self>`; `Ok` when it is already gone, or a dry run planned
+    /// it.
     pub(crate) async fn delete(&self, resource: &cattle::Resource) -> Result<(), ApiError> {
         let url = self.related(resource, "link", "self", &resource.links)?;
-        match self
-            .send::<(), serde_json::Value>(Method::DELETE, url, None)
-            .await
-        {
+        match planned(
+            self.send::<(), serde_json::Value>(Method::DELETE, url, None)
+                .await,
+        ) {
             Ok(_) => Ok(()),
             Err(e) if e.is_not_found() => Ok(()),
             Err(e) => Err(e),
+        }
+    }
+
+    /// What stands in for the resource called `name` a dry run planned to
+    /// create in collection `collection`: an ID nothing real has
+    /// (`planned:<name>`), and its `self` link and `actions` on this
+    /// server, so that the requests planned after it name it. Nothing is
+    /// ever read by it ([`is_planned`]).
+    pub(crate) fn stand_in(
+        &self,
+        collection: &str,
+        name: &str,
+        actions: &[&str],
+    ) -> cattle::Resource {
+        let id = format!("{PLANNED}{name}");
+        let url = format!("{}/{id}", self.collection(collection));
+        cattle::Resource {
+            links: [("self".to_owned(), url.clone())].into(),
+            actions: actions
+                .iter()
+                .map(|a| ((*a).to_owned(), format!("{url}?action={a}")))
+                .collect(),
+            type_: collection.to_owned(),
+            id,
         }
     }
 

@@ -229,6 +229,10 @@ impl RancherProvider {
         what: &str,
         ready: impl Fn(&LoadBalancerService) -> bool,
     ) -> Result<LoadBalancerService, CloudError> {
+        // A dry run's stand-in never gets there; nothing is read by it.
+        if crate::api::is_planned(&lb.resource.id) {
+            return Ok(lb);
+        }
         for pause in PAUSES_MS {
             if ready(&lb) {
                 return Ok(lb);
@@ -279,18 +283,21 @@ impl LoadBalancer for RancherProvider {
     ) -> Result<EnsuredLoadBalancer, CloudError> {
         let wanted = wanted(service)?;
         let mut found = self.find_ours(cluster_name, &wanted.name).await?;
+        let mut removed = Vec::new();
         if let Some(lb) = found.as_ref().filter(|lb| ports_changed(lb, &wanted)) {
             // Rancher cannot change a load balancer's ports: upstream
             // deletes it and makes a new one, and so does this.
             tracing::info!(name = %wanted.name, "ports changed: replacing the Rancher load balancer");
-            self.delete(lb).await?;
+            removed = self.delete(lb).await?;
             found = None;
         }
         let lb = match found {
             Some(lb) => lb,
             None => self.create(cluster_name, &wanted).await?,
         };
-        let lb = self.converge(cluster_name, nodes, lb, &wanted).await?;
+        let lb = self
+            .converge(cluster_name, nodes, lb, &wanted, &removed)
+            .await?;
         let lb = self
             .wait_for(lb, "its public endpoints", |lb| {
                 lb.lifecycle.state == "active" && !status(lb).ingress.is_empty()
@@ -315,7 +322,7 @@ impl LoadBalancer for RancherProvider {
                     wanted.name
                 ))
             })?;
-        self.converge(cluster_name, nodes, lb, &wanted).await?;
+        self.converge(cluster_name, nodes, lb, &wanted, &[]).await?;
         Ok(())
     }
 
@@ -327,7 +334,7 @@ impl LoadBalancer for RancherProvider {
         let name = load_balancer_name(service);
         match self.find(&name).await? {
             Some(lb) if recorded_cluster(&lb).is_none_or(|c| c == cluster_name) => {
-                self.delete(&lb).await
+                self.delete(&lb).await.map(drop)
             }
             _ => Ok(()),
         }

@@ -15,12 +15,22 @@ use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
 use serde_json::json;
 
 use super::{PAUSES_MS, RETRY_AFTER, Wanted, owned_metadata, recorded_cluster};
+use crate::api::is_planned;
 use crate::cattle::{
     self, ExternalService, LB_IMAGE_SETTING, LaunchConfig, LbConfig, LoadBalancerService, PortRule,
     STACK_EXTERNAL_ID, STACK_NAME, ServiceLink, SetServiceLinksInput, Setting, Stack,
 };
 use crate::instances::{addresses, hostname_matches};
 use crate::{PROVIDER_ID_PREFIX, RancherProvider, external_service_name};
+
+/// A stand-in's lifecycle: where a new service settles once registered,
+/// so that the plan holds the activation it is then given.
+fn planned_lifecycle() -> cattle::Lifecycle {
+    cattle::Lifecycle {
+        state: "inactive".to_owned(),
+        ..cattle::Lifecycle::default()
+    }
+}
 
 /// Whether Rancher is in the middle of changing `lifecycle`.
 fn transitioning(lifecycle: &cattle::Lifecycle) -> bool {
@@ -53,7 +63,16 @@ impl RancherProvider {
             ..LoadBalancerService::default()
         };
         tracing::info!(name = %wanted.name, "creating a Rancher load balancer");
-        Ok(self.client.create("loadbalancerservices", &body).await?)
+        let made = self.client.create("loadbalancerservices", &body).await?;
+        Ok(made.unwrap_or_else(|| LoadBalancerService {
+            resource: self.client.stand_in(
+                "loadbalancerservices",
+                &wanted.name,
+                &["setservicelinks", "activate"],
+            ),
+            lifecycle: planned_lifecycle(),
+            ..body
+        }))
     }
 
     /// The `lb.instance.image` setting: the image every load balancer runs.
@@ -94,20 +113,27 @@ impl RancherProvider {
             external_id: Some(STACK_EXTERNAL_ID.to_owned()),
             ..Stack::default()
         };
-        Ok(self.client.create("stacks", &body).await?)
+        let made = self.client.create("stacks", &body).await?;
+        Ok(made.unwrap_or_else(|| Stack {
+            resource: self.client.stand_in("stacks", STACK_NAME, &[]),
+            ..body
+        }))
     }
 
     /// Points `lb` at `nodes`: their external services made and active,
     /// its links and port rules set, its owner recorded, those no longer
-    /// used removed, and the load balancer activated.
+    /// used removed, and the load balancer activated. The external services
+    /// `removed` were just deleted (a dry run only planned it): none is
+    /// used again.
     pub(super) async fn converge(
         &self,
         cluster: &str,
         nodes: &[Arc<Node>],
         mut lb: LoadBalancerService,
         wanted: &Wanted,
+        removed: &[String],
     ) -> Result<LoadBalancerService, CloudError> {
-        let (targets, others) = self.targets(&lb.stack_id, nodes).await?;
+        let (targets, others) = self.targets(&lb.stack_id, nodes, removed).await?;
         let mut rules: Vec<PortRule> = targets
             .iter()
             .flat_map(|t| {
@@ -135,7 +161,9 @@ impl RancherProvider {
                 "lbConfig": LbConfig { port_rules: rules.clone() },
                 "metadata": owned_metadata(Some(&lb), cluster, &wanted.owner),
             });
-            lb = self.client.update(&lb.resource, &body).await?;
+            if let Some(updated) = self.client.update(&lb.resource, &body).await? {
+                lb = updated;
+            }
         }
         let kept: BTreeSet<&str> = rules.iter().map(|r| r.service_id.as_str()).collect();
         let dropped: BTreeSet<&str> = current
@@ -162,7 +190,11 @@ impl RancherProvider {
         Ok(lb)
     }
 
+    /// `lb` as it is now; a stand-in as it is.
     async fn reload(&self, lb: &LoadBalancerService) -> Result<LoadBalancerService, CloudError> {
+        if is_planned(&lb.resource.id) {
+            return Ok(lb.clone());
+        }
         self.client
             .reload(&lb.resource)
             .await?
@@ -211,16 +243,22 @@ impl RancherProvider {
         &self,
         stack_id: &str,
         nodes: &[Arc<Node>],
+        removed: &[String],
     ) -> Result<(Vec<ExternalService>, Vec<ExternalService>), CloudError> {
-        let mut existing: BTreeMap<String, ExternalService> = self
-            .client
-            .list::<ExternalService>(
-                "externalservices",
-                &[("stackId", stack_id), ("removed_null", "1")],
-            )
-            .await?
+        // A stack a dry run planned holds nothing yet.
+        let listed = if is_planned(stack_id) {
+            Vec::new()
+        } else {
+            self.client
+                .list::<ExternalService>(
+                    "externalservices",
+                    &[("stackId", stack_id), ("removed_null", "1")],
+                )
+                .await?
+        };
+        let mut existing: BTreeMap<String, ExternalService> = listed
             .into_iter()
-            .filter(|s| s.lifecycle.in_play())
+            .filter(|s| s.lifecycle.in_play() && !removed.contains(&s.resource.id))
             .map(|s| (s.name.clone(), s))
             .collect();
         let wanted: BTreeMap<String, &Node> = nodes
@@ -253,7 +291,14 @@ impl RancherProvider {
                     external_ip_addresses: vec![ip],
                     ..ExternalService::default()
                 };
-                let made: ExternalService = self.client.create("externalservices", &body).await?;
+                let made = self.client.create("externalservices", &body).await?;
+                let made = made.unwrap_or_else(|| ExternalService {
+                    resource: self
+                        .client
+                        .stand_in("externalservices", name, &["activate"]),
+                    lifecycle: planned_lifecycle(),
+                    ..body
+                });
                 existing.insert(name.clone(), made);
             }
         }
@@ -307,41 +352,47 @@ impl RancherProvider {
 
     /// Deletes `lb` and the external services no other load balancer uses,
     /// those first (as upstream), so that a delete cut short leaves the
-    /// load balancer for the next one to find.
-    pub(super) async fn delete(&self, lb: &LoadBalancerService) -> Result<(), CloudError> {
+    /// load balancer for the next one to find. The IDs of the external
+    /// services deleted (or, in a dry run, planned to be).
+    pub(super) async fn delete(&self, lb: &LoadBalancerService) -> Result<Vec<String>, CloudError> {
         let consumed: Vec<cattle::Service> =
             self.client.link(&lb.resource, "consumedservices").await?;
+        let mut removed = Vec::new();
         for service in consumed.iter().filter(|s| s.lifecycle.in_play()) {
-            self.remove_unused(&service.resource, &service.name, &lb.resource.id)
-                .await?;
+            if self
+                .remove_unused(&service.resource, &service.name, &lb.resource.id)
+                .await?
+            {
+                removed.push(service.resource.id.clone());
+            }
         }
         tracing::info!(name = %lb.name, "deleting the Rancher load balancer");
         self.client.delete(&lb.resource).await?;
-        Ok(())
+        Ok(removed)
     }
 
     /// Deletes the external service `resource` (called `name`) if no load
-    /// balancer but `except` uses it.
+    /// balancer but `except` uses it; whether it did.
     async fn remove_unused(
         &self,
         resource: &cattle::Resource,
         name: &str,
         except: &str,
-    ) -> Result<(), CloudError> {
+    ) -> Result<bool, CloudError> {
         let users: Vec<cattle::Service> = self.client.link(resource, "consumedbyservices").await?;
         if users
             .iter()
             .any(|u| u.resource.id != except && u.lifecycle.in_play())
         {
             tracing::debug!(service = name, "external service still used; kept");
-            return Ok(());
+            return Ok(false);
         }
         tracing::info!(
             service = name,
             "removing an external service no load balancer uses"
         );
         self.client.delete(resource).await?;
-        Ok(())
+        Ok(true)
     }
 }
 

@@ -3,5 +3,6 @@
 
 mod call_counts;
 mod conformance;
+mod dry_run;
 mod instances;
 mod ownership;
