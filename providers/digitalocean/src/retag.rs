@@ -7,7 +7,9 @@
 //! recorded ID, else its tag, else its name), and one
 //! `POST /v2/tags/{tag}/resources` tags all of those lacking the tag; none
 //! when none lacks it. A 404 there means the tag does not exist yet: it is
-//! created (`POST /v2/tags`) and the tagging retried once.
+//! created (`POST /v2/tags`) and the tagging retried once. A dry run, which
+//! sends no tagging, asks whether the tag exists (`GET /v2/tags/{tag}`)
+//! and plans its creation when it does not.
 //!
 //! Only a load balancer the Service owns (see `load_balancer::ownership`)
 //! is tagged: never one tagged for another Service or cluster.
@@ -21,7 +23,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::DigitalOceanProvider;
-use crate::api::types;
+use crate::api::{self, types};
 use crate::load_balancer::ownership;
 
 /// The type upstream's godo sends for load balancers. DigitalOcean's
@@ -88,6 +90,13 @@ impl DigitalOceanProvider {
                 .collect(),
         };
         let path = format!("/v2/tags/{cluster_tag}/resources");
+        if ccm_cloud_provider::fence::dry_run() && !self.tag_exists(cluster_tag).await? {
+            // A dry run never sends the tagging whose 404 would tell: it
+            // asks, and plans the tag's creation before the tagging.
+            let tag = TagCreate { name: cluster_tag };
+            let created = self.api.post::<_, Value>("/v2/tags", &tag).await;
+            api::planned(created.map(drop))?;
+        }
         match self.api.post_no_content(&path, &body).await {
             Err(e) if e.is_not_found() => {
                 // Load balancers created before the cluster ID was set: the
@@ -99,6 +108,15 @@ impl DigitalOceanProvider {
                 Ok(self.api.post_no_content(&path, &body).await?)
             }
             other => Ok(other?),
+        }
+    }
+
+    /// Whether `tag` exists (`GET /v2/tags/{tag}`).
+    async fn tag_exists(&self, tag: &str) -> Result<bool, CloudError> {
+        match self.api.get::<Value>(&format!("/v2/tags/{tag}"), &[]).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(e.into()),
         }
     }
 }

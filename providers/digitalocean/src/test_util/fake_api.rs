@@ -350,6 +350,7 @@ fn route(
         ("PUT", ["v2", "firewalls", id]) => firewalls::update(account, id, body),
         ("DELETE", ["v2", "firewalls", id]) => firewalls::delete(account, id),
         ("POST", ["v2", "tags"]) => tags::create(account, body),
+        ("GET", ["v2", "tags", tag]) => tags::get(account, tag),
         ("GET", ["v2", "volumes", id]) => volumes::get(account, id),
         ("POST", ["v2", "tags", tag, "resources"]) => tags::tag_resources(account, tag, body),
         _ => not_found(),

@@ -19,23 +19,23 @@ const UID: &str = "6b1f0c2d-3e4a-4b5c-8d6e-7f8091a2b3c4";
 
 /// One request as the provider described it.
 #[derive(Debug, Clone)]
-struct Described {
-    operation: String,
-    mutates: bool,
-    detail: String,
+pub(crate) struct Described {
+    pub(crate) operation: String,
+    pub(crate) mutates: bool,
+    pub(crate) detail: String,
 }
 
 /// A dry run's fence: lets reads through, refuses mutations, and records
 /// every request it is asked about.
 #[derive(Debug, Default)]
-struct DryRun(Mutex<Vec<Described>>);
+pub(crate) struct DryRun(Mutex<Vec<Described>>);
 
 impl DryRun {
-    fn described(&self) -> Vec<Described> {
+    pub(crate) fn described(&self) -> Vec<Described> {
         self.0.lock().clone()
     }
 
-    fn planned(&self) -> Vec<Described> {
+    pub(crate) fn planned(&self) -> Vec<Described> {
         self.described().into_iter().filter(|d| d.mutates).collect()
     }
 }

@@ -7,10 +7,12 @@
 //! Prism refuses what upstream sends and the real API accepts (the last
 //! test pins that down).
 
+use crate::dry_run::DryRun;
 use crate::support;
 
 use std::sync::Arc;
 
+use ccm_cloud_provider::fence::scope;
 use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
 use ccm_cloud_provider::{CloudProvider, Environment, LoadBalancer, ServiceObserver};
 use ccm_provider_digitalocean::DigitalOceanProvider;
@@ -146,6 +148,41 @@ async fn a_missing_tag_is_created_and_the_tagging_retried_once() {
         ]
     );
     assert_eq!(tags_of(&account), vec![json!([CLUSTER_TAG]); 3]);
+}
+
+/// A dry run sends no tagging, so no 404 tells it the tag is missing: it
+/// asks, and plans the tag's creation, then the tagging.
+#[tokio::test]
+async fn a_dry_run_plans_a_missing_tags_creation_before_the_tagging() {
+    let account = account();
+    let services = load_balancers(&account, [&[], &[], &[]]).await;
+    let provider = tagging_provider(&account, account.env_bypassing_prism()).await;
+    account.clear_requests();
+    let fence = Arc::new(DryRun::default());
+
+    let planned = scope(fence.clone(), observer(&provider).sync_services(&services)).await;
+
+    assert!(planned.is_err(), "the tagging was refused, not sent");
+    let operations: Vec<String> = fence.planned().into_iter().map(|p| p.operation).collect();
+    assert_eq!(
+        operations,
+        ["POST /v2/tags".to_owned(), format!("POST {TAG_RESOURCES}")],
+        "{:?}",
+        fence.described()
+    );
+    assert_eq!(account.mutations(), 0, "{:?}", account.requests());
+    assert_eq!(account.count("GET", "/v2/tags/k8s:c1"), 1);
+
+    // Once the tag exists, the dry run (a new process: re-tagging is due
+    // at its start) plans the tagging only.
+    observer(&provider).sync_services(&services).await.unwrap();
+    account.set_load_balancer_tags(0, &[]);
+    let provider = tagging_provider(&account, account.env_bypassing_prism()).await;
+    let fence = Arc::new(DryRun::default());
+    let planned = scope(fence.clone(), observer(&provider).sync_services(&services)).await;
+    assert!(planned.is_err(), "the tagging was refused, not sent");
+    let operations: Vec<String> = fence.planned().into_iter().map(|p| p.operation).collect();
+    assert_eq!(operations, [format!("POST {TAG_RESOURCES}")]);
 }
 
 #[tokio::test]

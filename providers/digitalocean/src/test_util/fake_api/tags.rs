@@ -1,5 +1,6 @@
-//! Tags as the fake API creates them and tags resources with them
-//! (`POST /v2/tags`, `POST /v2/tags/{tag_id}/resources`). A tagged load
+//! Tags as the fake API creates them, answers for them and tags resources
+//! with them (`POST /v2/tags`, `GET /v2/tags/{tag_id}`,
+//! `POST /v2/tags/{tag_id}/resources`). A tagged load
 //! balancer or droplet carries the tag, so it renders it.
 //!
 //! Tagging answers 404 for a tag that does not exist, as upstream's tags
@@ -57,6 +58,17 @@ pub(super) fn create(account: &mut AccountState, body: &[u8]) -> (StatusCode, Va
     (
         StatusCode::CREATED,
         json!({"tag": {"name": name, "resources": {"count": 0, "last_tagged_uri": ""}}}),
+    )
+}
+
+/// `GET /v2/tags/{tag}`: 404 for a tag that does not exist.
+pub(super) fn get(account: &AccountState, tag: &str) -> (StatusCode, Value) {
+    if !exists(account, tag) {
+        return not_found();
+    }
+    (
+        StatusCode::OK,
+        json!({"tag": {"name": tag, "resources": {"count": 0, "last_tagged_uri": ""}}}),
     )
 }
 
