@@ -40,11 +40,13 @@ pub enum Operation {
     OwnedResources,
     /// `Inventory::delete_owned`
     DeleteOwned,
+    /// `ServiceObserver::sync_services`
+    SyncServices,
 }
 
 impl Operation {
     /// Every operation, for tables and metrics.
-    pub const ALL: [Self; 17] = [
+    pub const ALL: [Self; 18] = [
         Self::InstanceExists,
         Self::InstanceShutdown,
         Self::InstanceMetadata,
@@ -62,6 +64,7 @@ impl Operation {
         Self::VolumesLabels,
         Self::OwnedResources,
         Self::DeleteOwned,
+        Self::SyncServices,
     ];
 
     /// The interface method's name, such as `instances_metadata`.
@@ -84,6 +87,7 @@ impl Operation {
             Self::VolumesLabels => "volumes_labels",
             Self::OwnedResources => "owned_resources",
             Self::DeleteOwned => "delete_owned",
+            Self::SyncServices => "sync_services",
         }
     }
 
@@ -102,6 +106,7 @@ impl Operation {
                 | Self::CreateRoute
                 | Self::DeleteRoute
                 | Self::DeleteOwned
+                | Self::SyncServices
         )
     }
 }

@@ -6,7 +6,10 @@
 //! records every call in a log tests assert on ([`FakeCloud::calls`]). It can
 //! be made to behave like a real cloud: per-call latency, a random error
 //! rate, errors injected for the next calls, and a token-bucket rate limit
-//! that answers [`CloudError::Throttled`] when exceeded.
+//! that answers [`CloudError::Throttled`] when exceeded. A test can also take
+//! capabilities away ([`FakeCloud::set_capability`]), give it a service
+//! observer ([`FakeCloud::observe_services`]) and see each call as it is
+//! made ([`FakeCloud::on_call`]), instead of writing a provider of its own.
 //!
 //! Tests drive it through its methods; the real binary, run as a separate
 //! process by the sandbox and the benchmark, reads the same settings and
@@ -26,7 +29,9 @@ mod health;
 mod instance;
 mod instances;
 mod inventory;
+mod knobs;
 mod load_balancer;
+mod observer;
 mod remote;
 mod routes;
 pub mod server;
@@ -50,6 +55,7 @@ pub use factory::FakeProviderFactory;
 pub use faults::InjectedError;
 pub use instance::{Instance, InstanceState};
 pub use inventory::ROUTE;
+pub use knobs::Capability;
 pub use load_balancer::{
     ANNOTATION_FAIL, ANNOTATION_HEALTH_CHECK_INTERVAL_DEPRECATED, ANNOTATION_HEALTHCHECK_INTERVAL,
     ANNOTATION_HOSTNAME, ANNOTATION_LOAD_BALANCER_ID, ANNOTATION_PANIC, ANNOTATION_TYPE, SCHEMA,
@@ -77,6 +83,7 @@ struct Inner {
     faults: Mutex<Faults>,
     calls: Mutex<Vec<Call>>,
     settings: Mutex<Settings>,
+    knobs: Mutex<knobs::Knobs>,
 }
 
 impl Default for FakeCloud {
@@ -113,6 +120,7 @@ impl FakeCloud {
                 faults: Mutex::new(faults),
                 calls: Mutex::new(Vec::new()),
                 settings: Mutex::new(config.settings),
+                knobs: Mutex::default(),
             }),
         }
     }
@@ -286,11 +294,15 @@ impl FakeCloud {
         args: Vec<String>,
         batch_size: Option<usize>,
     ) -> Result<(), CloudError> {
-        self.inner.calls.lock().push(Call {
+        let call = Call {
             op,
             args,
             batch_size,
-        });
+        };
+        if let Some(hook) = self.hook() {
+            hook(&call);
+        }
+        self.inner.calls.lock().push(call);
         let latency = self.inner.faults.lock().latency;
         if !latency.is_zero() {
             tokio::time::sleep(latency).await;
@@ -314,23 +326,27 @@ impl CloudProvider for FakeCloud {
     }
 
     fn instances(&self) -> Option<&dyn Instances> {
-        Some(self)
+        self.offers(Capability::Instances).then_some(self)
     }
 
     fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
-        Some(self)
+        self.offers(Capability::LoadBalancer).then_some(self)
     }
 
     fn routes(&self) -> Option<&dyn Routes> {
-        Some(self)
+        self.offers(Capability::Routes).then_some(self)
     }
 
     fn volumes(&self) -> Option<&dyn Volumes> {
-        Some(self)
+        self.offers(Capability::Volumes).then_some(self)
     }
 
     fn inventory(&self) -> Option<&dyn ccm_cloud_provider::Inventory> {
-        Some(self)
+        self.offers(Capability::Inventory).then_some(self)
+    }
+
+    fn service_observer(&self) -> Option<&dyn ccm_cloud_provider::ServiceObserver> {
+        self.offers(Capability::ServiceObserver).then_some(self)
     }
 
     /// Every change is described before it is made (`load_balancer::describe`).

@@ -6,9 +6,8 @@ use crate::support;
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
-use ccm_cloud_provider::CloudProvider;
 use ccm_controllers::{ControllerId, ControllerSettings, Started};
-use ccm_provider_fake::{CSI_DRIVER, FakeCloud, FakeVolume, Operation};
+use ccm_provider_fake::{CSI_DRIVER, Capability, FakeCloud, FakeVolume, Operation};
 use ccm_runtime::{AlwaysLeader, Context, Informers, MeteredCloud, Metrics};
 use k8s_openapi::api::core::v1::{
     NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume, VolumeNodeAffinity,
@@ -227,23 +226,16 @@ async fn labelled_volumes_and_other_drivers_cost_no_call() {
     assert_eq!(label(&get(&h, "pv-labelled").await, ZONE), Some("zone-a"));
 }
 
-#[derive(Debug)]
-struct NoVolumes;
-
-impl CloudProvider for NoVolumes {
-    fn provider_name(&self) -> &'static str {
-        "no-volumes"
-    }
-}
-
 #[tokio::test]
 async fn the_controller_is_off_without_the_volumes_capability() {
     let h = Harness::new().await;
+    let no_volumes = FakeCloud::default();
+    no_volumes.set_capability(Capability::Volumes, false);
     let metrics = Metrics::new();
     let ctx = Context {
         client: h.client.clone(),
         cloud: Arc::new(MeteredCloud::new(
-            Arc::new(NoVolumes),
+            Arc::new(no_volumes),
             metrics.clone(),
             Arc::new(AlwaysLeader),
         )),

@@ -7,15 +7,12 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ccm_cloud_provider::{
-    CloudError, CloudProvider, EnsuredLoadBalancer, LoadBalancer, LoadBalancerStatus,
-};
 use ccm_controllers::ControllerId;
 use ccm_provider_fake::{
     ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_TYPE, FakeCloud, InjectedError, Operation,
 };
 use ccm_test_apiserver::{Failure, RequestMatch, Verb};
-use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::core::v1::Service;
 use kube::api::{Patch, PatchParams};
 use support::{Harness, eventually, fast_settings, load_balancer_service, ready_node};
 
@@ -233,14 +230,10 @@ async fn a_bad_annotation_on_an_existing_load_balancer_leaves_it_as_it_was() {
 
 /// A harness whose provider records the instant of every ensure, on the
 /// paused clock; the first ensure fails with `injected`.
-async fn first_ensure_fails(injected: InjectedError) -> (Harness, Arc<Timed>) {
-    let fake = FakeCloud::default();
-    let timed = Arc::new(Timed {
-        fake: fake.clone(),
-        at: Mutex::default(),
-        loses_leadership: None,
-    });
-    let mut h = Harness::with_provider(fake.clone(), timed.clone()).await;
+async fn first_ensure_fails(injected: InjectedError) -> (Harness, Timed) {
+    let mut h = Harness::new().await;
+    let fake = h.cloud.clone();
+    let timed = Timed::on(&fake);
     h.create_node(&ready_node("n1")).await;
     fake.fail_next(Some(Operation::EnsureLoadBalancer), injected, 1);
     h.create_service(&load_balancer_service("web", &[])).await;
@@ -359,82 +352,34 @@ async fn a_failed_deletion_keeps_the_finalizer_and_is_retried() {
     h.stop().await;
 }
 
-/// The fake, recording the clock at each ensure and, when given
-/// `loses_leadership`, taking leadership away while the ensure runs (a
-/// lease lost during a slow cloud call).
-#[derive(Debug)]
-struct Timed {
-    fake: FakeCloud,
-    at: Mutex<Vec<tokio::time::Instant>>,
-    loses_leadership: Option<Arc<Leadership>>,
-}
-
-#[async_trait::async_trait]
-impl LoadBalancer for Timed {
-    async fn get_load_balancer(
-        &self,
-        cluster: &str,
-        service: &Service,
-    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
-        self.fake.get_load_balancer(cluster, service).await
-    }
-    async fn ensure_load_balancer(
-        &self,
-        cluster: &str,
-        service: &Service,
-        nodes: &[Arc<Node>],
-    ) -> Result<EnsuredLoadBalancer, CloudError> {
-        self.at.lock().unwrap().push(tokio::time::Instant::now());
-        if let Some(leadership) = &self.loses_leadership {
-            leadership
-                .0
-                .store(false, std::sync::atomic::Ordering::SeqCst);
-        }
-        self.fake
-            .ensure_load_balancer(cluster, service, nodes)
-            .await
-    }
-    async fn update_load_balancer(
-        &self,
-        cluster: &str,
-        service: &Service,
-        nodes: &[Arc<Node>],
-    ) -> Result<(), CloudError> {
-        self.fake
-            .update_load_balancer(cluster, service, nodes)
-            .await
-    }
-    async fn ensure_load_balancer_deleted(
-        &self,
-        cluster: &str,
-        service: &Service,
-    ) -> Result<(), CloudError> {
-        self.fake
-            .ensure_load_balancer_deleted(cluster, service)
-            .await
-    }
-}
-
-impl CloudProvider for Timed {
-    fn provider_name(&self) -> &'static str {
-        "timed"
-    }
-    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
-        Some(self)
-    }
-}
+/// The clock at each ensure the fake cloud is asked for (the paused clock
+/// in most tests).
+#[derive(Debug, Clone, Default)]
+struct Timed(Arc<Mutex<Vec<tokio::time::Instant>>>);
 
 impl Timed {
+    /// Records `fake`'s ensures from now on.
+    fn on(fake: &FakeCloud) -> Self {
+        let timed = Self::default();
+        let at = timed.0.clone();
+        fake.on_call(move |call| {
+            if call.op == Operation::EnsureLoadBalancer {
+                at.lock().unwrap().push(tokio::time::Instant::now());
+            }
+        });
+        timed
+    }
+
     /// Waits (on the paused clock) until `n` ensures were made; the gaps
     /// between them.
     async fn gaps_after(&self, n: usize) -> Vec<Duration> {
         for _ in 0..5000 {
-            if self.at.lock().unwrap().len() >= n {
+            if self.0.lock().unwrap().len() >= n {
                 break;
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        let at = self.at.lock().unwrap().clone();
+        let at = self.0.lock().unwrap().clone();
         assert!(at.len() >= n, "only {} ensures", at.len());
         at.windows(2).map(|w| w[1] - w[0]).collect()
     }
@@ -478,13 +423,9 @@ async fn a_cleanup_retried_for_a_failed_write_asks_the_provider_once() {
 // a gap longer than the backoff.
 #[tokio::test(start_paused = true)]
 async fn failures_back_off_from_5_s_doubling_to_300_s_and_a_success_resets_it() {
-    let fake = FakeCloud::default();
-    let timed = Arc::new(Timed {
-        fake: fake.clone(),
-        at: Mutex::default(),
-        loses_leadership: None,
-    });
-    let mut h = Harness::with_provider(fake.clone(), timed.clone()).await;
+    let mut h = Harness::new().await;
+    let fake = h.cloud.clone();
+    let timed = Timed::on(&fake);
     h.create_node(&ready_node("n1")).await;
     fake.fail_next(
         Some(Operation::EnsureLoadBalancer),
@@ -546,12 +487,15 @@ async fn a_finalizer_is_not_removed_once_leadership_is_lost() {
     let fake = FakeCloud::default();
     fake.set_auto_instances(true);
     let leadership = Arc::new(Leadership(std::sync::atomic::AtomicBool::new(true)));
-    let provider = Arc::new(Timed {
-        fake: fake.clone(),
-        at: Mutex::default(),
-        loses_leadership: Some(leadership.clone()),
+    let lost = leadership.clone();
+    // The ensure takes leadership away while it runs: a lease lost during
+    // a slow cloud call.
+    fake.on_call(move |call| {
+        if call.op == Operation::EnsureLoadBalancer {
+            lost.0.store(false, std::sync::atomic::Ordering::SeqCst);
+        }
     });
-    let mut h = Harness::with_provider(fake, provider).await;
+    let mut h = Harness::with_provider(fake.clone(), Arc::new(fake)).await;
     h.fence = leadership.clone();
     h.create_node(&ready_node("n1")).await;
     // Our finalizer on a Service the provider says another controller

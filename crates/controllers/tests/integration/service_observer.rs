@@ -4,17 +4,15 @@
 
 use crate::support;
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ccm_cloud_provider::{CloudError, CloudProvider, ServiceObserver};
-use ccm_provider_fake::FakeCloud;
+use ccm_provider_fake::{InjectedError, Operation};
 use ccm_runtime::{Fence, Fenced};
 use k8s_openapi::api::core::v1::{Namespace, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, PostParams};
 use support::{Harness, eventually, fast_settings, load_balancer_service};
 use tokio::time::Instant;
@@ -31,51 +29,14 @@ struct SyncCall {
     services: BTreeSet<String>,
 }
 
-/// A provider whose only capability is a `ServiceObserver` that records
-/// its calls and answers the queued errors first.
-#[derive(Debug)]
-struct Observer {
-    period: Duration,
-    calls: Mutex<Vec<SyncCall>>,
-    failures: Mutex<VecDeque<CloudError>>,
-}
-
-#[async_trait::async_trait]
-impl ServiceObserver for Observer {
-    fn resync_period(&self) -> Duration {
-        self.period
-    }
-
-    async fn sync_services(&self, services: &[Arc<Service>]) -> Result<(), CloudError> {
-        let services = services
-            .iter()
-            .map(|s| format!("{}/{}", s.namespace().unwrap_or_default(), s.name_any()))
-            .collect();
-        self.calls.lock().unwrap().push(SyncCall {
-            at: Instant::now(),
-            services,
-        });
-        self.failures
-            .lock()
-            .unwrap()
-            .pop_front()
-            .map_or(Ok(()), Err)
-    }
-}
-
-impl CloudProvider for Observer {
-    fn provider_name(&self) -> &'static str {
-        "observer"
-    }
-
-    fn service_observer(&self) -> Option<&dyn ServiceObserver> {
-        Some(self)
-    }
-}
+/// The fake cloud's service observer as the tests see it: each call the
+/// fake recorded, with the (paused) clock's time it was made.
+#[derive(Debug, Clone, Default)]
+struct Observer(Arc<Mutex<Vec<SyncCall>>>);
 
 impl Observer {
     fn calls(&self) -> Vec<SyncCall> {
-        self.calls.lock().unwrap().clone()
+        self.0.lock().unwrap().clone()
     }
 
     /// Waits until at least `n` calls were made; all calls so far.
@@ -103,15 +64,24 @@ impl Fence for Toggle {
     }
 }
 
-/// A harness whose provider is an [`Observer`] resyncing every `period`,
-/// failing first with `failures`; nothing started yet.
-async fn harness(period: Duration, failures: Vec<CloudError>) -> (Harness, Arc<Observer>) {
-    let observer = Arc::new(Observer {
-        period,
-        calls: Mutex::default(),
-        failures: Mutex::new(failures.into()),
+/// A harness whose fake cloud offers a service observer resyncing every
+/// `period` and answering `failures` first; nothing started yet.
+async fn harness(period: Duration, failures: Vec<InjectedError>) -> (Harness, Observer) {
+    let h = Harness::new().await;
+    h.cloud.observe_services(period);
+    for failure in failures {
+        h.cloud.fail_next(Some(Operation::SyncServices), failure, 1);
+    }
+    let observer = Observer::default();
+    let calls = observer.0.clone();
+    h.cloud.on_call(move |call| {
+        if call.op == Operation::SyncServices {
+            calls.lock().unwrap().push(SyncCall {
+                at: Instant::now(),
+                services: call.args.iter().cloned().collect(),
+            });
+        }
     });
-    let h = Harness::with_provider(FakeCloud::default(), observer.clone()).await;
     (h, observer)
 }
 
@@ -250,9 +220,9 @@ async fn the_period_calls_again_without_changes_until_shutdown() {
 #[tokio::test(start_paused = true)]
 async fn a_failed_call_is_retried_with_backoff_and_a_requested_delay_is_honoured() {
     let failures = vec![
-        CloudError::msg("the cloud is down"),
-        CloudError::msg("still down"),
-        CloudError::Throttled {
+        InjectedError::Other("the cloud is down".into()),
+        InjectedError::Other("still down".into()),
+        InjectedError::Throttled {
             retry_after: Duration::from_millis(1500),
         },
     ];

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use ccm_cloud_provider::{CloudError, CloudProvider, Instances, ServiceObserver, Volumes};
-use ccm_provider_fake::{FakeCloud, InjectedError, Operation};
+use ccm_cloud_provider::{CloudError, CloudProvider, Instances, Volumes};
+use ccm_provider_fake::{Capability, FakeCloud, InjectedError, Operation};
 use ccm_runtime::{Fence, Fenced, MeteredCloud, Metrics};
 
 #[derive(Debug, Default)]
@@ -111,31 +111,24 @@ async fn mutations_are_refused_without_leadership_and_never_reach_the_cloud() {
 
 #[test]
 fn capabilities_follow_the_wrapped_provider() {
-    #[derive(Debug)]
-    struct Bare;
-    impl CloudProvider for Bare {
-        fn provider_name(&self) -> &'static str {
-            "bare"
-        }
-    }
+    let fake = FakeCloud::default();
     let cloud = MeteredCloud::new(
-        Arc::new(Bare),
-        Metrics::new(),
-        Arc::new(ccm_runtime::AlwaysLeader),
-    );
-    assert!(
-        cloud.instances().is_none() && cloud.load_balancer().is_none() && cloud.routes().is_none()
-    );
-    assert!(cloud.volumes().is_none());
-    let cloud = MeteredCloud::new(
-        Arc::new(FakeCloud::default()),
+        Arc::new(fake.clone()),
         Metrics::new(),
         Arc::new(ccm_runtime::AlwaysLeader),
     );
     assert!(
         cloud.instances().is_some() && cloud.load_balancer().is_some() && cloud.routes().is_some()
     );
-    assert!(cloud.volumes().is_some());
+    assert!(cloud.volumes().is_some() && cloud.inventory().is_some());
+    assert!(cloud.service_observer().is_none(), "off until asked for");
+    fake.set_capability(Capability::Routes, false);
+    assert!(cloud.routes().is_none() && cloud.instances().is_some());
+    fake.offer_nothing();
+    assert!(
+        cloud.instances().is_none() && cloud.load_balancer().is_none() && cloud.routes().is_none()
+    );
+    assert!(cloud.volumes().is_none() && cloud.inventory().is_none());
 }
 
 #[tokio::test(start_paused = true)]
@@ -181,43 +174,13 @@ async fn a_herd_meeting_a_rate_limit_is_paced_not_refused_again_and_again() {
     );
 }
 
-/// A provider whose only capability is a [`ServiceObserver`] that counts
-/// the Services it was given.
-#[derive(Debug, Default)]
-struct Observer {
-    calls: AtomicUsize,
-    seen: AtomicUsize,
-}
-
-#[async_trait::async_trait]
-impl ServiceObserver for Observer {
-    fn resync_period(&self) -> Duration {
-        Duration::from_secs(42)
-    }
-
-    async fn sync_services(&self, services: &[Arc<Service>]) -> Result<(), CloudError> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        self.seen.store(services.len(), Ordering::SeqCst);
-        Ok(())
-    }
-}
-
-impl CloudProvider for Observer {
-    fn provider_name(&self) -> &'static str {
-        "observer"
-    }
-
-    fn service_observer(&self) -> Option<&dyn ServiceObserver> {
-        Some(self)
-    }
-}
-
 #[tokio::test]
 async fn service_syncs_are_counted_and_fenced_like_mutations() {
-    let observer = Arc::new(Observer::default());
+    let fake = FakeCloud::default();
+    fake.observe_services(Duration::from_secs(42));
     let fence = Arc::new(Toggle::default());
     let metrics = Metrics::new();
-    let cloud = MeteredCloud::new(observer.clone(), metrics.clone(), fence.clone());
+    let cloud = MeteredCloud::new(Arc::new(fake.clone()), metrics.clone(), fence.clone());
     let sync = cloud
         .service_observer()
         .expect("the wrapper offers the provider's observer");
@@ -230,7 +193,7 @@ async fn service_syncs_are_counted_and_fenced_like_mutations() {
         "{err:?}"
     );
     assert_eq!(
-        observer.calls.load(Ordering::SeqCst),
+        fake.count(Operation::SyncServices),
         0,
         "the provider never saw the call"
     );
@@ -238,8 +201,9 @@ async fn service_syncs_are_counted_and_fenced_like_mutations() {
 
     fence.0.store(true, Ordering::SeqCst);
     sync.sync_services(&services).await.unwrap();
-    assert_eq!(observer.calls.load(Ordering::SeqCst), 1);
-    assert_eq!(observer.seen.load(Ordering::SeqCst), 2);
+    let calls = fake.calls();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0].batch_size, Some(2), "both Services seen");
     assert_eq!(metrics.cloud_call_count("sync_services", "success"), 1);
     let text = metrics.encode(Some(&cloud));
     assert!(
@@ -252,17 +216,15 @@ async fn service_syncs_are_counted_and_fenced_like_mutations() {
 
 #[test]
 fn only_a_provider_with_an_observer_offers_one() {
+    let fake = FakeCloud::default();
     let cloud = MeteredCloud::new(
-        Arc::new(FakeCloud::default()),
+        Arc::new(fake.clone()),
         Metrics::new(),
         Arc::new(ccm_runtime::AlwaysLeader),
     );
     assert!(cloud.service_observer().is_none());
-    let cloud = MeteredCloud::new(
-        Arc::new(Observer::default()),
-        Metrics::new(),
-        Arc::new(ccm_runtime::AlwaysLeader),
-    );
+    fake.offer_nothing();
+    fake.observe_services(Duration::from_secs(42));
     assert!(cloud.service_observer().is_some() && cloud.load_balancer().is_none());
 }
 

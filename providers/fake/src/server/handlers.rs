@@ -281,6 +281,9 @@ async fn dispatch(cloud: &FakeCloud, op: Operation, args: &Args) -> Result<Dispa
                 ccm_cloud_provider::OwnedResource::try_from(resource).map_err(|e| e.to_string())?;
             single::<_, Plain<()>>(&cloud.delete_owned(cluster()?, &resource).await)
         }
+        Operation::SyncServices => {
+            return Err("sync_services is not served: RemoteCloud offers no observer".into());
+        }
         Operation::VolumesLabels => batch::<
             _,
             Plain<Option<std::collections::BTreeMap<String, String>>>,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use ccm_cloud_provider::CloudProvider;
 use ccm_controllers::{ControllerId, ControllerSettings, Started};
-use ccm_provider_fake::{FakeCloud, InjectedError, Operation};
+use ccm_provider_fake::{Capability, FakeCloud, InjectedError, Operation};
 use ccm_runtime::{Context, Fence, Fenced, Informers, MeteredCloud, Metrics};
 use k8s_openapi::api::core::v1::Node;
 
@@ -332,16 +332,6 @@ async fn a_fenced_process_never_changes_the_cloud() {
     tasks.iter().for_each(tokio::task::JoinHandle::abort);
 }
 
-/// A provider with instances only.
-#[derive(Debug)]
-struct NoRoutes;
-
-impl CloudProvider for NoRoutes {
-    fn provider_name(&self) -> &'static str {
-        "no-routes"
-    }
-}
-
 #[tokio::test]
 async fn it_runs_with_configure_cloud_routes_and_a_routes_capability() {
     let h = Harness::new().await;
@@ -368,7 +358,9 @@ async fn it_runs_with_configure_cloud_routes_and_a_routes_capability() {
         reason.contains("--configure-cloud-routes=false"),
         "{reason}"
     );
-    let reason = off(Arc::new(NoRoutes), on.clone());
+    let no_routes = FakeCloud::default();
+    no_routes.set_capability(Capability::Routes, false);
+    let reason = off(Arc::new(no_routes), on.clone());
     assert!(reason.contains("does not support routes"), "{reason}");
     assert!(matches!(
         ccm_controllers::start(
