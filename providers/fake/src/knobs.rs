@@ -6,6 +6,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
+
 use crate::{Call, FakeCloud};
 
 /// A capability of the provider interface the fake can offer or lack.
@@ -24,6 +26,44 @@ pub enum Capability {
     /// `CloudProvider::service_observer`: off until
     /// [`FakeCloud::observe_services`].
     ServiceObserver,
+    /// `LoadBalancer::check_service`: without it the fake cannot tell
+    /// ownership or validity from the Service alone (`None`).
+    ServiceCheck,
+    /// `LoadBalancer::load_balancer_health`: without it the fake cannot
+    /// tell target health (`Ok(None)`, no call).
+    Health,
+    /// `LoadBalancer::annotation_schema`: without it the fake warns of an
+    /// unknown annotation in the ensure's answer, as a provider without a
+    /// schema does.
+    AnnotationSchema,
+}
+
+/// Calls waiting out their latency now, and the most at once.
+#[derive(Debug, Default)]
+pub(crate) struct InFlight {
+    now: usize,
+    most: usize,
+}
+
+impl InFlight {
+    /// Counts one call in progress until the guard is dropped (also when
+    /// the call is cancelled).
+    pub(crate) fn enter(knobs: &Mutex<Knobs>) -> impl Drop + '_ {
+        let mut held = knobs.lock();
+        held.in_flight.now += 1;
+        held.in_flight.most = held.in_flight.most.max(held.in_flight.now);
+        Leaving(knobs)
+    }
+}
+
+/// A call in progress, counted out when dropped.
+struct Leaving<'a>(&'a Mutex<Knobs>);
+
+impl Drop for Leaving<'_> {
+    fn drop(&mut self) {
+        let mut held = self.0.lock();
+        held.in_flight.now = held.in_flight.now.saturating_sub(1);
+    }
 }
 
 /// What runs at each call, after it is recorded and before it is answered.
@@ -31,6 +71,7 @@ type Hook = Arc<dyn Fn(&Call) + Send + Sync>;
 
 pub(crate) struct Knobs {
     offered: BTreeSet<Capability>,
+    pub(crate) in_flight: InFlight,
     /// The service observer's resync period.
     pub(crate) resync: Duration,
     pub(crate) hook: Option<Hook>,
@@ -38,11 +79,24 @@ pub(crate) struct Knobs {
 
 impl Default for Knobs {
     fn default() -> Self {
-        use Capability::{Instances, Inventory, LoadBalancer, Routes, Volumes};
+        use Capability::{
+            AnnotationSchema, Health, Instances, Inventory, LoadBalancer, Routes, ServiceCheck,
+            Volumes,
+        };
         Self {
-            offered: BTreeSet::from([Instances, LoadBalancer, Routes, Volumes, Inventory]),
+            offered: BTreeSet::from([
+                Instances,
+                LoadBalancer,
+                Routes,
+                Volumes,
+                Inventory,
+                ServiceCheck,
+                Health,
+                AnnotationSchema,
+            ]),
             resync: Duration::MAX,
             hook: None,
+            in_flight: InFlight::default(),
         }
     }
 }
@@ -53,6 +107,7 @@ impl fmt::Debug for Knobs {
             .field("offered", &self.offered)
             .field("resync", &self.resync)
             .field("hook", &self.hook.is_some())
+            .field("in_flight", &self.in_flight)
             .finish()
     }
 }
@@ -87,6 +142,12 @@ impl FakeCloud {
     /// before it is answered (when the test's clock says the call was made).
     pub fn on_call(&self, hook: impl Fn(&Call) + Send + Sync + 'static) {
         self.inner.knobs.lock().hook = Some(Arc::new(hook));
+    }
+
+    /// The most calls in progress at once so far, counted while they wait
+    /// out the latency [`FakeCloud::set_latency`] sets (none without it).
+    pub fn most_in_flight(&self) -> usize {
+        self.inner.knobs.lock().in_flight.most
     }
 
     /// Whether the fake offers `capability` now.

@@ -205,6 +205,17 @@ impl FakeCloud {
         self.inner.state.lock().insert_instance(instance);
     }
 
+    /// Makes the instance `name` answer for `provider_id` too, as a node
+    /// registered with one instance's ID and later re-pointed at another:
+    /// the instance still reports its own ID.
+    pub fn answer_for(&self, provider_id: &str, name: &str) {
+        self.inner
+            .state
+            .lock()
+            .by_provider_id
+            .insert(provider_id.to_owned(), name.to_owned());
+    }
+
     /// Removes an instance entirely, as if it never existed.
     pub fn remove_instance(&self, name: &str) -> Option<Instance> {
         self.inner.state.lock().remove_instance(name)
@@ -305,6 +316,7 @@ impl FakeCloud {
         self.inner.calls.lock().push(call);
         let latency = self.inner.faults.lock().latency;
         if !latency.is_zero() {
+            let _in_flight = knobs::InFlight::enter(&self.inner.knobs);
             tokio::time::sleep(latency).await;
         }
         self.inner.faults.lock().admit(op)

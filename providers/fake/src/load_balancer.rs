@@ -4,15 +4,17 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use ccm_cloud_provider::annotations::{Annotation, AnnotationSchema, Value};
+use ccm_cloud_provider::annotations::{
+    Annotation, AnnotationSchema, Value, unknown_annotation_warnings,
+};
 use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
 use ccm_cloud_provider::{
     CloudError, EnsuredLoadBalancer, LoadBalancer, LoadBalancerHealth, LoadBalancerIngress,
-    LoadBalancerStatus,
+    LoadBalancerStatus, LoadBalancerWarning,
 };
 
 use crate::state::{FakeLoadBalancer, ForwardedPort};
-use crate::{FakeCloud, Operation};
+use crate::{Capability, FakeCloud, Operation};
 
 /// `external` hands the Service to another controller (ImplementedElsewhere),
 /// as `aws-load-balancer-type: external` does on AWS.
@@ -262,6 +264,23 @@ fn status_of(lb: &FakeLoadBalancer) -> LoadBalancerStatus {
     }
 }
 
+impl FakeCloud {
+    /// Without its schema ([`Capability::AnnotationSchema`]), the fake warns
+    /// of an unknown annotation in the ensure's answer, as a provider
+    /// without one does.
+    fn warnings(&self, service: &Service) -> Vec<LoadBalancerWarning> {
+        if self.offers(Capability::AnnotationSchema) {
+            return Vec::new();
+        }
+        let known: Vec<&str> = SCHEMA.annotations.iter().map(|a| a.key).collect();
+        unknown_annotation_warnings(
+            service.metadata.annotations.as_ref(),
+            SCHEMA.prefixes,
+            &known,
+        )
+    }
+}
+
 #[async_trait]
 impl LoadBalancer for FakeCloud {
     async fn get_load_balancer(
@@ -278,11 +297,12 @@ impl LoadBalancer for FakeCloud {
 
     /// The annotations decide ownership and validity: no call needed.
     fn check_service(&self, service: &Service) -> Option<Result<(), CloudError>> {
-        Some(validate(service))
+        self.offers(Capability::ServiceCheck)
+            .then(|| validate(service))
     }
 
     fn annotation_schema(&self) -> Option<&'static AnnotationSchema> {
-        Some(&SCHEMA)
+        self.offers(Capability::AnnotationSchema).then_some(&SCHEMA)
     }
 
     async fn load_balancer_health(
@@ -291,6 +311,9 @@ impl LoadBalancer for FakeCloud {
         service: &Service,
         nodes: &[Arc<Node>],
     ) -> Result<Option<LoadBalancerHealth>, CloudError> {
+        if !self.offers(Capability::Health) {
+            return Ok(None);
+        }
         self.health_of(cluster_name, service, nodes).await
     }
 
@@ -337,10 +360,11 @@ impl LoadBalancer for FakeCloud {
         let status = status_of(&lb);
         state.load_balancers.insert(name.clone(), lb);
         let service_annotations = [(ANNOTATION_LOAD_BALANCER_ID.to_owned(), name)].into();
+        drop(state);
         Ok(EnsuredLoadBalancer {
             status,
             service_annotations,
-            ..EnsuredLoadBalancer::default()
+            warnings: self.warnings(service),
         })
     }
 

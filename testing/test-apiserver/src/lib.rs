@@ -373,5 +373,5 @@ pub use auth::AuthorizationMode;
 pub use error::Error;
 pub use faults::{Failure, RequestMatch};
 pub use seed::{UNINITIALIZED_TAINT, node as seed_node, pod_cidr};
-pub use server::{Builder, TestApiServer};
+pub use server::{Builder, RequestLog, TestApiServer};
 pub use stats::{RequestCount, RequestKey, RequestRecord, Stats, Verb};

@@ -262,6 +262,17 @@ fn client_for(url: &str, token: Option<&str>) -> Result<kube::Client, Error> {
     })
 }
 
+/// The request log of a [`TestApiServer`] ([`TestApiServer::request_log`]).
+#[derive(Debug, Clone)]
+pub struct RequestLog(Arc<Shared>);
+
+impl RequestLog {
+    /// Every logged request, oldest first.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.0.accounting.lock().records().0
+    }
+}
+
 /// An in-memory Kubernetes API server on loopback. See the [crate
 /// documentation](crate) for what it serves.
 ///
@@ -346,6 +357,12 @@ impl TestApiServer {
     /// Every logged request, oldest first.
     pub fn requests(&self) -> Vec<RequestRecord> {
         self.shared.accounting.lock().records().0
+    }
+
+    /// A handle on the request log that outlives a borrow of the server:
+    /// a test's fake cloud can read it in the middle of a call.
+    pub fn request_log(&self) -> RequestLog {
+        RequestLog(self.shared.clone())
     }
 
     /// Forgets request counts and the request log (open watches stay counted).

@@ -4,13 +4,9 @@ use crate::support;
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
-use std::sync::Arc;
 use std::time::Duration;
 
-use ccm_cloud_provider::{
-    CloudError, CloudProvider, InstanceMetadata, Instances, NodeAddress as CloudAddress,
-    NodeAddressType,
-};
+use ccm_cloud_provider::{NodeAddress as CloudAddress, NodeAddressType};
 use ccm_controllers::ControllerId;
 use ccm_provider_fake::{FakeCloud, Instance, InstanceState, Operation};
 use k8s_openapi::api::core::v1::{Node, NodeAddress, Taint};
@@ -302,40 +298,15 @@ async fn instance_not_found_keeps_the_taint_warns_and_backs_off() {
     h.stop().await;
 }
 
-/// A provider whose instances report a provider ID other than the one the
-/// node was registered with (a node re-pointed at another instance).
-#[derive(Debug)]
-struct RenamingCloud(FakeCloud);
-
-#[async_trait::async_trait]
-impl Instances for RenamingCloud {
-    async fn instance_exists(&self, node: &Node) -> Result<bool, CloudError> {
-        self.0.instance_exists(node).await
-    }
-    async fn instance_shutdown(&self, node: &Node) -> Result<bool, CloudError> {
-        self.0.instance_shutdown(node).await
-    }
-    async fn instance_metadata(&self, node: &Node) -> Result<InstanceMetadata, CloudError> {
-        let mut metadata = self.0.instance_metadata(node).await?;
-        metadata.provider_id = "fake://somewhere-else".into();
-        Ok(metadata)
-    }
-}
-
-impl CloudProvider for RenamingCloud {
-    fn provider_name(&self) -> &'static str {
-        "renaming"
-    }
-    fn instances(&self) -> Option<&dyn Instances> {
-        Some(self)
-    }
-}
-
 #[tokio::test]
 async fn a_different_provider_id_is_never_overwritten() {
-    let cloud = FakeCloud::default();
-    cloud.set_auto_instances(true);
-    let mut h = Harness::with_provider(cloud.clone(), Arc::new(RenamingCloud(cloud))).await;
+    // The node was registered with n1's ID; the instance answering for it
+    // now reports another (a node re-pointed at another instance).
+    let mut h = Harness::new().await;
+    let mut moved = seeded("n1", &[(NodeAddressType::InternalIp, "10.0.0.1")]);
+    moved.provider_id = "fake://somewhere-else".into();
+    h.cloud.add_instance(moved);
+    h.cloud.answer_for("fake://n1", "n1");
     let mut node = uninitialized_node("n1");
     node.spec.as_mut().unwrap().provider_id = Some("fake://n1".into());
     h.create_node(&node).await;

@@ -3,16 +3,15 @@
 
 use crate::support;
 
-use std::future::Future;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
-use ccm_cloud_provider::{
-    CloudError, CloudProvider, EnsuredLoadBalancer, LoadBalancer, LoadBalancerStatus,
-};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Service;
 use ccm_controllers::{ControllerId, ControllerSettings};
-use ccm_provider_fake::{ANNOTATION_LOAD_BALANCER_ID, FakeCloud, FakeLoadBalancer, Operation};
+use ccm_provider_fake::{
+    ANNOTATION_LOAD_BALANCER_ID, Capability, FakeCloud, FakeLoadBalancer, Operation,
+};
+use ccm_test_apiserver::RequestRecord;
 use ccm_test_support::ingress_ips;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use support::{Harness, eventually, fast_settings, load_balancer_service, ready_node};
@@ -66,105 +65,38 @@ async fn synced_web() -> Harness {
     h
 }
 
-/// Observes, at each ensure, what the API server holds for the Service.
-#[derive(Default)]
-struct Observing {
-    fake: FakeCloud,
-    client: OnceLock<kube::Client>,
-    /// (finalizer stored, ingress empty) at each ensure.
-    at_ensure: Mutex<Vec<(bool, bool)>>,
-    /// Provider calls running now, and the most at once.
-    in_flight: Mutex<(usize, usize)>,
+/// The Service writes in `requests`: each patch as `subresource status`
+/// (`" 200"` for the object itself, `"status 200"` for its status).
+fn service_writes(requests: &[RequestRecord]) -> Vec<String> {
+    requests
+        .iter()
+        .filter(|r| r.resource == "services" && r.verb == "patch")
+        .map(|r| format!("{} {}", r.subresource, r.status))
+        .collect()
 }
 
-impl Observing {
-    async fn counted<T>(&self, call: impl Future<Output = T>) -> T {
-        {
-            let mut n = self.in_flight.lock().unwrap();
-            n.0 += 1;
-            n.1 = n.1.max(n.0);
-        }
-        let result = call.await;
-        self.in_flight.lock().unwrap().0 -= 1;
-        result
-    }
-}
-
-#[async_trait::async_trait]
-impl LoadBalancer for Observing {
-    async fn get_load_balancer(
-        &self,
-        cluster: &str,
-        service: &Service,
-    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
-        self.counted(self.fake.get_load_balancer(cluster, service))
-            .await
-    }
-    async fn ensure_load_balancer(
-        &self,
-        cluster: &str,
-        service: &Service,
-        nodes: &[Arc<Node>],
-    ) -> Result<EnsuredLoadBalancer, CloudError> {
-        let client = self
-            .client
-            .get()
-            .expect("client set before the controller starts")
-            .clone();
-        let api = kube::Api::<Service>::namespaced(client, "default");
-        let stored = api
-            .get(service.metadata.name.as_deref().unwrap())
-            .await
-            .expect("service readable");
-        self.at_ensure
-            .lock()
-            .unwrap()
-            .push((has_finalizer(&stored), ingress_ips(&stored).is_empty()));
-        self.fake
-            .ensure_load_balancer(cluster, service, nodes)
-            .await
-    }
-    async fn update_load_balancer(
-        &self,
-        cluster: &str,
-        service: &Service,
-        nodes: &[Arc<Node>],
-    ) -> Result<(), CloudError> {
-        self.fake
-            .update_load_balancer(cluster, service, nodes)
-            .await
-    }
-    async fn ensure_load_balancer_deleted(
-        &self,
-        cluster: &str,
-        service: &Service,
-    ) -> Result<(), CloudError> {
-        self.fake
-            .ensure_load_balancer_deleted(cluster, service)
-            .await
-    }
-}
-
-impl std::fmt::Debug for Observing {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Observing").finish_non_exhaustive()
-    }
-}
-
-impl CloudProvider for Observing {
-    fn provider_name(&self) -> &'static str {
-        "observing"
-    }
-    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
-        Some(self)
-    }
+/// The fake cloud as a provider that cannot tell ownership or target health
+/// from the Service alone: it is asked read-only before an ensure, and no
+/// health read follows one.
+fn observing() -> FakeCloud {
+    let fake = FakeCloud::default();
+    fake.set_capability(Capability::ServiceCheck, false);
+    fake.set_capability(Capability::Health, false);
+    fake
 }
 
 #[tokio::test]
 async fn create_stores_the_finalizer_then_ensures_then_writes_the_ingress() {
-    let observing = Arc::new(Observing::default());
-    let mut h = Harness::with_provider(observing.fake.clone(), observing.clone()).await;
-    assert!(observing.client.set(h.client.clone()).is_ok());
+    let fake = observing();
+    let mut h = Harness::with_provider(fake.clone(), Arc::new(fake.clone())).await;
+    // The Service's writes the API server had taken when the ensure came.
+    let at_ensure = Arc::new(Mutex::new(Vec::new()));
+    let (log, seen) = (h.server.request_log(), at_ensure.clone());
+    fake.on_call(move |call| {
+        if call.op == Operation::EnsureLoadBalancer {
+            seen.lock().unwrap().push(service_writes(&log.requests()));
+        }
+    });
     h.create_node(&ready_node("n1")).await;
     h.create_service(&load_balancer_service("web", &[])).await;
     h.server.reset_stats();
@@ -172,9 +104,10 @@ async fn create_stores_the_finalizer_then_ensures_then_writes_the_ingress() {
 
     let service = wait_ingress(&h, "web").await;
     assert_eq!(
-        *observing.at_ensure.lock().unwrap(),
-        [(true, true)],
-        "one ensure, with the finalizer stored and no ingress yet"
+        *at_ensure.lock().unwrap(),
+        [[" 200", "status 200"]],
+        "one ensure, with the finalizer stored and LoadBalancerProvisioned=Pending, \
+         and no ingress yet"
     );
     let ops: Vec<Operation> = h.cloud.calls().iter().map(|c| c.op).collect();
     assert_eq!(
@@ -183,21 +116,9 @@ async fn create_stores_the_finalizer_then_ensures_then_writes_the_ingress() {
         "a provider that cannot tell ownership from the Service alone is asked \
          read-only first, then one ensure"
     );
-    let writes: Vec<(String, String)> = h
-        .server
-        .requests()
-        .into_iter()
-        .filter(|r| r.resource == "services" && r.verb == "patch")
-        .map(|r| (r.subresource, r.status.to_string()))
-        .collect();
     assert_eq!(
-        writes,
-        [
-            ("".into(), "200".into()),
-            ("status".into(), "200".into()),
-            ("".into(), "200".into()),
-            ("status".into(), "200".into())
-        ],
+        service_writes(&h.server.requests()),
+        [" 200", "status 200", " 200", "status 200"],
         "finalizer, LoadBalancerProvisioned=Pending through /status, the provider's \
          annotations, then the ingress with LoadBalancerProvisioned=True through \
          /status (this provider cannot tell target health: no more)"
@@ -491,10 +412,9 @@ async fn services_of_another_type_or_class_are_left_entirely_alone() {
 
 #[tokio::test]
 async fn provider_calls_never_exceed_concurrent_service_syncs() {
-    let observing = Arc::new(Observing::default());
-    observing.fake.set_latency(Duration::from_millis(200));
-    let mut h = Harness::with_provider(observing.fake.clone(), observing.clone()).await;
-    assert!(observing.client.set(h.client.clone()).is_ok());
+    let fake = observing();
+    fake.set_latency(Duration::from_millis(200));
+    let mut h = Harness::with_provider(fake.clone(), Arc::new(fake.clone())).await;
     h.create_node(&ready_node("n1")).await;
     for i in 0..9 {
         h.create_service(&load_balancer_service(&format!("svc{i}"), &[]))
@@ -510,7 +430,7 @@ async fn provider_calls_never_exceed_concurrent_service_syncs() {
         wait_ingress(&h, &format!("svc{i}")).await;
     }
     assert_eq!(
-        observing.in_flight.lock().unwrap().1,
+        fake.most_in_flight(),
         3,
         "three Services at a time, never more"
     );

@@ -8,93 +8,29 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ccm_cloud_provider::annotations::unknown_annotation_warnings;
-use ccm_cloud_provider::{
-    CloudError, CloudProvider, EnsuredLoadBalancer, LoadBalancer, LoadBalancerStatus,
-};
 use ccm_controllers::ControllerId;
 use ccm_provider_fake::{
-    ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_HOSTNAME, ANNOTATION_LOAD_BALANCER_ID,
-    ANNOTATION_TYPE, FakeCloud, Operation,
+    ANNOTATION_HEALTHCHECK_INTERVAL, ANNOTATION_TYPE, Capability, FakeCloud, Operation,
 };
-use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Patch, PatchParams};
 use support::{Harness, eventually, fast_settings, load_balancer_service, ready_node};
 
 const WAIT: Duration = Duration::from_secs(10);
 const PREFIX: &str = "service.beta.kubernetes.io/fake-load-balancer-";
-const KNOWN: &[&str] = &[
-    ANNOTATION_TYPE,
-    ANNOTATION_HEALTHCHECK_INTERVAL,
-    ANNOTATION_LOAD_BALANCER_ID,
-    ANNOTATION_HOSTNAME,
-];
 
-/// The fake cloud, warning about unknown `fake-load-balancer-*` annotations
-/// as a real provider does.
-#[derive(Debug)]
-struct Warning {
-    fake: FakeCloud,
-}
-
-#[async_trait::async_trait]
-impl LoadBalancer for Warning {
-    async fn get_load_balancer(
-        &self,
-        cluster: &str,
-        service: &Service,
-    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
-        self.fake.get_load_balancer(cluster, service).await
-    }
-    async fn ensure_load_balancer(
-        &self,
-        cluster: &str,
-        service: &Service,
-        nodes: &[Arc<Node>],
-    ) -> Result<EnsuredLoadBalancer, CloudError> {
-        let mut ensured = self
-            .fake
-            .ensure_load_balancer(cluster, service, nodes)
-            .await?;
-        ensured.warnings =
-            unknown_annotation_warnings(service.metadata.annotations.as_ref(), &[PREFIX], KNOWN);
-        Ok(ensured)
-    }
-    async fn update_load_balancer(
-        &self,
-        cluster: &str,
-        service: &Service,
-        nodes: &[Arc<Node>],
-    ) -> Result<(), CloudError> {
-        self.fake
-            .update_load_balancer(cluster, service, nodes)
-            .await
-    }
-    async fn ensure_load_balancer_deleted(
-        &self,
-        cluster: &str,
-        service: &Service,
-    ) -> Result<(), CloudError> {
-        self.fake
-            .ensure_load_balancer_deleted(cluster, service)
-            .await
-    }
-}
-
-impl CloudProvider for Warning {
-    fn provider_name(&self) -> &'static str {
-        "warning"
-    }
-    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
-        Some(self)
-    }
+/// The fake cloud without its annotation schema: it warns about unknown
+/// `fake-load-balancer-*` annotations in the ensure's answer, as a
+/// provider without a schema does.
+async fn warning() -> (Harness, FakeCloud) {
+    let fake = FakeCloud::default();
+    fake.set_capability(Capability::AnnotationSchema, false);
+    let h = Harness::with_provider(fake.clone(), Arc::new(fake.clone())).await;
+    (h, fake)
 }
 
 #[tokio::test]
 async fn an_unknown_annotation_warns_with_the_nearest_key_and_the_load_balancer_is_ensured() {
-    let fake = FakeCloud::default();
-    let mut h =
-        Harness::with_provider(fake.clone(), Arc::new(Warning { fake: fake.clone() })).await;
+    let (mut h, fake) = warning().await;
     h.create_node(&ready_node("n1")).await;
     let typo = format!("{PREFIX}tpye");
     let mut service = load_balancer_service("web", &[]);
@@ -138,9 +74,7 @@ async fn an_unknown_annotation_warns_with_the_nearest_key_and_the_load_balancer_
 
 #[tokio::test]
 async fn known_annotations_raise_no_warning() {
-    let fake = FakeCloud::default();
-    let mut h =
-        Harness::with_provider(fake.clone(), Arc::new(Warning { fake: fake.clone() })).await;
+    let (mut h, _) = warning().await;
     h.create_node(&ready_node("n1")).await;
     let mut service = load_balancer_service("web", &[]);
     service.metadata.annotations = Some(BTreeMap::from([
