@@ -42,11 +42,17 @@ pub enum Operation {
     DeleteOwned,
     /// `ServiceObserver::sync_services`
     SyncServices,
+    /// `InstanceTags::tag_instances` (batch)
+    TagInstances,
+    /// `InstanceTags::untag_instances` (batch)
+    UntagInstances,
+    /// `PodCidrs::pod_cidrs_of` (batch)
+    PodCidrsOf,
 }
 
 impl Operation {
     /// Every operation, for tables and metrics.
-    pub const ALL: [Self; 18] = [
+    pub const ALL: [Self; 21] = [
         Self::InstanceExists,
         Self::InstanceShutdown,
         Self::InstanceMetadata,
@@ -65,6 +71,9 @@ impl Operation {
         Self::OwnedResources,
         Self::DeleteOwned,
         Self::SyncServices,
+        Self::TagInstances,
+        Self::UntagInstances,
+        Self::PodCidrsOf,
     ];
 
     /// The interface method's name, such as `instances_metadata`.
@@ -88,6 +97,9 @@ impl Operation {
             Self::OwnedResources => "owned_resources",
             Self::DeleteOwned => "delete_owned",
             Self::SyncServices => "sync_services",
+            Self::TagInstances => "tag_instances",
+            Self::UntagInstances => "untag_instances",
+            Self::PodCidrsOf => "pod_cidrs_of",
         }
     }
 
@@ -107,6 +119,8 @@ impl Operation {
                 | Self::DeleteRoute
                 | Self::DeleteOwned
                 | Self::SyncServices
+                | Self::TagInstances
+                | Self::UntagInstances
         )
     }
 }

@@ -36,6 +36,11 @@ pub enum Capability {
     /// unknown annotation in the ensure's answer, as a provider without a
     /// schema does.
     AnnotationSchema,
+    /// `CloudProvider::instance_tags`: off until
+    /// [`FakeCloud::offer_instance_tags`].
+    InstanceTags,
+    /// `CloudProvider::pod_cidrs`: off until [`FakeCloud::offer_pod_cidrs`].
+    PodCidrs,
 }
 
 /// Calls waiting out their latency now, and the most at once.
@@ -75,6 +80,8 @@ pub(crate) struct Knobs {
     /// The service observer's resync period.
     pub(crate) resync: Duration,
     pub(crate) hook: Option<Hook>,
+    /// The node label instance tagging records its tags under.
+    pub(crate) tagged_label: &'static str,
 }
 
 impl Default for Knobs {
@@ -97,6 +104,7 @@ impl Default for Knobs {
             resync: Duration::MAX,
             hook: None,
             in_flight: InFlight::default(),
+            tagged_label: "",
         }
     }
 }

@@ -36,6 +36,7 @@ mod remote;
 mod routes;
 pub mod server;
 mod state;
+mod tagging;
 mod volumes;
 
 use std::num::NonZeroUsize;
@@ -205,6 +206,15 @@ impl FakeCloud {
         self.inner.state.lock().insert_instance(instance);
     }
 
+    /// Adds a running instance named `name`, as [`FakeCloud::set_auto_instances`]
+    /// would make it; its provider ID.
+    pub fn add_running_instance(&self, name: &str) -> String {
+        let instance = self.settings().synthesized_instance(name);
+        let provider_id = instance.provider_id.clone();
+        self.add_instance(instance);
+        provider_id
+    }
+
     /// Makes the instance `name` answer for `provider_id` too, as a node
     /// registered with one instance's ID and later re-pointed at another:
     /// the instance still reports its own ID.
@@ -359,6 +369,14 @@ impl CloudProvider for FakeCloud {
 
     fn service_observer(&self) -> Option<&dyn ccm_cloud_provider::ServiceObserver> {
         self.offers(Capability::ServiceObserver).then_some(self)
+    }
+
+    fn instance_tags(&self) -> Option<&dyn ccm_cloud_provider::InstanceTags> {
+        self.offers(Capability::InstanceTags).then_some(self)
+    }
+
+    fn pod_cidrs(&self) -> Option<&dyn ccm_cloud_provider::PodCidrs> {
+        self.offers(Capability::PodCidrs).then_some(self)
     }
 
     /// Every change is described before it is made (`load_balancer::describe`).

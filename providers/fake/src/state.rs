@@ -71,6 +71,13 @@ pub(crate) struct State {
     /// Target health set by a test, by node name, over what the instance's
     /// state says.
     pub(crate) target_health: BTreeMap<String, ccm_cloud_provider::TargetState>,
+    /// Instance tags, by provider ID.
+    pub(crate) tags: HashMap<String, BTreeMap<String, String>>,
+    /// Pod-CIDR prefixes delegated to instances, by provider ID.
+    pub(crate) prefixes: HashMap<String, ccm_cloud_provider::ipnet::IpNet>,
+    /// Serverless nodes' provider IDs, and why they are neither tagged nor
+    /// given a prefix.
+    pub(crate) serverless: HashMap<String, String>,
 }
 
 impl State {

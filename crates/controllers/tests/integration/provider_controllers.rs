@@ -1,21 +1,19 @@
 //! A provider's own controllers (`tagging`, `nodeipam`) against the test API
-//! server and a cloud that records its calls: batching, the label that
-//! spares tagged nodes, untagging on deletion, pod CIDRs in upstream's
-//! order.
-
-#[path = "provider_controllers/cloud.rs"]
-mod cloud;
+//! server and the fake cloud offering instance tags and pod CIDRs:
+//! batching, the label that spares tagged nodes, untagging on deletion, pod
+//! CIDRs in upstream's order.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
 use ccm_cloud_provider::{ProviderController, ProviderControllerKind};
 use ccm_controllers::{ControllerSettings, ProviderControllerSettings, Started};
+use ccm_provider_fake::{FakeCloud, InjectedError, Operation};
 use ccm_runtime::{AlwaysLeader, Context, Informers, MeteredCloud, Metrics, Quiescence};
 use ccm_test_apiserver::TestApiServer;
 use ccm_test_support::eventually;
-use cloud::{LABEL, TestCloud};
 use k8s_openapi::api::core::v1::{Node, NodeSpec};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -23,6 +21,44 @@ use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(30);
+/// The label the tagging controller records a node's tags under.
+const LABEL: &str = "example.com/tagged";
+/// A serverless node's provider ID: never tagged, no prefix.
+const FARGATE: &str = "fake://fargate-ip-10-0-0-1";
+
+/// The fake cloud offering instance tags and pod CIDRs, `batch` provider
+/// IDs a call.
+fn cloud(batch: usize) -> FakeCloud {
+    let cloud = FakeCloud::default();
+    cloud.offer_instance_tags(LABEL);
+    cloud.offer_pod_cidrs();
+    cloud.set_batch_size(NonZeroUsize::new(batch).expect("above zero"));
+    cloud.mark_serverless(FARGATE, "a Fargate node");
+    cloud
+}
+
+/// Adds instance `i`, carrying `tags` and delegated `prefix`.
+fn add_instance(cloud: &FakeCloud, i: usize, tags: &[(&str, &str)], prefix: Option<&str>) {
+    let provider_id = cloud.add_running_instance(&format!("i-{i:04}"));
+    let tags = tags
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    cloud.set_instance_tags(&provider_id, tags);
+    if let Some(prefix) = prefix {
+        cloud.set_pod_prefix(&provider_id, prefix.parse().expect("a CIDR"));
+    }
+}
+
+/// The batch sizes of `op`'s calls.
+fn batches(cloud: &FakeCloud, op: Operation) -> Vec<usize> {
+    cloud
+        .calls()
+        .iter()
+        .filter(|c| c.op == op)
+        .filter_map(|c| c.batch_size)
+        .collect()
+}
 
 const TAGGING: ProviderController = ProviderController {
     name: "tagging",
@@ -38,13 +74,13 @@ const NODEIPAM: ProviderController = ProviderController {
 struct Harness {
     server: TestApiServer,
     nodes: Api<Node>,
-    cloud: TestCloud,
+    cloud: FakeCloud,
     metrics: Metrics,
     shutdown: CancellationToken,
 }
 
 impl Harness {
-    async fn new(cloud: TestCloud) -> Self {
+    async fn new(cloud: FakeCloud) -> Self {
         let server = TestApiServer::start()
             .await
             .expect("the test API server starts");
@@ -126,7 +162,7 @@ impl Harness {
     async fn settled(&self) {
         Quiescence::new(self.metrics.activity())
             .counter("API requests", || self.server.stats().total())
-            .counter("cloud calls", || self.cloud.call_count())
+            .counter("cloud calls", || self.cloud.calls().len() as u64)
             .settled()
             .await
             .unwrap_or_else(|err| panic!("{err}"));
@@ -150,15 +186,15 @@ fn tags() -> ProviderControllerSettings {
 }
 
 fn pid(i: usize) -> String {
-    format!("test:///zone-a/i-{i:04}")
+    format!("fake://i-{i:04}")
 }
 
 #[tokio::test]
 async fn a_thousand_nodes_joining_together_cost_one_tag_call_and_are_labelled() {
     const NODES: usize = 1000;
-    let cloud = TestCloud::new(1000);
+    let cloud = cloud(1000);
     for i in 0..NODES {
-        cloud.add_instance(&pid(i), &[("Name", "worker")], None);
+        add_instance(&cloud, i, &[("Name", "worker")], None);
     }
     let mut h = Harness::new(cloud.clone()).await;
     // They joined while no controller ran: the burst arrives at once.
@@ -169,13 +205,13 @@ async fn a_thousand_nodes_joining_together_cost_one_tag_call_and_are_labelled() 
         .await;
     eventually("every instance tagged", WAIT, || async {
         (0..NODES)
-            .all(|i| cloud.tags(&pid(i)).len() == 3)
+            .all(|i| cloud.instance_tags(&pid(i)).len() == 3)
             .then_some(())
     })
     .await
     .unwrap();
     h.settled().await;
-    let calls = cloud.calls("tag");
+    let calls = batches(&cloud, Operation::TagInstances);
     println!(
         "figure: {NODES} joining nodes: {} tag calls {calls:?}",
         calls.len()
@@ -189,22 +225,25 @@ async fn a_thousand_nodes_joining_together_cost_one_tag_call_and_are_labelled() 
     h.start(&TAGGING, &ControllerSettings::default(), &tags())
         .await;
     h.settled().await;
-    assert_eq!(cloud.calls("tag").len(), 1, "labelled nodes cost no call");
+    assert_eq!(
+        batches(&cloud, Operation::TagInstances).len(),
+        1,
+        "labelled nodes cost no call"
+    );
 }
 
 #[tokio::test]
 async fn a_deleted_node_loses_exactly_the_tags_from_its_instance_only() {
-    let cloud = TestCloud::new(1000);
-    cloud.add_instance(&pid(1), &[("owner", "alice")], None);
-    cloud.add_instance(&pid(2), &[("owner", "bob")], None);
+    let cloud = cloud(1000);
+    add_instance(&cloud, 1, &[("owner", "alice")], None);
+    add_instance(&cloud, 2, &[("owner", "bob")], None);
     let mut h = Harness::new(cloud.clone()).await;
     h.start(&TAGGING, &ControllerSettings::default(), &tags())
         .await;
     h.create("node-1", Some(&pid(1)), &[]).await;
     h.create("node-2", Some(&pid(2)), &[]).await;
     h.create("no-provider-id", None, &[]).await;
-    h.create("fargate", Some("test:///zone-a/fargate-ip-10-0-0-1"), &[])
-        .await;
+    h.create("fargate", Some(FARGATE), &[]).await;
     eventually("both labelled", WAIT, || async {
         (h.label("node-1").await.is_some() && h.label("node-2").await.is_some()).then_some(())
     })
@@ -215,17 +254,17 @@ async fn a_deleted_node_loses_exactly_the_tags_from_its_instance_only() {
         .await
         .expect("deleted");
     eventually("node-1's instance untagged", WAIT, || async {
-        (cloud.tags(&pid(1)).len() == 1).then_some(())
+        (cloud.instance_tags(&pid(1)).len() == 1).then_some(())
     })
     .await
     .unwrap();
     h.settled().await;
     assert_eq!(
-        cloud.tags(&pid(1)),
+        cloud.instance_tags(&pid(1)),
         BTreeMap::from([("owner".to_owned(), "alice".to_owned())])
     );
     assert_eq!(
-        cloud.tags(&pid(2)).len(),
+        cloud.instance_tags(&pid(2)).len(),
         3,
         "the other instance keeps its tags"
     );
@@ -235,14 +274,14 @@ async fn a_deleted_node_loses_exactly_the_tags_from_its_instance_only() {
         None,
         "a Fargate node is not labelled"
     );
-    assert_eq!(cloud.calls("untag"), [1]);
+    assert_eq!(batches(&cloud, Operation::UntagInstances), [1]);
 }
 
 #[tokio::test]
 async fn an_ipv6_node_gets_its_prefix_and_a_node_with_pod_cidrs_costs_nothing() {
-    let cloud = TestCloud::new(200);
+    let cloud = cloud(200);
     for i in 0..300 {
-        cloud.add_instance(&pid(i), &[], Some(&format!("2600:1f14:{i:x}:8000::/80")));
+        add_instance(&cloud, i, &[], Some(&format!("2600:1f14:{i:x}:8000::/80")));
     }
     let mut h = Harness::new(cloud.clone()).await;
     h.create("has-cidrs", Some(&pid(999)), &["fd00:1::/80"])
@@ -250,8 +289,7 @@ async fn an_ipv6_node_gets_its_prefix_and_a_node_with_pod_cidrs_costs_nothing() 
     for i in 0..300 {
         h.create(&format!("node-{i}"), Some(&pid(i)), &[]).await;
     }
-    h.create("fargate", Some("test:///zone-a/fargate-ip-10-0-0-1"), &[])
-        .await;
+    h.create("fargate", Some(FARGATE), &[]).await;
     h.start(
         &NODEIPAM,
         &ControllerSettings::default(),
@@ -273,7 +311,7 @@ async fn an_ipv6_node_gets_its_prefix_and_a_node_with_pod_cidrs_costs_nothing() 
     assert_eq!(h.pod_cidrs("node-17").await, ["2600:1f14:11:8000::/80"]);
     assert_eq!(h.pod_cidrs("has-cidrs").await, ["fd00:1::/80"]);
     assert!(h.pod_cidrs("fargate").await.is_empty());
-    let calls = cloud.calls("pod_cidrs");
+    let calls = batches(&cloud, Operation::PodCidrsOf);
     assert_eq!(
         calls.iter().sum::<usize>(),
         301,
@@ -284,8 +322,8 @@ async fn an_ipv6_node_gets_its_prefix_and_a_node_with_pod_cidrs_costs_nothing() 
 
 #[tokio::test]
 async fn a_dual_stack_node_gets_an_ipv4_range_then_its_prefix() {
-    let cloud = TestCloud::new(200);
-    cloud.add_instance(&pid(1), &[], Some("2600:1f14:1:8000::/80"));
+    let cloud = cloud(200);
+    add_instance(&cloud, 1, &[], Some("2600:1f14:1:8000::/80"));
     let mut h = Harness::new(cloud.clone()).await;
     h.create(
         "old",
@@ -318,9 +356,12 @@ async fn a_dual_stack_node_gets_an_ipv4_range_then_its_prefix() {
 
 #[tokio::test]
 async fn a_throttled_tag_call_is_retried_after_the_clouds_delay_and_counts_no_error() {
-    let cloud = TestCloud::new(1000);
-    cloud.add_instance(&pid(1), &[], None);
-    cloud.throttle_tags(2);
+    let cloud = cloud(1000);
+    add_instance(&cloud, 1, &[], None);
+    let throttled = InjectedError::Throttled {
+        retry_after: Duration::from_millis(100),
+    };
+    cloud.fail_next(Some(Operation::TagInstances), throttled, 2);
     let mut h = Harness::new(cloud.clone()).await;
     h.create("node-1", Some(&pid(1)), &[]).await;
     h.start(&TAGGING, &ControllerSettings::default(), &tags())
@@ -330,8 +371,12 @@ async fn a_throttled_tag_call_is_retried_after_the_clouds_delay_and_counts_no_er
     })
     .await
     .unwrap();
-    assert_eq!(cloud.calls("tag").len(), 3, "two throttled, then tagged");
-    assert_eq!(cloud.tags(&pid(1)).len(), 2);
+    assert_eq!(
+        batches(&cloud, Operation::TagInstances).len(),
+        3,
+        "two throttled, then tagged"
+    );
+    assert_eq!(cloud.instance_tags(&pid(1)).len(), 2);
     let metrics = h.metrics.encode(None);
     assert!(
         !metrics.contains("cloudprovider_test_tagging_controller_work_item_errors_total{"),
@@ -341,8 +386,8 @@ async fn a_throttled_tag_call_is_retried_after_the_clouds_delay_and_counts_no_er
 
 #[tokio::test]
 async fn with_every_ipv4_range_taken_a_dual_stack_node_gets_cidr_not_available() {
-    let cloud = TestCloud::new(200);
-    cloud.add_instance(&pid(1), &[], Some("2600:1f14:1:8000::/80"));
+    let cloud = cloud(200);
+    add_instance(&cloud, 1, &[], Some("2600:1f14:1:8000::/80"));
     let mut h = Harness::new(cloud.clone()).await;
     h.create(
         "old",

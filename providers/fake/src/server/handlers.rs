@@ -281,8 +281,13 @@ async fn dispatch(cloud: &FakeCloud, op: Operation, args: &Args) -> Result<Dispa
                 ccm_cloud_provider::OwnedResource::try_from(resource).map_err(|e| e.to_string())?;
             single::<_, Plain<()>>(&cloud.delete_owned(cluster()?, &resource).await)
         }
-        Operation::SyncServices => {
-            return Err("sync_services is not served: RemoteCloud offers no observer".into());
+        Operation::SyncServices
+        | Operation::TagInstances
+        | Operation::UntagInstances
+        | Operation::PodCidrsOf => {
+            return Err(format!(
+                "{op} is not served: RemoteCloud offers only the interface's main capabilities"
+            ));
         }
         Operation::VolumesLabels => batch::<
             _,
