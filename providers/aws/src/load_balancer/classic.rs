@@ -128,6 +128,11 @@ impl Cloud {
         let lb = match (existing, planned) {
             (_, Some(planned)) => planned,
             (Some(lb), None) if !dirty => lb,
+            // A dry run made no change to describe: the ELB as the planned
+            // listener changes leave it.
+            (Some(lb), None) if ccm_cloud_provider::fence::dry_run() => {
+                elb::with_listeners(lb, &spec.listeners)?
+            }
             _ => self.describe_classic(name).await?,
         };
         self.sync_ssl_policy(spec, &lb).await?;

@@ -65,6 +65,39 @@ pub(crate) fn listener_changes<'a>(
     (remove, add)
 }
 
+/// `lb` as its listener changes leave it, which a dry run only planned: a
+/// listener kept keeps its policies, a new one has none.
+pub(crate) fn with_listeners(
+    mut lb: LoadBalancerDescription,
+    wanted: &[ClassicListener],
+) -> Result<LoadBalancerDescription, CloudError> {
+    let actual: Vec<Listener> = lb
+        .listener_descriptions()
+        .iter()
+        .filter_map(|d| d.listener().cloned())
+        .collect();
+    let (remove, add) = listener_changes(&actual, wanted);
+    let mut descriptions: Vec<ListenerDescription> = lb
+        .listener_descriptions
+        .take()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|d| {
+            d.listener()
+                .is_none_or(|l| !remove.contains(&l.load_balancer_port()))
+        })
+        .collect();
+    for new in add {
+        descriptions.push(
+            ListenerDescription::builder()
+                .listener(listener(new)?)
+                .build(),
+        );
+    }
+    lb.listener_descriptions = Some(descriptions);
+    Ok(lb)
+}
+
 fn tag_list(tags: &BTreeMap<String, String>) -> Result<Vec<Tag>, CloudError> {
     tags.iter()
         .map(|(k, v)| built(Tag::builder().key(k).value(v).build()))
@@ -477,5 +510,33 @@ mod tests {
         assert_eq!(remove, vec![80, 443]);
         let ports: Vec<i32> = add.iter().map(|l| l.port).collect();
         assert_eq!(ports, vec![443, 8080]);
+    }
+
+    #[test]
+    fn the_projected_elb_keeps_a_kept_listeners_policies_and_gives_a_new_one_none() {
+        let described = |l: Listener, policy: &str| {
+            ListenerDescription::builder()
+                .listener(l)
+                .policy_names(policy)
+                .build()
+        };
+        let lb = LoadBalancerDescription::builder()
+            .listener_descriptions(described(actual(80, "TCP", None), "kept"))
+            .listener_descriptions(described(actual(443, "TCP", None), "dropped"))
+            .build();
+        let want = [wanted(80, "TCP", None), wanted(8443, "TCP", None)];
+        let projected = with_listeners(lb, &want).unwrap();
+        let ports_and_policies: Vec<(i32, Vec<String>)> = projected
+            .listener_descriptions()
+            .iter()
+            .map(|d| {
+                let port = d.listener().map_or(0, Listener::load_balancer_port);
+                (port, d.policy_names().to_vec())
+            })
+            .collect();
+        assert_eq!(
+            ports_and_policies,
+            [(80, vec!["kept".to_owned()]), (8443, Vec::new())]
+        );
     }
 }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use ccm_cloud_provider::CloudProvider;
 use ccm_cloud_provider::fence::scope;
 use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use ccm_provider_aws::annotations as key;
 use ccm_provider_aws::test_util::dry_run::{Described, DryRun};
 use ccm_provider_aws::test_util::{CLUSTER, classic_service};
 
@@ -263,4 +264,38 @@ async fn a_new_classic_elb_is_planned_in_full() {
                 .contains("LoadBalancerName=a6c1f0e2a1b2c4d3e8f4a5b6c7d8e9f0")),
         "{plan:#?}"
     );
+}
+
+/// The SSL negotiation policy is planned for the listeners the planned
+/// listener changes leave, not for those the ELB has now.
+#[tokio::test]
+async fn a_moved_tls_port_of_a_classic_elb_plans_its_policy_on_the_new_listener() {
+    let f = Fixture::new(2).await;
+    let nodes = f.nodes(&[0, 1]);
+    let cert = f.moto.certificate("shop.example.com").await;
+    let tls = |port: i32| {
+        let ssl_ports = port.to_string();
+        let annotations = [
+            (key::SSL_CERT, cert.as_str()),
+            (key::SSL_PORTS, ssl_ports.as_str()),
+            (key::BACKEND_PROTOCOL, "https"),
+            (
+                key::SSL_NEGOTIATION_POLICY,
+                "ELBSecurityPolicy-TLS-1-2-2017-01",
+            ),
+        ];
+        classic_service(UID, &annotations, &[(port, 30443)])
+    };
+    f.lb()
+        .ensure_load_balancer(CLUSTER, &tls(443), &nodes)
+        .await
+        .expect("ensured");
+
+    let plan = planned_then_made(&f, &tls(8443), &nodes).await;
+    let policies: Vec<&Described> = plan
+        .iter()
+        .filter(|p| p.operation == "SetLoadBalancerPoliciesOfListener")
+        .collect();
+    assert_eq!(policies.len(), 1, "{plan:#?}");
+    assert!(names_port(&policies[0].detail, 8443), "{plan:#?}");
 }
