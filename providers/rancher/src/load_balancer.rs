@@ -19,6 +19,7 @@
 //!   `loadBalancerIP`, session affinity) before any call.
 
 mod converge;
+mod plan;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

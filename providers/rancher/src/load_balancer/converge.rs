@@ -7,17 +7,17 @@
 //! port rules are written after the links, so rules that match mean the
 //! links were set too.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use ccm_cloud_provider::CloudError;
 use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
 use serde_json::json;
 
-use super::{PAUSES_MS, RETRY_AFTER, Wanted, owned_metadata, recorded_cluster};
+use super::{PAUSES_MS, RETRY_AFTER, Wanted, owned_metadata, plan, recorded_cluster};
 use crate::api::is_planned;
 use crate::cattle::{
-    self, ExternalService, LB_IMAGE_SETTING, LaunchConfig, LbConfig, LoadBalancerService, PortRule,
+    self, ExternalService, LB_IMAGE_SETTING, LaunchConfig, LbConfig, LoadBalancerService,
     STACK_EXTERNAL_ID, STACK_NAME, ServiceLink, SetServiceLinksInput, Setting, Stack,
 };
 use crate::instances::{addresses, hostname_matches};
@@ -134,46 +134,30 @@ impl RancherProvider {
         removed: &[String],
     ) -> Result<LoadBalancerService, CloudError> {
         let (targets, others) = self.targets(&lb.stack_id, nodes, removed).await?;
-        let mut rules: Vec<PortRule> = targets
-            .iter()
-            .flat_map(|t| {
-                wanted.forwards.iter().map(|(port, node_port)| PortRule {
-                    source_port: *port,
-                    target_port: *node_port,
-                    service_id: t.resource.id.clone(),
-                    protocol: "tcp".to_owned(),
-                })
-            })
-            .collect();
-        rules.sort();
-        let mut current = lb
-            .lb_config
-            .as_ref()
-            .map(|c| c.port_rules.clone())
-            .unwrap_or_default();
-        current.sort();
-        let unrecorded = recorded_cluster(&lb).is_none();
-        if current != rules || unrecorded {
-            if current != rules {
+        let ids: Vec<String> = targets.iter().map(|t| t.resource.id.clone()).collect();
+        let current = lb.lb_config.as_ref().map(|c| c.port_rules.as_slice());
+        let recorded = recorded_cluster(&lb).is_some();
+        let plan = plan::plan(
+            current.unwrap_or_default(),
+            recorded,
+            &ids,
+            &wanted.forwards,
+        );
+        if plan.update {
+            if plan.set_links {
                 lb = self.set_links(lb, &targets).await?;
             }
             let body = json!({
-                "lbConfig": LbConfig { port_rules: rules.clone() },
+                "lbConfig": LbConfig { port_rules: plan.rules },
                 "metadata": owned_metadata(Some(&lb), cluster, &wanted.owner),
             });
             if let Some(updated) = self.client.update(&lb.resource, &body).await? {
                 lb = updated;
             }
         }
-        let kept: BTreeSet<&str> = rules.iter().map(|r| r.service_id.as_str()).collect();
-        let dropped: BTreeSet<&str> = current
-            .iter()
-            .map(|r| r.service_id.as_str())
-            .filter(|id| !kept.contains(id))
-            .collect();
         for service in others
             .iter()
-            .filter(|s| dropped.contains(s.resource.id.as_str()))
+            .filter(|s| plan.dropped.contains(&s.resource.id))
         {
             self.remove_unused(&service.resource, &service.name, &lb.resource.id)
                 .await?;
