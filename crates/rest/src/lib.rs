@@ -9,11 +9,12 @@
 //! redacted) so that a dry run sends the reads and plans the rest, the body
 //! carried fenced (asked again when the connection writes it), one
 //! connection pool with bounded timeouts. It answers the status, headers and
-//! body; what a status means (not found, throttled, over a quota) is the
-//! provider's to say, with [`decode`], [`retry_after`] and [`excerpt`] to
-//! help.
+//! body; what a status means (throttled, over a quota) is the provider's to
+//! say, with [`decode`], [`retry_after`] and [`excerpt`] to help, and
+//! [`Unexpected`] for what every REST API answers alike.
 
 mod send;
+mod unexpected;
 
 use std::fmt;
 use std::time::{Duration, SystemTime};
@@ -25,6 +26,7 @@ use ccm_cloud_provider::server_delay;
 use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 pub use reqwest::{Method, StatusCode, Url};
 use serde::de::DeserializeOwned;
+pub use unexpected::{Unexpected, decode_answer};
 
 /// How long a request may take, answer included.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);

@@ -267,3 +267,32 @@ fn helpers_read_bodies_and_headers_as_documented() {
     }
     assert_eq!(retry_after(&HeaderMap::new(), now), None);
 }
+
+#[test]
+fn an_unexpected_answer_names_the_request_and_keeps_a_decoding_failure_as_its_cause() {
+    let status = Unexpected::Status {
+        method: "PUT",
+        path: "/v2/load_balancers/1".into(),
+        api: "DigitalOcean API",
+        status: 500,
+        detail: "server_error: boom".into(),
+    };
+    assert_eq!(
+        CloudError::from(status).to_string(),
+        "PUT /v2/load_balancers/1: DigitalOcean API answered 500: server_error: boom"
+    );
+    let err = decode_answer::<Vec<u32>>("GET", "/v2/droplets", b"{").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "GET /v2/droplets: unexpected response body"
+    );
+    let cloud = CloudError::from(err);
+    assert!(
+        std::error::Error::source(&cloud).is_some(),
+        "the decoding failure stays the cause: {cloud:?}"
+    );
+    assert_eq!(
+        decode_answer::<Option<u32>>("DELETE", "/x", b"").unwrap(),
+        None
+    );
+}

@@ -11,7 +11,7 @@ use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use ccm_cloud_provider::RateLimiter;
-use ccm_rest::{Auth, Rest, excerpt, method_name};
+use ccm_rest::{Auth, Rest, Unexpected, decode_answer, excerpt, method_name};
 use reqwest::{Method, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -22,6 +22,8 @@ use types::{ErrorBody, Page};
 
 use crate::config::AccessToken;
 
+/// The API, as its errors name it.
+const API: &str = "DigitalOcean API";
 /// The API's largest page.
 const PER_PAGE: u32 = 200;
 /// 200 × 500 objects is far beyond any account; a list still going is broken.
@@ -72,12 +74,14 @@ impl Client {
         let answer = self.rest.get_unauthenticated(url, METADATA_TIMEOUT).await?;
         let text = String::from_utf8_lossy(&answer.body);
         if !answer.status.is_success() {
-            return Err(ApiError::Status {
+            return Err(Unexpected::Status {
                 method: "GET",
                 path,
+                api: API,
                 status: answer.status.as_u16(),
                 detail: excerpt(&text),
-            });
+            }
+            .into());
         }
         Ok(text.trim().to_owned())
     }
@@ -88,7 +92,7 @@ impl Client {
         query: &[(&str, String)],
     ) -> Result<T, ApiError> {
         let body = self.send(Method::GET, path, query, None::<&()>).await?;
-        decode("GET", path, &body)
+        Ok(decode_answer("GET", path, &body)?)
     }
 
     pub(crate) async fn post<B: Serialize, T: DeserializeOwned>(
@@ -97,7 +101,7 @@ impl Client {
         body: &B,
     ) -> Result<T, ApiError> {
         let body = self.send(Method::POST, path, &[], Some(body)).await?;
-        decode("POST", path, &body)
+        Ok(decode_answer("POST", path, &body)?)
     }
 
     /// A POST whose answer has no body (204).
@@ -117,7 +121,7 @@ impl Client {
         body: &B,
     ) -> Result<T, ApiError> {
         let body = self.send(Method::PUT, path, &[], Some(body)).await?;
-        decode("PUT", path, &body)
+        Ok(decode_answer("PUT", path, &body)?)
     }
 
     /// A DELETE, with a body for the endpoints that take one.
@@ -154,7 +158,7 @@ impl Client {
             }
             let end = got.is_last(page, items.len() + got.items.len());
             for item in &got.items {
-                items.push(T::deserialize(item).map_err(|source| ApiError::Decode {
+                items.push(T::deserialize(item).map_err(|source| Unexpected::Decode {
                     method: "GET",
                     path: path.to_owned(),
                     source,
@@ -165,10 +169,11 @@ impl Client {
             }
             previous = Some(got.items);
         }
-        Err(ApiError::TooManyPages {
+        Err(Unexpected::TooManyPages {
             path: path.to_owned(),
             pages: MAX_PAGES,
-        })
+        }
+        .into())
     }
 
     async fn send<B: Serialize>(
@@ -230,10 +235,11 @@ impl Client {
             return Err(ApiError::Throttled { retry_after });
         }
         if status.as_u16() == 404 {
-            return Err(ApiError::NotFound {
+            return Err(Unexpected::NotFound {
                 method: name,
                 path: path.to_owned(),
-            });
+            }
+            .into());
         }
         if !status.is_success() {
             let detail = match serde_json::from_slice::<ErrorBody>(&bytes) {
@@ -242,27 +248,17 @@ impl Client {
                 }
                 _ => excerpt(&String::from_utf8_lossy(&bytes)),
             };
-            return Err(ApiError::Status {
+            return Err(Unexpected::Status {
                 method: name,
                 path: path.to_owned(),
+                api: API,
                 status: status.as_u16(),
                 detail: self.rest.redact(&detail),
-            });
+            }
+            .into());
         }
         Ok(bytes.to_vec())
     }
-}
-
-fn decode<T: DeserializeOwned>(
-    method: &'static str,
-    path: &str,
-    body: &[u8],
-) -> Result<T, ApiError> {
-    ccm_rest::decode(body).map_err(|source| ApiError::Decode {
-        method,
-        path: path.to_owned(),
-        source,
-    })
 }
 
 /// A change without an answer to read, as a dry run answers it: the fence

@@ -1,6 +1,7 @@
 //! Which region this cluster's load balancers go to.
 
 use ccm_cloud_provider::CloudError;
+use ccm_rest::Unexpected;
 
 use crate::api::types::Region;
 use crate::api::{ApiError, Client};
@@ -14,7 +15,11 @@ pub(crate) async fn resolve(api: &Client, settings: &Settings) -> Result<String,
             let regions: Vec<Region> = match api.list_all("/v2/regions", &[]).await {
                 Ok(regions) => regions,
                 // The check is a courtesy: odd paging must not stop startup.
-                Err(e @ (ApiError::TooManyPages { .. } | ApiError::Decode { .. })) => {
+                Err(
+                    e @ ApiError::Unexpected(
+                        Unexpected::TooManyPages { .. } | Unexpected::Decode { .. },
+                    ),
+                ) => {
                     tracing::warn!(error = %e, region, "could not read the region list to check {ENV_REGION}; using it unchecked");
                     return Ok(region.clone());
                 }

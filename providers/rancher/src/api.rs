@@ -18,7 +18,9 @@ mod error;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use ccm_rest::{Auth, Rest, excerpt, method_name, path_and_query, retry_after};
+use ccm_rest::{
+    Auth, Rest, Unexpected, decode_answer, excerpt, method_name, path_and_query, retry_after,
+};
 use reqwest::{Method, StatusCode, Url};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -129,10 +131,11 @@ impl Client {
         }
         match next {
             None => Ok(items),
-            Some(_) => Err(ApiError::TooManyPages {
+            Some(_) => Err(Unexpected::TooManyPages {
                 path: first.path().to_owned(),
                 pages: MAX_PAGES,
-            }),
+            }
+            .into()),
         }
     }
 
@@ -281,11 +284,7 @@ impl Client {
         let retry_after = retry_after(&answer.headers, SystemTime::now());
         let bytes = answer.body;
         if status.is_success() {
-            return ccm_rest::decode(&bytes).map_err(|source| ApiError::Decode {
-                method: name,
-                path,
-                source,
-            });
+            return Ok(decode_answer(name, &path, &bytes)?);
         }
         let detail = match serde_json::from_slice::<cattle::ApiError>(&bytes) {
             Ok(e) if !e.code.is_empty() || !e.message.is_empty() => {
@@ -299,7 +298,7 @@ impl Client {
                 path,
                 status: status.as_u16(),
             },
-            StatusCode::NOT_FOUND => ApiError::NotFound { method: name, path },
+            StatusCode::NOT_FOUND => Unexpected::NotFound { method: name, path }.into(),
             StatusCode::CONFLICT => ApiError::Conflict {
                 method: name,
                 path,
@@ -315,12 +314,14 @@ impl Client {
                 path,
                 retry_after: retry_after.unwrap_or(Duration::from_secs(1)),
             },
-            _ => ApiError::Status {
+            _ => Unexpected::Status {
                 method: name,
                 path,
+                api: "Rancher",
                 status: status.as_u16(),
                 detail,
-            },
+            }
+            .into(),
         })
     }
 }

@@ -45,40 +45,6 @@ pub(crate) enum ApiError {
         message: String,
     },
 
-    /// The API answered 404.
-    #[error("{method} {path}: not found")]
-    NotFound {
-        /// The request method.
-        method: &'static str,
-        /// The request path.
-        path: String,
-    },
-
-    /// The API answered another non-success status.
-    #[error("{method} {path}: DigitalOcean API answered {status}: {detail}")]
-    Status {
-        /// The request method.
-        method: &'static str,
-        /// The request path.
-        path: String,
-        /// The HTTP status.
-        status: u16,
-        /// The error body's `id` and `message`, or the start of the body.
-        detail: String,
-    },
-
-    /// The answer was not the JSON the API documents.
-    #[error("{method} {path}: unexpected response body")]
-    Decode {
-        /// The request method.
-        method: &'static str,
-        /// The request path.
-        path: String,
-        /// The decoding failure.
-        #[source]
-        source: serde_json::Error,
-    },
-
     /// A path that cannot be joined onto the base URL.
     #[error("`{path}` is not a valid API path")]
     InvalidPath {
@@ -86,19 +52,18 @@ pub(crate) enum ApiError {
         path: String,
     },
 
-    /// A list never reached its last page.
-    #[error("GET {path}: still more pages after {pages}; giving up")]
-    TooManyPages {
-        /// The list's path.
-        path: String,
-        /// Pages read.
-        pages: u32,
-    },
+    /// An answer every REST API can give: not found, another status, a
+    /// body that is not JSON, a list without end.
+    #[error(transparent)]
+    Unexpected(#[from] ccm_rest::Unexpected),
 }
 
 impl ApiError {
     pub(crate) fn is_not_found(&self) -> bool {
-        matches!(self, Self::NotFound { .. })
+        matches!(
+            self,
+            Self::Unexpected(ccm_rest::Unexpected::NotFound { .. })
+        )
     }
 }
 
@@ -108,13 +73,8 @@ impl From<ApiError> for CloudError {
             ApiError::Throttled { retry_after } => CloudError::Throttled { retry_after },
             ApiError::Send(err) => err.into(),
             ApiError::QuotaExceeded { message, .. } => CloudError::QuotaExceeded { message },
-            other => {
-                let message = other.to_string();
-                match other {
-                    ApiError::Decode { source, .. } => CloudError::other(message, source),
-                    _ => CloudError::msg(message),
-                }
-            }
+            ApiError::Unexpected(err) => err.into(),
+            ApiError::InvalidPath { .. } => CloudError::msg(err.to_string()),
         }
     }
 }

@@ -40,15 +40,6 @@ pub(crate) enum ApiError {
     #[error(transparent)]
     Send(#[from] ccm_rest::SendError),
 
-    /// The API answered 404.
-    #[error("{method} {path}: not found")]
-    NotFound {
-        /// The request method.
-        method: &'static str,
-        /// The request path.
-        path: String,
-    },
-
     /// The API answered 409: the resource is in a state that does not
     /// allow the request yet (a transition is running).
     #[error("{method} {path}: Rancher answered 409 Conflict: {detail}")]
@@ -59,31 +50,6 @@ pub(crate) enum ApiError {
         path: String,
         /// The error body's code and message.
         detail: String,
-    },
-
-    /// The API answered another non-success status.
-    #[error("{method} {path}: Rancher answered {status}: {detail}")]
-    Status {
-        /// The request method.
-        method: &'static str,
-        /// The request path.
-        path: String,
-        /// The HTTP status.
-        status: u16,
-        /// The error body's code and message, or the start of the body.
-        detail: String,
-    },
-
-    /// The answer was not the JSON the API documents.
-    #[error("{method} {path}: unexpected response body")]
-    Decode {
-        /// The request method.
-        method: &'static str,
-        /// The request path.
-        path: String,
-        /// The decoding failure.
-        #[source]
-        source: serde_json::Error,
     },
 
     /// A link or action URL the server gave points away from `CATTLE_URL`'s
@@ -105,19 +71,18 @@ pub(crate) enum ApiError {
         name: String,
     },
 
-    /// A list never reached its last page.
-    #[error("GET {path}: still more pages after {pages}; giving up")]
-    TooManyPages {
-        /// The list's path.
-        path: String,
-        /// Pages read.
-        pages: u32,
-    },
+    /// An answer every REST API can give: not found, another status, a
+    /// body that is not JSON, a list without end.
+    #[error(transparent)]
+    Unexpected(#[from] ccm_rest::Unexpected),
 }
 
 impl ApiError {
     pub(crate) fn is_not_found(&self) -> bool {
-        matches!(self, Self::NotFound { .. })
+        matches!(
+            self,
+            Self::Unexpected(ccm_rest::Unexpected::NotFound { .. })
+        )
     }
 }
 
@@ -130,13 +95,8 @@ impl From<ApiError> for CloudError {
                 after: Duration::from_secs(1),
                 reason: err.to_string(),
             },
-            other => {
-                let message = other.to_string();
-                match other {
-                    ApiError::Decode { source, .. } => CloudError::other(message, source),
-                    _ => CloudError::msg(message),
-                }
-            }
+            ApiError::Unexpected(err) => err.into(),
+            other => CloudError::msg(other.to_string()),
         }
     }
 }

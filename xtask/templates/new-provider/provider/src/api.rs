@@ -160,8 +160,10 @@ pub trait Api: Send + Sync + fmt::Debug {
 /// each says which request it should make. Send it with
 /// `self.rest.send(Method::GET, url, None::<&()>)` (`ccm_rest::Method`,
 /// `ccm_rest::Url` joined onto the endpoint), read a success with
-/// [`ccm_rest::decode`], and map a 429 or the cloud's throttling error to
-/// [`CloudError::Throttled`] with the delay [`ccm_rest::retry_after`] reads.
+/// [`ccm_rest::decode_answer`], answer a 404 or another failing status with
+/// [`ccm_rest::Unexpected`], and map a 429 or the cloud's throttling error
+/// to [`CloudError::Throttled`] with the delay [`ccm_rest::retry_after`]
+/// reads.
 pub struct HttpApi {
     rest: ccm_rest::Rest,
     endpoint: String,
