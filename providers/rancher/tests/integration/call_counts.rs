@@ -7,13 +7,10 @@
 
 use std::sync::Arc;
 
-use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service, ServicePort, ServiceSpec};
-use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use ccm_cloud_provider::{CloudError, CloudProvider, Environment, ProviderFactory};
-use ccm_provider_rancher::emulator::{ACCESS_KEY, CattleEmulator, SECRET_KEY};
-use ccm_provider_rancher::{
-    ACCESS_KEY_VARIABLE, RancherProviderFactory, SECRET_KEY_VARIABLE, URL_VARIABLE,
-};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::Node;
+use ccm_provider_rancher::emulator::CattleEmulator;
+
+use crate::support::{node, provider, service, settled};
 
 /// One row: the work, our count, upstream's count and how it is derived.
 struct Row {
@@ -23,70 +20,11 @@ struct Row {
     derivation: &'static str,
 }
 
-fn node(name: &str) -> Arc<Node> {
-    Arc::new(Node {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            ..ObjectMeta::default()
-        },
-        ..Node::default()
-    })
-}
-
-fn service(ports: &[(i32, i32)]) -> Service {
-    Service {
-        metadata: ObjectMeta {
-            name: Some("web".into()),
-            namespace: Some("default".into()),
-            uid: Some("0e6d5d0e-1111-4c4c-9d9d-000000000001".into()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(ServiceSpec {
-            type_: Some("LoadBalancer".into()),
-            ports: Some(
-                ports
-                    .iter()
-                    .map(|(port, node_port)| ServicePort {
-                        port: *port,
-                        node_port: Some(*node_port),
-                        protocol: Some("TCP".into()),
-                        ..ServicePort::default()
-                    })
-                    .collect(),
-            ),
-            ..ServiceSpec::default()
-        }),
-        status: None,
-    }
-}
-
-/// Calls `call` until it answers something but `Retry`, as the service
-/// controller requeues (without its delay), at most 50 times.
-async fn settled<T, F, Fut>(mut call: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, CloudError>>,
-{
-    for _ in 0..50 {
-        match call().await {
-            Ok(value) => return value,
-            Err(CloudError::Retry { .. }) => {}
-            Err(e) => panic!("{e}"),
-        }
-    }
-    panic!("still Retry after 50 calls");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[allow(clippy::print_stdout, reason = "the benchmark prints its table")]
 async fn rancher_calls_are_at_most_upstreams_for_every_operation() {
     let cattle = CattleEmulator::start().await.expect("the emulator starts");
-    let env = Environment::default()
-        .with(URL_VARIABLE, cattle.url())
-        .with(ACCESS_KEY_VARIABLE, ACCESS_KEY)
-        .with(SECRET_KEY_VARIABLE, SECRET_KEY);
-    let provider: Arc<dyn CloudProvider> =
-        RancherProviderFactory::build(None, &env).expect("the provider builds");
+    let provider = provider(&cattle);
     let instances = provider.instances().expect("instances");
     let lb = provider.load_balancer().expect("load balancers");
     let mut rows = Vec::new();

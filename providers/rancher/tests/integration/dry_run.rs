@@ -3,14 +3,12 @@
 //! would create stands in for it, so the plan holds the whole ensure, not
 //! its first change; the ensure made afterwards sends what was planned.
 
+use ccm_cloud_provider::CloudProvider;
 use ccm_cloud_provider::fence::{Request, RequestFence, scope};
-use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service, ServicePort, ServiceSpec};
-use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use ccm_cloud_provider::{CloudError, CloudProvider, Environment, LoadBalancer, ProviderFactory};
-use ccm_provider_rancher::emulator::{ACCESS_KEY, CattleEmulator, SECRET_KEY};
-use ccm_provider_rancher::{
-    ACCESS_KEY_VARIABLE, RancherProviderFactory, SECRET_KEY_VARIABLE, URL_VARIABLE,
-};
+use ccm_cloud_provider::k8s_openapi::api::core::v1::{Node, Service};
+use ccm_provider_rancher::emulator::CattleEmulator;
+
+use crate::support::{node, provider, service, settled};
 use std::sync::{Arc, Mutex};
 
 /// One change as the provider described it to the fence.
@@ -46,43 +44,6 @@ impl RequestFence for DryRun {
     }
 }
 
-fn node(name: &str) -> Arc<Node> {
-    Arc::new(Node {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            ..ObjectMeta::default()
-        },
-        ..Node::default()
-    })
-}
-
-fn service(ports: &[(i32, i32)]) -> Service {
-    Service {
-        metadata: ObjectMeta {
-            name: Some("web".into()),
-            namespace: Some("default".into()),
-            uid: Some("5d0c7a1e-2222-4c4c-9d9d-00000000d2e0".into()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(ServiceSpec {
-            type_: Some("LoadBalancer".into()),
-            ports: Some(
-                ports
-                    .iter()
-                    .map(|(port, node_port)| ServicePort {
-                        port: *port,
-                        node_port: Some(*node_port),
-                        protocol: Some("TCP".into()),
-                        ..ServicePort::default()
-                    })
-                    .collect(),
-            ),
-            ..ServiceSpec::default()
-        }),
-        status: None,
-    }
-}
-
 /// A change as `METHOD collection[/item][?action=name]`, with IDs (real
 /// or planned) written `item`: the same for a planned request and the
 /// one later sent.
@@ -103,19 +64,6 @@ fn planned_shape(planned: &Planned, base_path: &str) -> String {
         .strip_prefix("action=")
         .and_then(|rest| rest.split_whitespace().next());
     shape(method, path.trim_start_matches(base_path), action)
-}
-
-/// Calls `ensure` until it answers something but `Retry` (Rancher is
-/// still registering what it made), at most 50 times.
-async fn settled(lb: &dyn LoadBalancer, svc: &Service, nodes: &[Arc<Node>]) {
-    for _ in 0..50 {
-        match lb.ensure_load_balancer("c1", svc, nodes).await {
-            Ok(_) => return,
-            Err(CloudError::Retry { .. }) => {}
-            Err(e) => panic!("{e}"),
-        }
-    }
-    panic!("still Retry after 50 ensures");
 }
 
 /// The dry run of `svc`'s ensure, then the ensure: the plan's shapes, and
@@ -154,7 +102,7 @@ async fn plan_then_ensure(
         .map(|p| planned_shape(p, &base_path))
         .collect();
     let made_from = cattle.calls().len();
-    settled(lb, svc, nodes).await;
+    settled(|| lb.ensure_load_balancer("c1", svc, nodes)).await;
     let made = cattle.calls()[made_from..]
         .iter()
         .filter(|c| c.method != "GET" && (200..300).contains(&c.status))
@@ -163,20 +111,12 @@ async fn plan_then_ensure(
     (shapes, planned, made)
 }
 
-async fn provider(cattle: &CattleEmulator) -> Arc<dyn CloudProvider> {
-    let env = Environment::default()
-        .with(URL_VARIABLE, cattle.url())
-        .with(ACCESS_KEY_VARIABLE, ACCESS_KEY)
-        .with(SECRET_KEY_VARIABLE, SECRET_KEY);
-    RancherProviderFactory::build(None, &env).expect("the provider builds")
-}
-
 #[tokio::test]
 async fn a_dry_run_of_a_new_load_balancer_plans_every_change_the_ensure_then_makes() {
     let cattle = CattleEmulator::start().await.expect("the emulator starts");
     cattle.add_host("worker-1", "10.0.0.1");
     cattle.add_host("worker-2", "10.0.0.2");
-    let provider = provider(&cattle).await;
+    let provider = provider(&cattle);
     let nodes = [node("worker-1"), node("worker-2")];
     let svc = service(&[(80, 30080)]);
 
@@ -215,10 +155,11 @@ async fn a_dry_run_of_a_node_change_plans_the_new_target_and_the_old_ones_remova
     for (host, ip) in [("worker-1", "10.0.0.1"), ("worker-2", "10.0.0.2")] {
         cattle.add_host(host, ip);
     }
-    let provider = provider(&cattle).await;
+    let provider = provider(&cattle);
     let svc = service(&[(80, 30080)]);
     let lb = provider.load_balancer().expect("load balancers");
-    settled(lb, &svc, &[node("worker-1")]).await;
+    let first = [node("worker-1")];
+    settled(|| lb.ensure_load_balancer("c1", &svc, &first)).await;
 
     // worker-1 goes, worker-2 comes.
     let (plan, planned, made) =
@@ -244,10 +185,11 @@ async fn a_dry_run_of_a_node_change_plans_the_new_target_and_the_old_ones_remova
 async fn a_dry_run_of_a_port_change_plans_the_replacement_whole() {
     let cattle = CattleEmulator::start().await.expect("the emulator starts");
     cattle.add_host("worker-1", "10.0.0.1");
-    let provider = provider(&cattle).await;
+    let provider = provider(&cattle);
     let lb = provider.load_balancer().expect("load balancers");
     let workers = [node("worker-1")];
-    settled(lb, &service(&[(80, 30080)]), &workers).await;
+    let first = service(&[(80, 30080)]);
+    settled(|| lb.ensure_load_balancer("c1", &first, &workers)).await;
 
     let moved = service(&[(80, 30080), (443, 30443)]);
     let (plan, planned, made) =
