@@ -20,11 +20,11 @@ use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::activity::{Activity, Busy};
 use crate::backoff::FailureBackoff;
 use crate::error::{ReconcileError, Retry};
 use crate::informer::Informer;
 use crate::metrics::{ControllerLabels, Metrics, ReconcileLabels};
-use crate::quiescence::{Activity, Busy};
 
 /// How one controller runs.
 #[derive(Debug, Clone)]

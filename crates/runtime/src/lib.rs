@@ -13,11 +13,12 @@
 //! metrics. Per-node cloud lookups go through a [`Batcher`], so N nodes cost
 //! ceil(N / batch) provider calls. [`Events`] publishes Kubernetes events.
 //! Every reconcile, pass and provider call is recorded in an [`Activity`];
-//! tests await a [`Quiescence`] barrier over it to know the controllers have
-//! nothing left to do.
+//! tests await a barrier over it (`ccm_test_support::Quiescence`) to know
+//! the controllers have nothing left to do.
 //!
 //! This crate never names a cloud.
 
+mod activity;
 mod backoff;
 mod batcher;
 mod cloud;
@@ -30,9 +31,9 @@ mod events;
 mod informer;
 mod metrics;
 mod pacer;
-mod quiescence;
 mod stalls;
 
+pub use activity::{Activity, ActivitySnapshot, Busy};
 pub use backoff::{FailureBackoff, controller_delay};
 pub use batcher::{
     AnswerLost, Answers, BatchCall, Batcher, BatcherStopped, STREAM_WINDOWS, lookup_all,
@@ -44,7 +45,6 @@ pub use error::{ReconcileError, Retry};
 pub use events::Events;
 pub use informer::{Changes, EventHook, Informer, InformerError, Lean};
 pub use metrics::Metrics;
-pub use quiescence::{Activity, ActivitySnapshot, Busy, Quiescence, QuiescenceError};
 pub use stalls::{Running, STALLED_AFTER};
 
 /// Re-exported so controllers use the same kube-runtime types.

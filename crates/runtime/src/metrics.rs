@@ -11,7 +11,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
-use crate::quiescence::Activity;
+use crate::activity::Activity;
 
 /// Labels naming a controller.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -163,7 +163,7 @@ impl Metrics {
     }
 
     /// What the controllers recording into these metrics are doing, for a
-    /// [`crate::Quiescence`] barrier.
+    /// test's barrier that waits for quiet.
     pub fn activity(&self) -> Activity {
         self.activity.clone()
     }

@@ -2,7 +2,8 @@
 //! ([`ApiServer`]: the in-memory test API server, or a real kube-apiserver
 //! and etcd started for the test), the real control plane itself
 //! ([`ControlPlane`]), the CCM binary as a child process ([`Launch`],
-//! [`Ccm`]), bounded waiting ([`eventually`]), and the fixtures every suite builds
+//! [`Ccm`]), bounded waiting ([`eventually`]) and waiting for the controllers
+//! to have nothing left to do ([`Quiescence`]), and the fixtures every suite builds
 //! ([`uninitialized_node`], [`load_balancer_service`], [`unique`]), and
 //! call budgets against upstream's counts ([`budget`]), and certificate
 //! requests crafted byte by byte ([`csr_craft`]) with Go's own reading of
@@ -23,6 +24,7 @@ mod listener;
 pub mod monitoring;
 mod objects;
 mod pki;
+mod quiescence;
 mod rbac;
 mod wait;
 
@@ -43,5 +45,6 @@ pub use objects::{
     has_load_balancer_finalizer, has_taint, ingress_hostnames, ingress_ips, load_balancer_service,
     ready_condition, service_key, uninitialized_node, unique, wants_load_balancer,
 };
+pub use quiescence::{Quiescence, QuiescenceError};
 pub use rbac::RBAC_DIR_ENV;
 pub use wait::{Outcome, eventually};

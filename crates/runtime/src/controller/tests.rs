@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use ccm_cloud_provider::server_delay::MAX_SERVER_DELAY;
 
 use super::{ControllerConfig, Triggers, drive, only, retry_action};
-use crate::{Action, Metrics, Quiescence, ReconcileError, Retry};
+use crate::{Action, Metrics, ReconcileError, Retry};
 
 /// What a scripted reconcile answers, in turn; success once the script runs
 /// out.
@@ -210,13 +210,10 @@ async fn bad_input_is_not_retried_until_the_object_changes() {
     f.change();
     f.runs_after(1).await;
 
-    // An hour of virtual time with nothing to do.
-    let settled = Quiescence::new(f.metrics.activity())
-        .window(secs(3600))
-        .timeout(secs(7200))
-        .settled()
-        .await
-        .expect("quiescent");
+    // An hour of virtual time: every timer due in it runs.
+    tokio::time::sleep(secs(3600)).await;
+    let settled = f.metrics.activity().snapshot();
+    assert!(settled.is_idle(), "{settled}");
     assert_eq!(f.runs(), [secs(0)], "not retried");
     assert_eq!(settled.retrying, 0, "no retry scheduled");
 
@@ -230,18 +227,17 @@ async fn bad_input_is_not_retried_until_the_object_changes() {
 async fn the_activity_counts_queued_running_and_retrying_objects() {
     let mut f = Fixture::start(vec![failure()]);
     let activity = f.metrics.activity();
-    let quiet = || {
-        Quiescence::new(activity.clone())
-            .window(Duration::from_millis(100))
-            .timeout(secs(1))
+    // On the paused clock, everything due within 100 ms has run by then.
+    let quiet = || async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let settled = activity.snapshot();
+        assert!(settled.is_idle(), "{settled}");
+        settled
     };
-    quiet()
-        .settled()
-        .await
-        .expect("quiescent before any object");
+    quiet().await;
 
     f.change();
-    let settled = quiet().settled().await.expect("quiescent after a failure");
+    let settled = quiet().await;
     assert_eq!(
         (
             settled.queued,
@@ -253,7 +249,7 @@ async fn the_activity_counts_queued_running_and_retrying_objects() {
         "one reconcile ran and failed; its retry is scheduled"
     );
     f.runs_after(2).await;
-    let settled = quiet().settled().await.expect("quiescent after the retry");
+    let settled = quiet().await;
     assert_eq!((settled.reconciles, settled.retrying), (2, 0));
 }
 

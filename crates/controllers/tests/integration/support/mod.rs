@@ -19,9 +19,10 @@ use ccm_cloud_provider::CloudProvider;
 use ccm_controllers::{ControllerId, ControllerSettings, Started};
 use ccm_provider_fake::FakeCloud;
 use ccm_runtime::{
-    ActivitySnapshot, AlwaysLeader, Context, Fence, Informers, MeteredCloud, Metrics, Quiescence,
+    ActivitySnapshot, AlwaysLeader, Context, Fence, Informers, MeteredCloud, Metrics,
 };
 use ccm_test_apiserver::TestApiServer;
+use ccm_test_support::Quiescence;
 use k8s_openapi::api::core::v1::{
     Node, NodeAddress, NodeCondition, NodeSpec, NodeStatus, Service, ServicePort, ServiceSpec,
     Taint,
