@@ -188,26 +188,6 @@ impl Metrics {
             .set(i64::from(running));
     }
 
-    /// Cloud calls recorded so far for `operation` with `outcome`.
-    pub fn cloud_call_count(&self, operation: &str, outcome: &str) -> u64 {
-        self.cloud_calls
-            .get_or_create(&CloudCallLabels {
-                operation: operation.into(),
-                outcome: outcome.into(),
-            })
-            .get()
-    }
-
-    /// Reconciles recorded so far for `controller` with `result`.
-    pub fn reconcile_count(&self, controller: &str, result: &str) -> u64 {
-        self.reconciles
-            .get_or_create(&ReconcileLabels {
-                controller: controller.into(),
-                result: result.into(),
-            })
-            .get()
-    }
-
     /// The OpenMetrics text for `/metrics`: the framework's and controllers'
     /// metrics, then the provider's own.
     pub fn encode(&self, provider: Option<&dyn CloudProvider>) -> String {

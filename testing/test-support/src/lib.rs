@@ -18,6 +18,7 @@ mod ccm;
 mod certificates;
 pub mod conditions;
 mod control_plane;
+mod counters;
 pub mod csr_craft;
 pub mod csr_referee;
 mod listener;
@@ -39,6 +40,7 @@ pub use control_plane::{
     AUDITED_TOKEN, AUDITED_USER, ControlPlane, ETCD_ENV, KUBE_APISERVER_ENV, free_port,
     kubeconfig_yaml,
 };
+pub use counters::{cloud_call_count, reconcile_count, sample};
 pub use listener::RecordingListener;
 pub use objects::{
     LOAD_BALANCER_FINALIZER, UNINITIALIZED, annotation, csi_persistent_volume,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use ccm_controllers::{ControllerId, ControllerSettings, Started};
 use ccm_provider_fake::{CSI_DRIVER, Capability, FakeCloud, FakeVolume, Operation};
 use ccm_runtime::{AlwaysLeader, Context, Informers, MeteredCloud, Metrics};
+use ccm_test_support::cloud_call_count;
 use k8s_openapi::api::core::v1::{
     NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume, VolumeNodeAffinity,
 };
@@ -109,7 +110,7 @@ async fn a_burst_of_250_unlabelled_volumes_costs_ceil_250_over_batch_calls() {
         assert_eq!(zone_affinity(pv), Some(vec!["zone-b".to_owned()]));
     }
     assert_eq!(
-        h.metrics.cloud_call_count("volumes_labels", "success"),
+        cloud_call_count(&h.metrics, "volumes_labels", "success"),
         5,
         "every call counted by the metered cloud"
     );

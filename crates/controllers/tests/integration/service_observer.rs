@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use ccm_provider_fake::{InjectedError, Operation};
 use ccm_runtime::{Fence, Fenced};
+use ccm_test_support::cloud_call_count;
 use k8s_openapi::api::core::v1::{Namespace, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, PostParams};
@@ -242,9 +243,12 @@ async fn a_failed_call_is_retried_with_backoff_and_a_requested_delay_is_honoured
     );
     tokio::time::sleep(Duration::from_secs(600)).await;
     assert_eq!(observer.calls().len(), 4, "a success ends the retries");
-    assert_eq!(h.metrics.cloud_call_count("sync_services", "error"), 2);
-    assert_eq!(h.metrics.cloud_call_count("sync_services", "throttled"), 1);
-    assert_eq!(h.metrics.cloud_call_count("sync_services", "success"), 1);
+    assert_eq!(cloud_call_count(&h.metrics, "sync_services", "error"), 2);
+    assert_eq!(
+        cloud_call_count(&h.metrics, "sync_services", "throttled"),
+        1
+    );
+    assert_eq!(cloud_call_count(&h.metrics, "sync_services", "success"), 1);
     h.stop().await;
 }
 
@@ -258,7 +262,7 @@ async fn no_call_reaches_the_provider_while_the_fence_refuses() {
 
     tokio::time::sleep(Duration::from_secs(20)).await;
     assert!(observer.calls().is_empty(), "{:?}", observer.calls());
-    assert!(h.metrics.cloud_call_count("sync_services", "fenced") >= 5);
+    assert!(cloud_call_count(&h.metrics, "sync_services", "fenced") >= 5);
 
     fence.0.store(true, Ordering::SeqCst);
     let opened = Instant::now();

@@ -9,6 +9,7 @@ use std::time::Duration;
 use ccm_cloud_provider::{CloudError, CloudProvider, Route};
 use ccm_provider_fake::{FakeCloud, InjectedError, Operation};
 use ccm_runtime::{AlwaysLeader, MeteredCloud, Metrics};
+use ccm_test_support::cloud_call_count;
 use tokio::time::Instant;
 
 fn metered(fake: &FakeCloud, metrics: &Metrics) -> Arc<MeteredCloud> {
@@ -73,7 +74,7 @@ async fn a_route_burst_meets_a_rate_limit_with_few_refused_calls() {
     futures::future::join_all(workers).await;
     let elapsed = start.elapsed();
     let calls = fake.count(Operation::CreateRoute);
-    let refused = metrics.cloud_call_count("create_route", "throttled");
+    let refused = cloud_call_count(&metrics, "create_route", "throttled");
     assert_eq!(fake.routes().len(), ROUTES);
     // Printed for the closing note's figures (shown with --nocapture).
     println!(

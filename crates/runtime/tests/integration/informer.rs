@@ -7,6 +7,7 @@ use std::time::Duration;
 use ccm_runtime::controller::{self, ControllerConfig, Triggers};
 use ccm_runtime::{Action, Informers, Metrics, WatchEvent};
 use ccm_test_apiserver::{Failure, RequestMatch, TestApiServer, Verb};
+use ccm_test_support::reconcile_count;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
@@ -263,7 +264,7 @@ async fn the_runner_never_exceeds_its_concurrency_and_records_metrics() {
         2,
         "two at a time, as configured"
     );
-    assert_eq!(metrics.reconcile_count("test", "success"), 8);
+    assert_eq!(reconcile_count(&metrics, "test", "success"), 8);
     let text = metrics.encode(None);
     assert!(
         text.contains("ccm_controller_reconcile_duration_seconds_count{controller=\"test\"} 8"),
@@ -403,7 +404,7 @@ async fn a_reconcile_that_never_ends_is_the_longest_running_until_shutdown() {
     // Until the other node reconciled and the hung one has run 200 ms.
     let longest = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
-            if metrics.reconcile_count("test", "success") >= 1
+            if reconcile_count(&metrics, "test", "success") >= 1
                 && let Some(longest) = metrics
                     .longest_reconcile()
                     .filter(|r| r.running_for >= Duration::from_millis(200))

@@ -10,6 +10,7 @@ use ccm_cloud_provider::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMe
 use ccm_cloud_provider::{CloudError, CloudProvider, Instances, Volumes};
 use ccm_provider_fake::{Capability, FakeCloud, InjectedError, Operation};
 use ccm_runtime::{Fence, Fenced, MeteredCloud, Metrics};
+use ccm_test_support::cloud_call_count;
 
 #[derive(Debug, Default)]
 struct Toggle(AtomicBool);
@@ -63,11 +64,11 @@ async fn calls_are_counted_by_operation_and_outcome() {
     assert!(!instances.instance_exists(&node).await.unwrap());
 
     assert_eq!(
-        metrics.cloud_call_count("instance_metadata", "not_found"),
+        cloud_call_count(&metrics, "instance_metadata", "not_found"),
         1
     );
-    assert_eq!(metrics.cloud_call_count("instance_exists", "error"), 1);
-    assert_eq!(metrics.cloud_call_count("instance_exists", "success"), 1);
+    assert_eq!(cloud_call_count(&metrics, "instance_exists", "error"), 1);
+    assert_eq!(cloud_call_count(&metrics, "instance_exists", "success"), 1);
     let text = metrics.encode(Some(&cloud));
     assert!(
         text.contains(
@@ -96,7 +97,7 @@ async fn mutations_are_refused_without_leadership_and_never_reach_the_cloud() {
     );
     assert_eq!(fake.mutation_count(), 0, "the fake never saw the call");
     assert_eq!(
-        metrics.cloud_call_count("ensure_load_balancer", "fenced"),
+        cloud_call_count(&metrics, "ensure_load_balancer", "fenced"),
         1
     );
     // Reads are not fenced.
@@ -167,7 +168,7 @@ async fn a_herd_meeting_a_rate_limit_is_paced_not_refused_again_and_again() {
     });
     let results = futures::future::join_all(callers).await;
     assert!(results.iter().all(Result::is_ok));
-    let refused = metrics.cloud_call_count("instance_exists", "throttled");
+    let refused = cloud_call_count(&metrics, "instance_exists", "throttled");
     assert!(
         refused <= 30,
         "{refused} refused calls for 200 answers at the cloud's rate"
@@ -197,14 +198,14 @@ async fn service_syncs_are_counted_and_fenced_like_mutations() {
         0,
         "the provider never saw the call"
     );
-    assert_eq!(metrics.cloud_call_count("sync_services", "fenced"), 1);
+    assert_eq!(cloud_call_count(&metrics, "sync_services", "fenced"), 1);
 
     fence.0.store(true, Ordering::SeqCst);
     sync.sync_services(&services).await.unwrap();
     let calls = fake.calls();
     assert_eq!(calls.len(), 1, "{calls:?}");
     assert_eq!(calls[0].batch_size, Some(2), "both Services seen");
-    assert_eq!(metrics.cloud_call_count("sync_services", "success"), 1);
+    assert_eq!(cloud_call_count(&metrics, "sync_services", "success"), 1);
     let text = metrics.encode(Some(&cloud));
     assert!(
         text.contains(
@@ -244,7 +245,7 @@ async fn volume_lookups_are_counted_and_timed_but_not_fenced() {
         .unwrap();
     assert_eq!(answers.len(), 2);
     assert_eq!(fake.count(Operation::VolumesLabels), 1);
-    assert_eq!(metrics.cloud_call_count("volumes_labels", "success"), 1);
+    assert_eq!(cloud_call_count(&metrics, "volumes_labels", "success"), 1);
     assert_eq!(
         Volumes::max_batch_size(&cloud),
         Volumes::max_batch_size(&fake)
@@ -306,7 +307,7 @@ async fn a_mutation_waiting_for_its_turn_is_fenced_when_it_would_leave_not_befor
         "the call that waited past the term never reached the cloud"
     );
     assert_eq!(
-        metrics.cloud_call_count("ensure_load_balancer", "fenced"),
+        cloud_call_count(&metrics, "ensure_load_balancer", "fenced"),
         1
     );
 }

@@ -8,6 +8,7 @@ use ccm_cloud_provider::CloudProvider;
 use ccm_controllers::{ControllerId, ControllerSettings, Started};
 use ccm_provider_fake::{Capability, FakeCloud, InjectedError, Operation};
 use ccm_runtime::{Context, Fence, Fenced, Informers, MeteredCloud, Metrics};
+use ccm_test_support::cloud_call_count;
 use k8s_openapi::api::core::v1::Node;
 
 use super::{
@@ -316,7 +317,7 @@ async fn a_fenced_process_never_changes_the_cloud() {
         tokio::spawn(async move { informers.run(Default::default()).await.unwrap() }),
     ];
 
-    let fenced = |op| ctx.metrics.cloud_call_count(op, "fenced");
+    let fenced = |op| cloud_call_count(&ctx.metrics, op, "fenced");
     eventually("a fenced create and delete", WAIT, || async {
         (fenced("create_route") > 0 && fenced("delete_route") > 0).then_some(())
     })
