@@ -146,7 +146,7 @@ impl<'a> Quiescence<'a> {
         let mut changes = 0;
         for _ in 0..max_polls {
             let now = Instant::now();
-            if last.0.is_idle() && now.duration_since(quiet_since) >= self.window {
+            if is_idle(&last.0) && now.duration_since(quiet_since) >= self.window {
                 return Ok(last.0);
             }
             if now.duration_since(start) >= self.timeout {
@@ -154,9 +154,8 @@ impl<'a> Quiescence<'a> {
             }
             tokio::time::sleep(poll).await;
             let current = self.sample();
-            let moved =
-                current.0.without_passes() != last.0.without_passes() || current.1 != last.1;
-            if moved || !current.0.is_idle() {
+            let moved = without_passes(current.0) != without_passes(last.0) || current.1 != last.1;
+            if moved || !is_idle(&current.0) {
                 quiet_since = Instant::now();
                 changes += 1;
             }
@@ -168,6 +167,20 @@ impl<'a> Quiescence<'a> {
             last: self.describe(&last),
             changes,
         })
+    }
+}
+
+/// Nothing queued and nothing running.
+fn is_idle(activity: &ActivitySnapshot) -> bool {
+    activity.queued == 0 && activity.running == 0
+}
+
+/// `activity` without the count of passes, which periodic passes move even
+/// when they have nothing to do.
+fn without_passes(activity: ActivitySnapshot) -> ActivitySnapshot {
+    ActivitySnapshot {
+        passes: 0,
+        ..activity
     }
 }
 
