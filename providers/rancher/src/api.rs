@@ -32,6 +32,10 @@ use crate::config::Settings;
 
 /// The largest page Cattle serves.
 const PAGE: &str = "1000";
+/// 1,000 × 100 objects is far beyond any environment; a list still going is
+/// broken.
+const MAX_PAGES: u32 = 100;
+
 /// The ID prefix of a resource a dry run planned to create.
 const PLANNED: &str = "planned:";
 
@@ -55,10 +59,6 @@ fn planned<T>(sent: Result<T, ApiError>) -> Result<Option<T>, ApiError> {
         Err(e) => Err(e),
     }
 }
-
-/// 1,000 × 100 objects is far beyond any environment; a list still going is
-/// broken.
-const MAX_PAGES: u32 = 100;
 
 /// A Cattle API client: one connection pool for every call the provider
 /// makes.
