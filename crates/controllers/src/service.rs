@@ -190,7 +190,7 @@ pub(crate) fn start(ctx: &Context, settings: &ControllerSettings) -> Started {
         let unhealthy = conditions.unhealthy.clone();
         move |event: &WatchEvent<Service>| {
             if let WatchEvent::Delete(service) = event {
-                records.lock().forget(&key_of(service));
+                records.lock().deleted(service, Instant::now());
                 failing.forget(service);
                 unhealthy.forget(service);
             }
@@ -293,6 +293,12 @@ impl ServiceController {
         let fingerprint = spec::fingerprint(&service, &BTreeMap::new());
         let next = {
             let records = self.records();
+            // The last version of a Service deleted since this reconcile
+            // was handed it: its load balancer went before its finalizer.
+            if records.is_gone(&service) {
+                self.round.done(&key);
+                return Ok(Action::await_change());
+            }
             if records.is_superseded(&service) {
                 self.round.done(&key);
                 let wait = records.health_wait(&key, Instant::now());

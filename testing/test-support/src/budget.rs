@@ -70,6 +70,10 @@ pub struct Row {
     pub ours: Calls,
     /// Our requests in the order they were sent.
     pub order: Vec<String>,
+    /// The cloud's answers that were not a success, in order (`ELB
+    /// DescribeLoadBalancers LoadBalancerNotFound`), where the cloud's
+    /// stand-in tells them: what explains a retry.
+    pub failed: Vec<String>,
     pub upstream: Upstream,
 }
 
@@ -124,18 +128,24 @@ pub fn conclude(
     lives_log: &str,
     ccm: &Ccm,
 ) -> anyhow::Result<()> {
+    let over = (!table.over().is_empty()).then(|| {
+        format!(
+            "more {cloud} calls than upstream for:\n{}\nwhat the CCMs warned of:\n{}\n{}",
+            table.explain_over(),
+            warnings(lives_log),
+            warnings(&ccm.log())
+        )
+    });
+    // The explanation first: a CI excerpt keeps the head of the output.
+    if let Some(over) = &over {
+        println!("{over}\n");
+    }
     println!("{}", table.render());
     if let Err(err) = result {
         println!("the CCM's log:\n{}", ccm.log_tail());
         return Err(err);
     }
-    assert!(
-        table.over().is_empty(),
-        "more {cloud} calls than upstream for:\n{}\nwhat the CCMs warned of:\n{}\n{}",
-        table.explain_over(),
-        warnings(lives_log),
-        warnings(&ccm.log())
-    );
+    assert!(over.is_none(), "{}", over.unwrap_or_default());
     Ok(())
 }
 
@@ -154,8 +164,9 @@ fn warnings(log: &str) -> String {
 }
 
 impl Table {
-    /// Adds a row from our requests, in the order they were sent.
-    pub fn push(&mut self, order: Vec<String>, upstream: Upstream) {
+    /// Adds a row from our requests, in the order they were sent; the
+    /// row is returned for its [`Row::failed`].
+    pub fn push(&mut self, order: Vec<String>, upstream: Upstream) -> &mut Row {
         let mut ours = Calls::new();
         for action in &order {
             *ours.entry(action.clone()).or_default() += 1;
@@ -163,8 +174,11 @@ impl Table {
         self.rows.push(Row {
             ours,
             order,
+            failed: Vec::new(),
             upstream,
         });
+        let last = self.rows.len() - 1;
+        &mut self.rows[last]
     }
 
     /// The rows where ours is above upstream's, each with our requests in
@@ -173,8 +187,13 @@ impl Table {
         self.over()
             .iter()
             .map(|r| {
+                let failed = if r.failed.is_empty() {
+                    String::new()
+                } else {
+                    format!("; the cloud's failed answers: {}", r.failed.join(", "))
+                };
                 format!(
-                    "{}: ours {} > upstream {}; ours in order: {}",
+                    "{}: ours {} > upstream {}; ours in order: {}{failed}",
                     r.upstream.work,
                     r.ours_total(),
                     r.upstream.total(),
@@ -239,10 +258,12 @@ mod tests {
             vec!["EC2 DescribeInstances".to_owned()],
             Upstream::new("init", &[("EC2 DescribeInstances", 2)], "per node"),
         );
-        table.push(
-            vec!["GET /v2/droplets".to_owned(); 3],
-            Upstream::new("list", &[("GET /v2/droplets", 2)], "a   list\n  twice"),
-        );
+        table
+            .push(
+                vec!["GET /v2/droplets".to_owned(); 3],
+                Upstream::new("list", &[("GET /v2/droplets", 2)], "a   list\n  twice"),
+            )
+            .failed = vec!["GET /v2/droplets 503".to_owned()];
         let over = table.over();
         assert_eq!(over.len(), 1);
         assert_eq!(over[0].upstream.work, "list");
@@ -251,6 +272,13 @@ mod tests {
             table
                 .explain_over()
                 .starts_with("list: ours 3 > upstream 2; ours in order: GET /v2/droplets, "),
+            "{}",
+            table.explain_over()
+        );
+        assert!(
+            table
+                .explain_over()
+                .ends_with("; the cloud's failed answers: GET /v2/droplets 503"),
             "{}",
             table.explain_over()
         );

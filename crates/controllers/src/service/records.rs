@@ -171,10 +171,16 @@ pub(crate) fn decide(
     }
 }
 
-/// Every Service's record, by `namespace/name`.
+/// How long the UID of a deleted Service is remembered: far longer than a
+/// reconcile handed its last version can take to start.
+pub(crate) const GONE_KEPT: Duration = Duration::from_secs(300);
+
+/// Every Service's record, by `namespace/name`, and the UIDs of Services
+/// deleted in the last [`GONE_KEPT`].
 #[derive(Debug, Default)]
 pub(crate) struct Records {
     by_key: HashMap<String, Record>,
+    gone: HashMap<String, Instant>,
 }
 
 impl Records {
@@ -214,6 +220,28 @@ impl Records {
     /// Forgets `key`.
     pub(crate) fn forget(&mut self, key: &str) {
         self.by_key.remove(key);
+    }
+
+    /// `service` was deleted (its watch event came): its record goes, and
+    /// its UID is kept for [`GONE_KEPT`], so that a reconcile already handed
+    /// its last version (still holding the finalizer) does not take it for
+    /// a Service whose load balancer was never deleted and delete it again.
+    pub(crate) fn deleted(&mut self, service: &Service, now: Instant) {
+        self.by_key.remove(&key_of(service));
+        self.gone
+            .retain(|_, at| now.saturating_duration_since(*at) < GONE_KEPT);
+        if let Some(uid) = &service.metadata.uid {
+            self.gone.insert(uid.clone(), now);
+        }
+    }
+
+    /// Whether `service` is a version of a Service already deleted.
+    pub(crate) fn is_gone(&self, service: &Service) -> bool {
+        service
+            .metadata
+            .uid
+            .as_ref()
+            .is_some_and(|uid| self.gone.contains_key(uid))
     }
 
     /// The last attempt for `key` succeeded.
@@ -278,7 +306,7 @@ impl Records {
         nodes: u64,
         now: Instant,
     ) -> bool {
-        if self.is_superseded(service) {
+        if self.is_superseded(service) || self.is_gone(service) {
             return false;
         }
         let record = self.by_key.get(&key_of(service));
@@ -463,6 +491,39 @@ mod tests {
         svc.metadata.resource_version = Some("7".into());
         assert!(!records.is_superseded(&svc));
         assert!(records.due(&svc, 1, 1, Instant::now()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_last_version_of_a_deleted_service_needs_nothing() {
+        let mut deleting = service(true);
+        deleting.metadata.deletion_timestamp = Some(Time(jiff::Timestamp::UNIX_EPOCH));
+        let mut records = Records::default();
+        *records.entry(&deleting) = synced(1, 1);
+        records.entry(&deleting).deleted = Some(1);
+        assert!(
+            records.due(&deleting, 1, 1, Instant::now()),
+            "its finalizer is still on"
+        );
+        assert!(!records.is_gone(&deleting));
+
+        records.deleted(&deleting, Instant::now());
+        assert!(records.get("default/web").is_none(), "the record went");
+        assert!(
+            records.is_gone(&deleting),
+            "a reconcile handed this version must not delete its load balancer again"
+        );
+        assert!(!records.due(&deleting, 1, 1, Instant::now()));
+        let mut recreated = service(true);
+        recreated.metadata.uid = Some("u2".into());
+        assert!(
+            !records.is_gone(&recreated),
+            "a new Service of the same name"
+        );
+
+        tokio::time::advance(GONE_KEPT).await;
+        records.deleted(&recreated, Instant::now());
+        assert!(!records.is_gone(&deleting), "kept no longer than GONE_KEPT");
+        assert!(records.is_gone(&recreated));
     }
 
     #[test]

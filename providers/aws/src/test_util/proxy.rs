@@ -180,6 +180,12 @@ impl Proxy {
         by
     }
 
+    /// The answers that were not a success, in the order they came, as
+    /// `Action Code`.
+    pub fn failure_log(&self) -> Vec<String> {
+        self.shared.failures.lock().clone()
+    }
+
     /// While `on`, every request is answered as throttled and none reaches
     /// moto.
     pub fn set_throttled(&self, on: bool) {

@@ -27,17 +27,20 @@ impl Kind {
     }
 }
 
-/// Work being counted: the proxy's requests from `from` on.
+/// Work being counted: the proxy's requests from `from` on, and its
+/// failed answers from `failed_from` on.
 #[derive(Clone, Copy)]
 pub(crate) struct Counting<'a> {
     proxy: &'a Proxy,
     from: usize,
+    failed_from: usize,
 }
 
 pub(crate) fn start(proxy: &Proxy) -> Counting<'_> {
     Counting {
         proxy,
         from: proxy.calls().len(),
+        failed_from: proxy.failure_log().len(),
     }
 }
 
@@ -53,5 +56,6 @@ pub(crate) fn finish_now(table: &mut Table, counting: Counting<'_>, upstream: Up
         .iter()
         .map(|call| format!("{} {}", call.api, call.action))
         .collect();
-    table.push(order, upstream);
+    table.push(order, upstream).failed =
+        counting.proxy.failure_log()[counting.failed_from..].to_vec();
 }
