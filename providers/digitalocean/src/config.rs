@@ -202,13 +202,6 @@ impl Settings {
         })
     }
 
-    /// Asks `url` for the region instead of the droplet metadata service.
-    #[must_use]
-    pub fn with_metadata_url(mut self, url: Url) -> Self {
-        self.metadata_url = url;
-        self
-    }
-
     /// The tag marking this cluster's load balancers, `k8s:<DO_CLUSTER_ID>`.
     pub fn cluster_tag(&self) -> Option<String> {
         self.cluster_id.as_ref().map(|id| format!("k8s:{id}"))

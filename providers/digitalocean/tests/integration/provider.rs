@@ -94,18 +94,12 @@ async fn capabilities_are_instances_and_load_balancers_without_routes() {
 #[tokio::test]
 async fn without_region_the_metadata_service_answers_it() {
     let account = account();
+    let metadata = format!("{}/metadata/v1/region", account.harness.fake_url);
     let env = Environment::default()
         .with("DO_ACCESS_TOKEN", &account.token)
-        .with("DO_OVERRIDE_URL", &account.harness.prism_url);
-    let metadata = format!("{}/metadata/v1/region", account.harness.fake_url)
-        .parse()
-        .unwrap();
-    let provider = DigitalOceanProvider::new(
-        Settings::from_env(None, &env)
-            .unwrap()
-            .with_metadata_url(metadata),
-    )
-    .unwrap();
+        .with("DO_OVERRIDE_URL", &account.harness.prism_url)
+        .with("DO_METADATA_URL", &metadata);
+    let provider = DigitalOceanProvider::new(Settings::from_env(None, &env).unwrap()).unwrap();
 
     provider.initialize(&InitContext::new("c1")).await.unwrap();
 
