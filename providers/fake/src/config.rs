@@ -42,21 +42,17 @@ pub(crate) const MAX_LATENCY_MS: u64 = 3_600_000;
 
 /// The parsed cloud config.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct FakeConfig {
     /// Behaviour settings.
-    #[serde(default)]
     pub settings: Settings,
     /// Instances that exist from the start.
-    #[serde(default)]
     pub instances: Vec<InstanceSpec>,
     /// Volumes that exist from the start.
-    #[serde(default)]
     pub volumes: Vec<VolumeSpec>,
     /// The fake cloud served by another process (the `fake-cloud`
     /// binary): when set, the provider is its client, and the settings,
     /// instances and volumes belong in the server's own config.
-    #[serde(default)]
     pub server: Option<ServerSpec>,
 }
 

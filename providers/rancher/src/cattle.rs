@@ -13,18 +13,16 @@ use serde::{Deserialize, Serialize};
 
 /// The fields every Cattle resource has (go-rancher's `Resource`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Resource {
     /// Its ID, such as `1s5`.
-    #[serde(default)]
     pub id: String,
     /// Its schema type, such as `loadBalancerService`.
-    #[serde(default, rename = "type")]
+    #[serde(rename = "type")]
     pub type_: String,
     /// Named URLs: `self`, and related collections such as `ipAddresses`.
-    #[serde(default)]
     pub links: BTreeMap<String, String>,
     /// The actions allowed in its current state, each with its URL.
-    #[serde(default)]
     pub actions: BTreeMap<String, String>,
 }
 
@@ -47,34 +45,33 @@ pub struct Collection<T> {
 
 /// A collection's paging (go-rancher's `Pagination`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Pagination {
     /// The URL of the next page; absent on the last.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub next: Option<String>,
     /// The page size asked for.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<i64>,
     /// Whether more items exist than this page holds.
-    #[serde(default)]
     pub partial: bool,
 }
 
 /// The lifecycle fields of Cattle's stateful resources.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct Lifecycle {
     /// `registering`, `inactive`, `activating`, `active`, `removing`,
     /// `removed`, ...
-    #[serde(default)]
     pub state: String,
     /// `yes` while a transition runs, `error` when it failed, else `no`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub transitioning: Option<String>,
     /// What the transition is doing or why it failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub transitioning_message: Option<String>,
     /// When it was removed; absent while it exists (`removed_null=1`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub removed: Option<String>,
 }
 
@@ -91,7 +88,7 @@ impl Lifecycle {
 
 /// A host: a machine running a Rancher agent (go-rancher's `Host`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct Host {
     /// ID, type, links (`ipAddresses`) and actions.
     #[serde(flatten)]
@@ -100,34 +97,31 @@ pub struct Host {
     #[serde(flatten)]
     pub lifecycle: Lifecycle,
     /// Its hostname, as its kubelet names the node (perhaps an FQDN).
-    #[serde(default)]
     pub hostname: String,
     /// Its UUID: the instance ID in the node's provider ID.
-    #[serde(default)]
     pub uuid: String,
     /// The agent's connection: `active`, `reconnecting`, `disconnected`...
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_state: Option<String>,
     /// Its addresses, when asked for with `include=ipAddresses`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ip_addresses: Option<Vec<IpAddress>>,
 }
 
 /// One address of a host (go-rancher's `IpAddress`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct IpAddress {
     /// ID, type, links and actions.
     #[serde(flatten)]
     pub resource: Resource,
     /// The address.
-    #[serde(default)]
     pub address: String,
 }
 
 /// A stack, the group the load balancers live in (go-rancher's `Stack`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct Stack {
     /// ID, type, links and actions.
     #[serde(flatten)]
@@ -136,16 +130,15 @@ pub struct Stack {
     #[serde(flatten)]
     pub lifecycle: Lifecycle,
     /// Its name.
-    #[serde(default)]
     pub name: String,
     /// Who made it: `kubernetes-loadbalancers://` for the CCM's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub external_id: Option<String>,
 }
 
 /// A load balancer (go-rancher's `LoadBalancerService`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct LoadBalancerService {
     /// ID, type, links (`self`, `consumedservices`) and actions.
     #[serde(flatten)]
@@ -154,85 +147,75 @@ pub struct LoadBalancerService {
     #[serde(flatten)]
     pub lifecycle: Lifecycle,
     /// `lb-<Service's load balancer name>`.
-    #[serde(default)]
     pub name: String,
     /// The stack it is in.
-    #[serde(default)]
     pub stack_id: String,
     /// Its container's configuration: the ports it listens on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub launch_config: Option<LaunchConfig>,
     /// Where each port sends traffic.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub lb_config: Option<LbConfig>,
     /// Key-value metadata: this provider records the owning cluster and
     /// Service here.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<BTreeMap<String, serde_json::Value>>,
     /// Where clients reach it, once its containers run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub public_endpoints: Option<Vec<PublicEndpoint>>,
 }
 
 /// A load balancer's container configuration (go-rancher's `LaunchConfig`,
 /// the fields the CCM sets).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct LaunchConfig {
     /// `<port>:<port>/tcp`, one per Service port.
-    #[serde(default)]
     pub ports: Vec<String>,
     /// `docker:<image>`: the `lb.instance.image` setting.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub image_uuid: Option<String>,
 }
 
 /// A load balancer's routing (go-rancher's `LbConfig`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct LbConfig {
     /// One rule per Service port and node.
-    #[serde(default)]
     pub port_rules: Vec<PortRule>,
 }
 
 /// One routing rule (go-rancher's `PortRule`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct PortRule {
     /// The port clients connect to.
-    #[serde(default)]
     pub source_port: i64,
     /// The node port traffic goes to.
-    #[serde(default)]
     pub target_port: i64,
     /// The external service (one node) traffic goes to.
-    #[serde(default)]
     pub service_id: String,
     /// `tcp`.
-    #[serde(default)]
     pub protocol: String,
 }
 
 /// Where a load balancer is reachable (go-rancher's `PublicEndpoint`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct PublicEndpoint {
     /// The address: the Service's ingress IP.
-    #[serde(default)]
     pub ip_address: String,
     /// The port.
-    #[serde(default)]
     pub port: i64,
     /// The host its container runs on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub host_id: Option<String>,
 }
 
 /// An external service: one node's address, as a load balancer's target
 /// (go-rancher's `ExternalService`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct ExternalService {
     /// ID, type, links (`self`, `consumedbyservices`) and actions.
     #[serde(flatten)]
@@ -241,20 +224,17 @@ pub struct ExternalService {
     #[serde(flatten)]
     pub lifecycle: Lifecycle,
     /// The node's hostname, cleaned to a Rancher name.
-    #[serde(default)]
     pub name: String,
     /// The stack it is in.
-    #[serde(default)]
     pub stack_id: String,
     /// The node's address.
-    #[serde(default)]
     pub external_ip_addresses: Vec<String>,
 }
 
 /// Any service, as a link such as `consumedservices` lists it (go-rancher's
 /// `Service`, the fields used here).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct Service {
     /// ID, type, links and actions.
     #[serde(flatten)]
@@ -263,58 +243,51 @@ pub struct Service {
     #[serde(flatten)]
     pub lifecycle: Lifecycle,
     /// Its name.
-    #[serde(default)]
     pub name: String,
 }
 
 /// A load balancer's links to the services it sends to
 /// (go-rancher's `SetServiceLinksInput`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct SetServiceLinksInput {
     /// The links.
-    #[serde(default)]
     pub service_links: Vec<ServiceLink>,
 }
 
 /// One link (go-rancher's `ServiceLink`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct ServiceLink {
     /// The linked service.
-    #[serde(default)]
     pub service_id: String,
 }
 
 /// A server setting (go-rancher's `Setting`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct Setting {
     /// ID, type, links and actions.
     #[serde(flatten)]
     pub resource: Resource,
     /// Its name, such as `lb.instance.image`.
-    #[serde(default)]
     pub name: String,
     /// Its value.
-    #[serde(default)]
     pub value: String,
 }
 
 /// An error answer: `{"type":"error","status":404,"code":"NotFound",...}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ApiError {
     /// Always `error`.
-    #[serde(default, rename = "type")]
+    #[serde(rename = "type")]
     pub type_: String,
     /// The HTTP status.
-    #[serde(default)]
     pub status: u16,
     /// A code such as `NotFound`, `Unauthorized`, `InvalidState`.
-    #[serde(default)]
     pub code: String,
     /// What went wrong.
-    #[serde(default)]
     pub message: String,
 }
 
