@@ -11,6 +11,14 @@ use k8s_openapi::api::core::v1::Node;
 
 use crate::CloudError;
 
+/// The node's `spec.providerID`, when set and not empty.
+pub fn provider_id(node: &Node) -> Option<&str> {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.provider_id.as_deref())
+        .filter(|id| !id.is_empty())
+}
+
 /// The answer to a batch call: `Err` when the whole call failed (every node
 /// is retried), otherwise one result per input node, in input order.
 pub type BatchResult<T> = Result<Vec<Result<T, CloudError>>, CloudError>;

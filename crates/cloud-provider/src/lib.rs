@@ -61,7 +61,9 @@ pub use config::{
 };
 pub use error::{BoxError, CloudError};
 pub use instance_tags::{InstanceTags, TagOutcome};
-pub use instances::{BatchResult, InstanceMetadata, Instances, NodeAddress, NodeAddressType};
+pub use instances::{
+    BatchResult, InstanceMetadata, Instances, NodeAddress, NodeAddressType, provider_id,
+};
 pub use inventory::{Inventory, OwnedResource, Owner};
 pub use load_balancer::{
     EnsuredLoadBalancer, IpMode, LoadBalancer, LoadBalancerIngress, LoadBalancerStatus,

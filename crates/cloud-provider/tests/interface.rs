@@ -69,6 +69,17 @@ fn node(name: &str, provider_id: Option<&str>) -> Arc<Node> {
 }
 
 #[test]
+fn a_nodes_provider_id_is_its_spec_provider_id_when_not_empty() {
+    assert_eq!(
+        ccm_cloud_provider::provider_id(&node("a", Some("fake://a"))),
+        Some("fake://a")
+    );
+    assert_eq!(ccm_cloud_provider::provider_id(&node("a", Some(""))), None);
+    assert_eq!(ccm_cloud_provider::provider_id(&node("a", None)), None);
+    assert_eq!(ccm_cloud_provider::provider_id(&Node::default()), None);
+}
+
+#[test]
 fn provider_with_only_instances_reports_load_balancers_and_routes_absent() {
     let provider: Arc<dyn CloudProvider> = Arc::new(InstancesOnly::default());
     assert!(provider.instances().is_some());

@@ -213,11 +213,7 @@ impl NodeController {
             Err(err) => return Err(err.into()),
         };
 
-        let current_id = node
-            .spec
-            .as_ref()
-            .and_then(|s| s.provider_id.as_deref())
-            .unwrap_or_default();
+        let current_id = ccm_cloud_provider::provider_id(&node).unwrap_or_default();
         if !current_id.is_empty()
             && !metadata.provider_id.is_empty()
             && current_id != metadata.provider_id
@@ -260,12 +256,7 @@ impl NodeController {
             if !taints::has(current, UNINITIALIZED) {
                 return None;
             }
-            let id_unset = current
-                .spec
-                .as_ref()
-                .and_then(|s| s.provider_id.as_deref())
-                .unwrap_or_default()
-                .is_empty();
+            let id_unset = ccm_cloud_provider::provider_id(current).is_none();
             Some(NodeChange {
                 labels: labels::changes(current, &metadata),
                 provider_id: (id_unset && !metadata.provider_id.is_empty())

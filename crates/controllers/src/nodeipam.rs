@@ -179,12 +179,7 @@ impl NodeIpam {
             }
             return Ok(Action::await_change());
         }
-        let Some(provider_id) = node
-            .spec
-            .as_ref()
-            .and_then(|s| s.provider_id.clone())
-            .filter(|p| !p.is_empty())
-        else {
+        let Some(provider_id) = ccm_cloud_provider::provider_id(&node).map(str::to_owned) else {
             return Ok(Action::await_change());
         };
         let result = self.assign(&node, &provider_id).await;

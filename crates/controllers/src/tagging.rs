@@ -149,12 +149,7 @@ impl Tagging {
         if current == Some(&self.checksum) {
             return Ok(Action::await_change());
         }
-        let Some(provider_id) = node
-            .spec
-            .as_ref()
-            .and_then(|s| s.provider_id.clone())
-            .filter(|p| !p.is_empty())
-        else {
+        let Some(provider_id) = ccm_cloud_provider::provider_id(&node).map(str::to_owned) else {
             // The cloud-node controller sets it; that change brings the node back.
             return Ok(Action::await_change());
         };

@@ -111,8 +111,8 @@ fn zone(instance: &Instance) -> Option<&str> {
 /// The node's own provider ID when it has one, as the node controller
 /// compares it; otherwise `aws:///<zone>/<instance-id>`.
 fn provider_id_of(node: &Node, instance: &Instance) -> String {
-    match node.spec.as_ref().and_then(|s| s.provider_id.as_deref()) {
-        Some(id) if !id.is_empty() => id.to_owned(),
+    match ccm_cloud_provider::provider_id(node) {
+        Some(id) => id.to_owned(),
         _ => provider_id::format(
             zone(instance).unwrap_or_default(),
             instance.instance_id().unwrap_or_default(),

@@ -33,15 +33,15 @@ pub(crate) enum DropletRef {
 impl DropletRef {
     pub(crate) fn of(node: &Node) -> Result<Self, CloudError> {
         let name = node.metadata.name.as_deref().unwrap_or_default();
-        match node.spec.as_ref().and_then(|s| s.provider_id.as_deref()) {
-            Some(pid) if !pid.is_empty() => droplet_id_from_provider_id(pid)
+        match ccm_cloud_provider::provider_id(node) {
+            Some(pid) => droplet_id_from_provider_id(pid)
                 .map(Self::Id)
                 .ok_or_else(|| {
                     CloudError::msg(format!(
                         "node {name}: provider ID `{pid}` is not {PROVIDER_ID_PREFIX}<droplet-id>"
                     ))
                 }),
-            _ => Ok(Self::Name(name.to_owned())),
+            None => Ok(Self::Name(name.to_owned())),
         }
     }
 }

@@ -77,10 +77,7 @@ pub(super) fn pod_cidrs(node: &Node) -> Vec<IpNet> {
 }
 
 fn provider_id(node: &Node) -> Option<String> {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.provider_id.clone())
-        .filter(|id| !id.is_empty())
+    ccm_cloud_provider::provider_id(node).map(str::to_owned)
 }
 
 /// Whether `route` goes to the node named `name` with provider ID `id`
@@ -113,11 +110,7 @@ pub fn route_goes_to_node(
     node: &Node,
 ) -> bool {
     let name = node.metadata.name.as_deref().unwrap_or_default();
-    let id = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.provider_id.as_deref())
-        .filter(|id| !id.is_empty());
+    let id = ccm_cloud_provider::provider_id(node);
     goes_to(target_node, target_provider_id, (name, id))
 }
 

@@ -53,10 +53,7 @@ pub(crate) fn is_eligible(node: &Node) -> bool {
 }
 
 fn provider_id(node: &Node) -> &str {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.provider_id.as_deref())
-        .unwrap_or_default()
+    ccm_cloud_provider::provider_id(node).unwrap_or_default()
 }
 
 /// The eligible nodes at one moment, sorted by name, and their identity.

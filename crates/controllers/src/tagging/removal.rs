@@ -54,12 +54,7 @@ impl Removals {
 
     /// Queues the untag of `node`'s instance, if it has a provider ID.
     pub(super) fn push(&self, node: &Node) {
-        let Some(provider_id) = node
-            .spec
-            .as_ref()
-            .and_then(|s| s.provider_id.clone())
-            .filter(|p| !p.is_empty())
-        else {
+        let Some(provider_id) = ccm_cloud_provider::provider_id(node).map(str::to_owned) else {
             return;
         };
         let _ = self

@@ -36,12 +36,7 @@ pub(crate) enum NodeKey<'a> {
 
 /// How `node` is looked up, or why it cannot be.
 pub(crate) fn node_key(node: &Node) -> Result<NodeKey<'_>, CloudError> {
-    let provider_id = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.provider_id.as_deref())
-        .unwrap_or_default();
-    if !provider_id.is_empty() {
+    if let Some(provider_id) = ccm_cloud_provider::provider_id(node) {
         return provider_id::instance_id(provider_id)
             .map(NodeKey::Id)
             .map_err(|e| CloudError::other(e.to_string(), e));

@@ -382,10 +382,7 @@ impl RancherProvider {
 
 /// The first address of `node`'s host, by provider ID or name.
 fn host_address(hosts: &[cattle::Host], node: &Node) -> Option<String> {
-    let uuid = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.provider_id.as_deref())
+    let uuid = ccm_cloud_provider::provider_id(node)
         .and_then(|id| id.strip_prefix(PROVIDER_ID_PREFIX))
         .filter(|id| !id.is_empty());
     let name = node.metadata.name.as_deref().unwrap_or_default();
