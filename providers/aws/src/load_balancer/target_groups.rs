@@ -467,4 +467,35 @@ mod tests {
         let same = set(&[("i-1", 30080)]);
         assert_eq!(target_changes(&same, &same), TargetChanges::default());
     }
+
+    fn targets() -> impl proptest::strategy::Strategy<Value = BTreeSet<(String, i32)>> {
+        use proptest::prelude::*;
+        prop::collection::btree_set(
+            (0..6u8, prop_oneof![Just(30080), Just(30081)])
+                .prop_map(|(i, port)| (format!("i-{i}"), port)),
+            0..8,
+        )
+    }
+
+    proptest::proptest! {
+        /// Carried out, the changes make the targets the desired ones, with
+        /// no target both registered and deregistered, and none registered
+        /// that was there already.
+        #[test]
+        fn carried_out_the_changes_leave_exactly_the_desired_targets(
+            desired in targets(),
+            actual in targets(),
+        ) {
+            let changes = target_changes(&desired, &actual);
+            let mut after = actual;
+            for t in &changes.deregister {
+                proptest::prop_assert!(after.remove(t));
+            }
+            for t in &changes.register {
+                proptest::prop_assert!(after.insert(t.clone()), "{t:?} registered twice");
+            }
+            proptest::prop_assert_eq!(&after, &desired);
+            proptest::prop_assert_eq!(target_changes(&desired, &after), TargetChanges::default());
+        }
+    }
 }
