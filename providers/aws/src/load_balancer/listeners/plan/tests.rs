@@ -1,3 +1,6 @@
+//! The listeners' plan: what it decides for one port move, and its
+//! properties when carried out on a model of the listeners.
+
 use aws_sdk_elasticloadbalancingv2::types::Certificate;
 
 use super::*;
