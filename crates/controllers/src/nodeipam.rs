@@ -179,12 +179,12 @@ impl NodeIpam {
             }
             return Ok(Action::await_change());
         }
-        let Some(provider_id) = ccm_cloud_provider::provider_id(&node).map(str::to_owned) else {
+        let Some(provider_id) = ccm_cloud_provider::provider_id(&node) else {
             return Ok(Action::await_change());
         };
-        let result = self.assign(&node, &provider_id).await;
+        let result = self.assign(&node, provider_id).await;
         self.retries
-            .settle(&node, &provider_id, result, "no pod CIDR after")
+            .settle(&node, provider_id, result, "no pod CIDR after")
     }
 
     async fn assign(&self, node: &Node, provider_id: &str) -> Result<Action, ReconcileError> {

@@ -149,13 +149,13 @@ impl Tagging {
         if current == Some(&self.checksum) {
             return Ok(Action::await_change());
         }
-        let Some(provider_id) = ccm_cloud_provider::provider_id(&node).map(str::to_owned) else {
+        let Some(provider_id) = ccm_cloud_provider::provider_id(&node) else {
             // The cloud-node controller sets it; that change brings the node back.
             return Ok(Action::await_change());
         };
-        let result = self.tag(&node, &provider_id, current.is_none()).await;
+        let result = self.tag(&node, provider_id, current.is_none()).await;
         self.retries
-            .settle(&node, &provider_id, result, "tagging failed")
+            .settle(&node, provider_id, result, "tagging failed")
     }
 
     async fn tag(
